@@ -1,0 +1,36 @@
+//! The hot paths: one fresh-instance call of a trivial tool (the whole dispatch
+//! pipeline: parse, coerce, validate, new Store, instantiate, `handle`, result checks),
+//! the same without dispatch (Store + instantiate + `handle` only), and `definitions()`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark set-up")]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hermetic::{CallOptions, Selection};
+use hermetic_tests::fixture;
+use std::hint::black_box;
+
+fn benches(c: &mut Criterion) {
+    let f = fixture(true, &["echo"]);
+    let registry = &f.registry;
+    let options = CallOptions::default();
+    let args = r#"{"message": "hello"}"#;
+    let first = registry.call("echo", args, &options);
+    assert!(first.contains("hello"), "{first}");
+
+    c.bench_function("call/echo (fresh instance, full dispatch)", |b| {
+        b.iter(|| black_box(registry.call("echo", black_box(args), &options)))
+    });
+
+    let selection = Selection::default();
+    // Warm the check() cache, as a serving host would have it.
+    black_box(registry.definitions(&selection));
+    c.bench_function("definitions (6 tools, checks cached)", |b| {
+        b.iter(|| black_box(registry.definitions(black_box(&selection))))
+    });
+}
+
+criterion_group! {
+    name = hot_paths;
+    config = Criterion::default().sample_size(50);
+    targets = benches
+}
+criterion_main!(hot_paths);

@@ -1,0 +1,1 @@
+//! Benchmarks live in `call.rs` (`cargo bench -p hermetic-benches`).

@@ -1,0 +1,283 @@
+//! Argument parsing and output formatting for the `hermetic` binary.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use hermetic::{
+    CallOptions, LoadProblem, OperatorPolicy, Registry, RegistryOptions, Selection, ToolSource,
+};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// hermetic — a WebAssembly-sandboxed tool host for AI agents.
+///
+/// Every tool is a WebAssembly component; every call runs in a fresh sandbox that gets
+/// only what the tool declared and the operator granted. The bundled tools (read_file,
+/// write_file, patch, search_files, weather) are always loaded; add your own with
+/// --tools-dir.
+#[derive(Parser, Debug)]
+#[command(name = "hermetic", version, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// Also load every *.wasm in DIR (repeatable). Broken components are reported and
+    /// skipped.
+    #[arg(long = "tools-dir", value_name = "DIR", global = true)]
+    tools_dirs: Vec<PathBuf>,
+
+    /// Do not load the tools embedded in this binary.
+    #[arg(long, global = true)]
+    no_bundled: bool,
+
+    /// Host directory behind the `workspace` mount (default: the current directory).
+    #[arg(long, value_name = "DIR", global = true)]
+    workspace: Option<PathBuf>,
+
+    /// Grant env var VAR (from this process's environment) to tools that declare it
+    /// (repeatable).
+    #[arg(long = "allow-env", value_name = "VAR", global = true)]
+    allow_env: Vec<String>,
+
+    /// Let tool NAME replace a registration from another toolset (repeatable).
+    #[arg(long = "allow-override", value_name = "NAME", global = true)]
+    allow_override: Vec<String>,
+
+    /// Do not read or write the compiled-code cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
+    /// Log level for diagnostics on stderr (error, warn, info, debug, trace).
+    #[arg(long, value_name = "LEVEL", default_value = "warn", global = true)]
+    log_level: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List every tool with its toolset, availability and, if unavailable, why.
+    Tools {
+        /// Print JSON: [{"name","toolset","available","reason",...}].
+        #[arg(long)]
+        json: bool,
+    },
+    /// List toolsets with the tools each resolves to.
+    Toolsets {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the OpenAI function definitions of the available tools.
+    Definitions {
+        /// Only these toolsets (comma-separated; `all` or `*` for everything; Hermes
+        /// legacy names like `file_tools` work).
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        toolsets: Option<Vec<String>>,
+        /// Subtract these toolsets afterwards (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "C,D")]
+        disable: Vec<String>,
+    },
+    /// Call one tool and print its JSON result on stdout.
+    ///
+    /// Exit code 1 when the result is {"error": ...}.
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object (default `{}`; `-` reads them from stdin).
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Show a tool's declaration, schema and what it would be granted.
+    Inspect {
+        /// A registered tool name, or a path to a .wasm component.
+        target: String,
+    },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.global.log_level);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERMETIC_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn build_registry(global: &Global) -> Result<Registry> {
+    let workspace = match &global.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot determine the current directory")?,
+    };
+    if !workspace.is_dir() {
+        bail!("workspace {} is not a directory", workspace.display());
+    }
+    let mut policy = OperatorPolicy::with_workspace(workspace);
+    policy.env.extend(global.allow_env.iter().cloned());
+    let mut options = RegistryOptions::new(policy);
+    options
+        .overrides
+        .extend(global.allow_override.iter().cloned());
+    if global.no_cache {
+        options.engine.cache_dir = None;
+    }
+    let registry = Registry::new(options)?;
+    let mut problems: Vec<LoadProblem> = Vec::new();
+    if !global.no_bundled {
+        problems.extend(registry.add_bundled());
+    }
+    for dir in &global.tools_dirs {
+        problems.extend(registry.add_dir(dir)?);
+    }
+    for problem in &problems {
+        eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
+    }
+    Ok(registry)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Tools { json } => {
+            let registry = build_registry(&cli.global)?;
+            let tools = registry.tools();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+                let set_width = tools
+                    .iter()
+                    .map(|t| t.toolset.len())
+                    .max()
+                    .unwrap_or(7)
+                    .max(7);
+                println!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
+                for t in tools {
+                    let status = match (&t.available, &t.reason) {
+                        (true, _) => "available".to_owned(),
+                        (false, Some(reason)) => format!("unavailable: {reason}"),
+                        (false, None) => "unavailable".to_owned(),
+                    };
+                    println!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
+                }
+            }
+        }
+        Command::Toolsets { json } => {
+            let registry = build_registry(&cli.global)?;
+            let toolsets = registry.toolsets();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&toolsets)?);
+            } else {
+                for t in toolsets {
+                    let tools = if t.tools.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        t.tools.join(", ")
+                    };
+                    println!("{}: {tools}", t.name);
+                    if !t.description.is_empty() {
+                        println!("    {}", t.description);
+                    }
+                }
+            }
+        }
+        Command::Definitions { toolsets, disable } => {
+            let registry = build_registry(&cli.global)?;
+            let selection = Selection {
+                enabled: toolsets,
+                disabled: disable,
+            };
+            let (_, warnings) = registry.select(&selection);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&registry.definitions(&selection))?
+            );
+        }
+        Command::Call { name, args } => {
+            let args = if args == "-" {
+                let mut buf = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut buf)
+                    .context("reading arguments from stdin")?;
+                buf
+            } else {
+                args
+            };
+            let registry = build_registry(&cli.global)?;
+            let result = registry.call(&name, &args, &CallOptions::default());
+            println!("{result}");
+            let is_error = serde_json::from_str::<serde_json::Value>(&result)
+                .ok()
+                .and_then(|v| v.get("error").cloned())
+                .is_some();
+            return Ok(if is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+        Command::Inspect { target } => {
+            let registry = build_registry(&cli.global)?;
+            let report = if target.ends_with(".wasm") && std::path::Path::new(&target).exists() {
+                inspect_file(&registry, PathBuf::from(&target))?
+            } else {
+                match registry.inspect(&target) {
+                    Some(report) => report,
+                    None => bail!("no tool named {target:?} (see `hermetic tools`)"),
+                }
+            };
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Inspects a component file without registering it: its declaration (read without
+/// running it), whether it loads, and what it would be granted.
+fn inspect_file(registry: &Registry, path: PathBuf) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let declaration = match hermetic::component::read_declaration(&bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            return Ok(serde_json::json!({
+                "file": path.display().to_string(),
+                "loads": false,
+                "error": e.to_string(),
+            }));
+        }
+    };
+    let grants = hermetic::policy::effective(&declaration, registry.policy());
+    let (loads, error, schema) = match registry.load(&bytes, ToolSource::File(path.clone())) {
+        Ok(tool) => (true, None, Some(tool.schema)),
+        Err(e) => (false, Some(e.to_string()), None),
+    };
+    Ok(serde_json::json!({
+        "file": path.display().to_string(),
+        "loads": loads,
+        "error": error,
+        "declaration": declaration,
+        "schema": schema,
+        "grants": grants,
+        "available": grants.unavailable_reason().is_none(),
+        "reason": grants.unavailable_reason(),
+    }))
+}

@@ -1,0 +1,302 @@
+//! Loading a tool component: read its declaration without running it, compile (or load
+//! cached code), pre-link it once into an `InstancePre`, then ask it for its schema.
+
+use crate::bindings::{CallContext, ToolComponentPre};
+use crate::declaration::{self, Declaration, DeclarationError};
+use crate::engine::{EngineError, Runtime};
+use crate::policy::EffectiveGrants;
+use crate::sandbox::{self, CallSetup, CallState, SandboxError};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::Linker;
+
+/// Deadline for `schema()` and `check()`: metadata calls must be quick.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest schema a tool may return, in bytes.
+pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolSource {
+    /// Embedded in the binary (crate name).
+    Bundled(String),
+    /// A `.wasm` file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Bundled(name) => write!(f, "bundled:{name}"),
+            ToolSource::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading the file failed.
+    #[error("cannot read: {0}")]
+    Io(String),
+    /// Not a WebAssembly component (a core module, or not wasm at all).
+    #[error("not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    /// Declaration missing or invalid.
+    #[error(transparent)]
+    Declaration(#[from] DeclarationError),
+    /// Compilation failed.
+    #[error(transparent)]
+    Compile(#[from] EngineError),
+    /// The component imports something the host does not provide, or does not export
+    /// the `tool` interface.
+    #[error("does not fit the hermetic:tool world: {0}")]
+    Link(String),
+    /// `schema()` trapped, timed out or returned something that is not a valid schema.
+    #[error("invalid schema: {0}")]
+    Schema(String),
+    /// The schema's name differs from the declared name.
+    #[error("schema name {schema:?} differs from the declared name {declared:?}")]
+    NameMismatch {
+        /// Name in the declaration.
+        declared: String,
+        /// Name in the schema.
+        schema: String,
+    },
+}
+
+/// Reads the declaration from a component's bytes without instantiating it.
+///
+/// # Errors
+/// [`LoadError::NotAComponent`] for malformed bytes or a core module, and
+/// [`LoadError::Declaration`] for a missing, duplicated or invalid declaration.
+pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
+    let mut found: Option<&[u8]> = None;
+    let mut first = true;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| LoadError::NotAComponent(e.to_string()))?;
+        if first {
+            first = false;
+            match payload {
+                wasmparser::Payload::Version {
+                    encoding: wasmparser::Encoding::Component,
+                    ..
+                } => {}
+                _ => {
+                    return Err(LoadError::NotAComponent(
+                        "a core module, not a component (build for wasm32-wasip2)".into(),
+                    ));
+                }
+            }
+        }
+        if let wasmparser::Payload::CustomSection(section) = payload
+            && section.name() == declaration::SECTION
+        {
+            if found.is_some() {
+                return Err(DeclarationError::Duplicate.into());
+            }
+            found = Some(section.data());
+        }
+    }
+    if first {
+        return Err(LoadError::NotAComponent("empty file".into()));
+    }
+    Ok(Declaration::parse(found.ok_or(DeclarationError::Missing)?)?)
+}
+
+/// A compiled, pre-linked tool with its schema.
+pub struct LoadedTool {
+    /// The tool's declaration.
+    pub declaration: Declaration,
+    /// Its OpenAI function schema (as the tool returned it; `name` checked).
+    pub schema: Value,
+    /// Validator compiled from `schema.parameters`.
+    pub validator: jsonschema::Validator,
+    /// Pre-linked instance template: per call only a Store and instantiation.
+    pub pre: ToolComponentPre<CallState>,
+    /// Where it came from.
+    pub source: ToolSource,
+    /// SHA-256 of the component bytes.
+    pub digest: String,
+    /// Name as a shared string (cheap to put in every Store).
+    pub name: Arc<str>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Loads a component: declaration, compile, pre-link, and its schema.
+///
+/// `metadata_grants` are the grants `schema()` runs with (none: no mounts, no env).
+///
+/// # Errors
+/// See [`LoadError`]; every variant says what is wrong with the component.
+pub fn load(
+    runtime: &Runtime,
+    linker: &Linker<CallState>,
+    bytes: &[u8],
+    source: ToolSource,
+    metadata_grants: &EffectiveGrants,
+) -> Result<LoadedTool, LoadError> {
+    use sha2::Digest;
+    let declaration = read_declaration(bytes)?;
+    let component = runtime.compile(bytes)?;
+    let pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let name: Arc<str> = Arc::from(declaration.name.as_str());
+
+    let raw = {
+        let mut store = sandbox::store(
+            runtime,
+            &name,
+            metadata_grants,
+            CallSetup {
+                call_id: "schema".into(),
+                progress: None,
+                timeout: Some(METADATA_TIMEOUT),
+            },
+        )
+        .map_err(|e: SandboxError| LoadError::Schema(e.to_string()))?;
+        let instance = pre
+            .instantiate(&mut store)
+            .map_err(|e| LoadError::Schema(format!("instantiation failed: {e:#}")))?;
+        instance
+            .hermetic_tool_tool()
+            .call_schema(&mut store)
+            .map_err(|e| LoadError::Schema(format!("schema() failed: {e:#}")))?
+    };
+    if raw.len() > MAX_SCHEMA_BYTES {
+        return Err(LoadError::Schema(format!(
+            "{} bytes, over the {MAX_SCHEMA_BYTES}-byte limit",
+            raw.len()
+        )));
+    }
+    let schema: Value =
+        serde_json::from_str(&raw).map_err(|e| LoadError::Schema(format!("not JSON: {e}")))?;
+    let schema_name = schema
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| LoadError::Schema("missing string field `name`".into()))?;
+    if schema_name != declaration.name {
+        return Err(LoadError::NameMismatch {
+            declared: declaration.name.clone(),
+            schema: schema_name.to_owned(),
+        });
+    }
+    let parameters = schema
+        .get("parameters")
+        .filter(|p| p.is_object())
+        .ok_or_else(|| LoadError::Schema("missing object field `parameters`".into()))?;
+    let validator = jsonschema::validator_for(parameters)
+        .map_err(|e| LoadError::Schema(format!("`parameters` is not a valid JSON Schema: {e}")))?;
+
+    Ok(LoadedTool {
+        declaration,
+        schema,
+        validator,
+        pre,
+        source,
+        digest: format!("{:x}", sha2::Sha256::digest(bytes)),
+        name,
+    })
+}
+
+/// How a sandboxed call ended, short of returning.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailure {
+    /// The wall-clock deadline passed.
+    #[error("time limit exceeded: the call ran longer than {0} ms")]
+    Timeout(u64),
+    /// The guest tried to grow memory past its cap.
+    #[error(
+        "memory limit exceeded: the tool tried to grow its memory to {tried} bytes, over its {cap}-byte limit"
+    )]
+    Memory {
+        /// Size asked for.
+        tried: usize,
+        /// The cap.
+        cap: u64,
+    },
+    /// The guest trapped (its instance is discarded).
+    #[error("the tool crashed: {0}")]
+    Trap(String),
+    /// The sandbox could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+impl LoadedTool {
+    /// Runs `handle` in a fresh sandbox. `Ok(Err(msg))` is the tool's own error.
+    ///
+    /// # Errors
+    /// A [`CallFailure`] naming the limit hit, the trap, or the setup failure.
+    pub fn handle(
+        &self,
+        runtime: &Runtime,
+        grants: &EffectiveGrants,
+        args: &str,
+        ctx: &CallContext,
+        setup: CallSetup,
+    ) -> Result<Result<String, String>, CallFailure> {
+        let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
+            u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+        });
+        let mut store = sandbox::store(runtime, &self.name, grants, setup)?;
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
+        result.map_err(|e| classify(e, store.data().limiter.denied, grants, timeout_ms))
+    }
+
+    /// Runs `check()` in a fresh sandbox with the tool's grants.
+    ///
+    /// # Errors
+    /// A [`CallFailure`] if it traps, times out or cannot be set up.
+    pub fn check(&self, runtime: &Runtime, grants: &EffectiveGrants) -> Result<bool, CallFailure> {
+        let timeout = METADATA_TIMEOUT.min(Duration::from_millis(grants.limits.timeout_ms));
+        let setup = CallSetup {
+            call_id: "check".into(),
+            progress: None,
+            timeout: Some(timeout),
+        };
+        let mut store = sandbox::store(runtime, &self.name, grants, setup)?;
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|tool| tool.hermetic_tool_tool().call_check(&mut store));
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        result.map_err(|e| classify(e, store.data().limiter.denied, grants, timeout_ms))
+    }
+}
+
+fn classify(
+    error: wasmtime::Error,
+    denied_memory: Option<usize>,
+    grants: &EffectiveGrants,
+    timeout_ms: u64,
+) -> CallFailure {
+    // A Rust guest that cannot grow memory aborts with `unreachable`; the limiter's
+    // record is what tells a memory cap from a genuine crash.
+    if let Some(tried) = denied_memory {
+        return CallFailure::Memory {
+            tried,
+            cap: grants.limits.memory_bytes,
+        };
+    }
+    if let Some(wasmtime::Trap::Interrupt) = error.downcast_ref::<wasmtime::Trap>() {
+        return CallFailure::Timeout(timeout_ms);
+    }
+    CallFailure::Trap(format!("{error:#}"))
+}

@@ -1,0 +1,53 @@
+//! # hermetic — a WebAssembly-sandboxed tool host for AI agents
+//!
+//! Every tool is a WebAssembly component exporting the `hermetic:tool` interface
+//! (`schema`, `check`, `handle`). The [`Registry`] discovers components, applies the
+//! operator's [`policy`], hides unavailable tools, and runs every call in a fresh
+//! sandbox with only the granted capabilities, under time and memory limits.
+//!
+//! ```no_run
+//! use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
+//! let policy = OperatorPolicy::with_workspace(std::env::current_dir()?);
+//! let registry = Registry::new(RegistryOptions::new(policy))?;
+//! registry.add_bundled();
+//! let result = registry.call("read_file", r#"{"path": "README.md"}"#, &CallOptions::default());
+//! println!("{result}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod bindings;
+pub mod clock;
+pub mod component;
+pub mod declaration;
+pub mod dispatch;
+pub mod engine;
+pub mod policy;
+pub mod registry;
+pub mod sandbox;
+pub mod toolsets;
+
+mod bundled {
+    include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+}
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use component::{LoadError, ToolSource};
+pub use declaration::{Access, Declaration};
+pub use dispatch::CallOptions;
+pub use engine::EngineConfig;
+pub use policy::{EffectiveGrants, OperatorPolicy};
+pub use registry::{
+    Availability, LoadProblem, Registered, Registry, RegistryError, RegistryOptions, Selection,
+    ToolStatus, ToolsetInfo,
+};
+pub use sandbox::{Progress, ProgressSink};
+
+/// Names and bytes of the tools embedded in this binary.
+pub fn bundled_tools() -> &'static [(&'static str, &'static [u8])] {
+    bundled::BUNDLED
+}
+
+/// Where the build put the guest components, including the test tools (for tests and
+/// benches in this repository).
+#[doc(hidden)]
+pub const GUEST_BUILD_DIR: &str = env!("HERMETIC_GUEST_BUILD_DIR");

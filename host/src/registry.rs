@@ -1,0 +1,545 @@
+//! The tool registry: discovery, registration rules, availability (cached `check()`),
+//! toolsets and OpenAI definitions — the Hermes registry's semantics, on components.
+
+use crate::clock::{Clock, SystemClock};
+use crate::component::{self, LoadError, LoadedTool, ToolSource};
+use crate::engine::{EngineConfig, EngineError, Runtime};
+use crate::policy::{self, EffectiveGrants, OperatorPolicy};
+use crate::sandbox::{self, CallState, SandboxError};
+use crate::toolsets::Toolsets;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use wasmtime::component::Linker;
+
+/// How long a `check()` result is reused.
+pub const CHECK_TTL: Duration = Duration::from_secs(30);
+/// A `false` within this long after the last `true` is treated as a flake.
+pub const FLAKE_GRACE: Duration = Duration::from_secs(60);
+
+/// Registry settings.
+pub struct RegistryOptions {
+    /// Engine settings.
+    pub engine: EngineConfig,
+    /// The operator's policy.
+    pub policy: OperatorPolicy,
+    /// Tool names allowed to replace a registration from another toolset.
+    pub overrides: BTreeSet<String>,
+    /// Static toolsets (merged with registry membership).
+    pub toolsets: Toolsets,
+    /// Time source for check caching.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl RegistryOptions {
+    /// Defaults around an operator policy: default engine, no overrides, the built-in
+    /// toolsets, the system clock.
+    pub fn new(policy: OperatorPolicy) -> Self {
+        Self {
+            engine: EngineConfig::default(),
+            policy,
+            overrides: BTreeSet::new(),
+            toolsets: Toolsets::builtin(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// Registry errors.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Engine construction failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Linker construction failed.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The name is taken by a tool in another toolset and no override was given.
+    #[error(
+        "tool {name:?} from toolset {new_toolset:?} collides with the registered tool of toolset {existing_toolset:?}; the first keeps the name (an operator override can allow the replacement)"
+    )]
+    Collision {
+        /// Tool name.
+        name: String,
+        /// Toolset of the registered tool.
+        existing_toolset: String,
+        /// Toolset of the rejected tool.
+        new_toolset: String,
+    },
+    /// A tools directory could not be read.
+    #[error("cannot read tools directory {path}: {reason}")]
+    Dir {
+        /// Directory.
+        path: PathBuf,
+        /// OS error.
+        reason: String,
+    },
+}
+
+/// A component that was skipped at discovery, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadProblem {
+    /// File or bundled name.
+    pub source: String,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+/// What registering did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    /// New name.
+    Added,
+    /// Replaced a tool of the same toolset.
+    Replaced,
+    /// Replaced a tool of another toolset, by operator override.
+    Overrode,
+}
+
+/// A tool's availability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Availability {
+    /// Whether agents see and may call it.
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+}
+
+/// One row of `hermetic tools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolStatus {
+    /// Tool name.
+    pub name: String,
+    /// Toolset.
+    pub toolset: String,
+    /// Emoji, if declared.
+    pub emoji: Option<String>,
+    /// Description (the schema's, else the declaration's).
+    pub description: String,
+    /// Whether it is available.
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// Where it came from.
+    pub source: String,
+}
+
+/// One row of `hermetic toolsets`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolsetInfo {
+    /// Toolset name.
+    pub name: String,
+    /// Description (static toolsets only).
+    pub description: String,
+    /// Tools it resolves to (including ones not currently loaded).
+    pub tools: Vec<String>,
+}
+
+/// Which toolsets an agent gets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Toolsets to enable (`None` = all).
+    pub enabled: Option<Vec<String>>,
+    /// Toolsets to subtract afterwards.
+    pub disabled: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct CheckState {
+    cached: Option<(Availability, Instant)>,
+    last_true: Option<Instant>,
+}
+
+pub(crate) struct Entry {
+    pub(crate) tool: LoadedTool,
+    pub(crate) grants: EffectiveGrants,
+    check: Mutex<CheckState>,
+}
+
+/// The registry: loaded tools, their grants and availability. Cheap to share (`Arc`).
+pub struct Registry {
+    pub(crate) runtime: Runtime,
+    linker: Linker<CallState>,
+    pub(crate) entries: RwLock<BTreeMap<String, Arc<Entry>>>,
+    policy: OperatorPolicy,
+    overrides: BTreeSet<String>,
+    toolsets: Toolsets,
+    clock: Arc<dyn Clock>,
+    /// Grants for metadata calls (`schema()`): nothing.
+    metadata_grants: EffectiveGrants,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    ///
+    /// # Errors
+    /// If the engine or linker cannot be built.
+    pub fn new(options: RegistryOptions) -> Result<Self, RegistryError> {
+        let runtime = Runtime::new(options.engine)?;
+        let linker = sandbox::linker(&runtime)?;
+        let nothing = crate::declaration::Declaration {
+            name: "metadata".into(),
+            toolset: "metadata".into(),
+            description: String::new(),
+            emoji: None,
+            requires_env: Vec::new(),
+            max_result_chars: None,
+            timeout_ms: None,
+            memory_mb: None,
+            capabilities: Default::default(),
+        };
+        let metadata_grants = policy::effective(&nothing, &options.policy);
+        Ok(Self {
+            runtime,
+            linker,
+            entries: RwLock::new(BTreeMap::new()),
+            policy: options.policy,
+            overrides: options.overrides,
+            toolsets: options.toolsets,
+            clock: options.clock,
+            metadata_grants,
+        })
+    }
+
+    /// The operator policy in force.
+    pub fn policy(&self) -> &OperatorPolicy {
+        &self.policy
+    }
+
+    /// The engine runtime.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Loads (but does not register) a component.
+    ///
+    /// # Errors
+    /// A [`LoadError`] saying what is wrong with it.
+    pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
+        component::load(
+            &self.runtime,
+            &self.linker,
+            bytes,
+            source,
+            &self.metadata_grants,
+        )
+    }
+
+    /// Registers a loaded tool under the Hermes rules: a new name is added; the same
+    /// toolset replaces; another toolset is rejected (logged) unless overridden.
+    ///
+    /// # Errors
+    /// [`RegistryError::Collision`] when the name belongs to another toolset.
+    pub fn register(&self, tool: LoadedTool) -> Result<Registered, RegistryError> {
+        let grants = policy::effective(&tool.declaration, &self.policy);
+        let name = tool.declaration.name.clone();
+        let entry = Arc::new(Entry {
+            tool,
+            grants,
+            check: Mutex::new(CheckState::default()),
+        });
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let outcome = match entries.get(&name) {
+            None => Registered::Added,
+            Some(old) if old.tool.declaration.toolset == entry.tool.declaration.toolset => {
+                Registered::Replaced
+            }
+            Some(old) => {
+                let existing_toolset = old.tool.declaration.toolset.clone();
+                if !self.overrides.contains(&name) {
+                    let err = RegistryError::Collision {
+                        name,
+                        existing_toolset,
+                        new_toolset: entry.tool.declaration.toolset.clone(),
+                    };
+                    tracing::error!("{err}");
+                    return Err(err);
+                }
+                tracing::warn!(
+                    tool = %name,
+                    from = %existing_toolset,
+                    to = %entry.tool.declaration.toolset,
+                    "operator override: replacing a tool of another toolset"
+                );
+                Registered::Overrode
+            }
+        };
+        entries.insert(name, entry);
+        Ok(outcome)
+    }
+
+    /// Removes a tool. Returns whether it was registered.
+    pub fn deregister(&self, name: &str) -> bool {
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        entries.remove(name).is_some()
+    }
+
+    /// Loads and registers one component; failures come back as a [`LoadProblem`].
+    pub fn add(&self, bytes: &[u8], source: ToolSource) -> Result<Registered, LoadProblem> {
+        let label = source.to_string();
+        let tool = self.load(bytes, source).map_err(|e| LoadProblem {
+            source: label.clone(),
+            reason: e.to_string(),
+        })?;
+        self.register(tool).map_err(|e| LoadProblem {
+            source: label,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Registers the tools embedded in this binary. Returns what was skipped.
+    pub fn add_bundled(&self) -> Vec<LoadProblem> {
+        crate::bundled::BUNDLED
+            .iter()
+            .filter_map(|(name, bytes)| self.add(bytes, ToolSource::Bundled((*name).into())).err())
+            .collect()
+    }
+
+    /// Registers every `*.wasm` in a directory (sorted by file name, not recursive).
+    /// A broken or non-conforming component is reported and skipped; the rest load.
+    ///
+    /// # Errors
+    /// [`RegistryError::Dir`] if the directory itself cannot be read.
+    pub fn add_dir(&self, dir: &Path) -> Result<Vec<LoadProblem>, RegistryError> {
+        let dir_err = |e: std::io::Error| RegistryError::Dir {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(dir_err)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .collect();
+        files.sort();
+        let mut problems = Vec::new();
+        for path in files {
+            let outcome = std::fs::read(&path)
+                .map_err(|e| LoadProblem {
+                    source: path.display().to_string(),
+                    reason: format!("cannot read: {e}"),
+                })
+                .and_then(|bytes| self.add(&bytes, ToolSource::File(path.clone())));
+            if let Err(problem) = outcome {
+                tracing::warn!(source = %problem.source, "skipped: {}", problem.reason);
+                problems.push(problem);
+            }
+        }
+        Ok(problems)
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.get(name).cloned()
+    }
+
+    /// Registered tool names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.keys().cloned().collect()
+    }
+
+    fn snapshot(&self) -> Vec<Arc<Entry>> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.values().cloned().collect()
+    }
+
+    /// Whether a tool is available, running its `check()` if the cached answer is older
+    /// than [`CHECK_TTL`]. `None` for an unknown tool.
+    pub fn availability(&self, name: &str) -> Option<Availability> {
+        self.entry(name).map(|e| self.entry_availability(&e))
+    }
+
+    fn entry_availability(&self, entry: &Entry) -> Availability {
+        if let Some(reason) = entry.grants.unavailable_reason() {
+            return Availability {
+                available: false,
+                reason: Some(reason.to_owned()),
+            };
+        }
+        let mut state = entry.check.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.clock.now();
+        if let Some((availability, at)) = &state.cached
+            && now.saturating_duration_since(*at) < CHECK_TTL
+        {
+            return availability.clone();
+        }
+        let availability = match entry.tool.check(&self.runtime, &entry.grants) {
+            Ok(true) => {
+                state.last_true = Some(now);
+                Availability {
+                    available: true,
+                    reason: None,
+                }
+            }
+            Ok(false) => {
+                if state
+                    .last_true
+                    .is_some_and(|t| now.saturating_duration_since(t) < FLAKE_GRACE)
+                {
+                    tracing::warn!(tool = %entry.tool.name, "check() returned false shortly after true; treating it as a flake");
+                    return Availability {
+                        available: true,
+                        reason: None,
+                    };
+                }
+                Availability {
+                    available: false,
+                    reason: Some(check_false_reason(entry)),
+                }
+            }
+            Err(failure) => Availability {
+                available: false,
+                reason: Some(format!("check() failed: {failure}")),
+            },
+        };
+        state.cached = Some((availability.clone(), now));
+        availability
+    }
+
+    /// Forgets every cached `check()` result (and flake history).
+    pub fn invalidate_checks(&self) {
+        for entry in self.snapshot() {
+            *entry.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
+        }
+    }
+
+    /// Every tool with its toolset and availability, sorted by name.
+    pub fn tools(&self) -> Vec<ToolStatus> {
+        self.snapshot()
+            .into_iter()
+            .map(|entry| {
+                let availability = self.entry_availability(&entry);
+                let d = &entry.tool.declaration;
+                let description = entry
+                    .tool
+                    .schema
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| d.description.clone(), str::to_owned);
+                ToolStatus {
+                    name: d.name.clone(),
+                    toolset: d.toolset.clone(),
+                    emoji: d.emoji.clone(),
+                    description,
+                    available: availability.available,
+                    reason: availability.reason,
+                    source: entry.tool.source.to_string(),
+                }
+            })
+            .collect()
+    }
+
+    fn membership(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut members: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for entry in self.snapshot() {
+            let d = &entry.tool.declaration;
+            members
+                .entry(d.toolset.clone())
+                .or_default()
+                .insert(d.name.clone());
+        }
+        members
+    }
+
+    /// Toolsets (static ∪ registry) with the tools each resolves to.
+    pub fn toolsets(&self) -> Vec<ToolsetInfo> {
+        let members = self.membership();
+        self.toolsets
+            .names(&members)
+            .into_iter()
+            .map(|name| {
+                let resolution = self.toolsets.resolve(&name, &members);
+                ToolsetInfo {
+                    description: self
+                        .toolsets
+                        .description(&name, &members)
+                        .unwrap_or_default(),
+                    tools: resolution.tools.into_iter().collect(),
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// Tool names a selection resolves to, with warnings for unknown toolsets.
+    pub fn select(&self, selection: &Selection) -> (BTreeSet<String>, Vec<String>) {
+        let members = self.membership();
+        let resolution =
+            self.toolsets
+                .select(selection.enabled.as_deref(), &selection.disabled, &members);
+        for warning in &resolution.warnings {
+            tracing::warn!("{warning}");
+        }
+        (resolution.tools, resolution.warnings)
+    }
+
+    /// OpenAI function definitions of the selected, available tools, sorted by name:
+    /// `[{"type": "function", "function": {...schema, "name": name}}]`.
+    pub fn definitions(&self, selection: &Selection) -> Value {
+        let (names, _) = self.select(selection);
+        let mut definitions = Vec::new();
+        for name in names {
+            let Some(entry) = self.entry(&name) else {
+                continue;
+            };
+            if !self.entry_availability(&entry).available {
+                continue;
+            }
+            let mut function = entry.tool.schema.clone();
+            if let Some(obj) = function.as_object_mut() {
+                obj.insert("name".into(), Value::String(name));
+            }
+            definitions.push(json!({"type": "function", "function": function}));
+        }
+        Value::Array(definitions)
+    }
+
+    /// What a tool declares and what it is granted, for `hermetic inspect`.
+    pub fn inspect(&self, name: &str) -> Option<Value> {
+        let entry = self.entry(name)?;
+        let availability = self.entry_availability(&entry);
+        Some(json!({
+            "name": name,
+            "source": entry.tool.source.to_string(),
+            "sha256": entry.tool.digest,
+            "declaration": entry.tool.declaration,
+            "schema": entry.tool.schema,
+            "grants": entry.grants,
+            "available": availability.available,
+            "reason": availability.reason,
+        }))
+    }
+}
+
+/// Explains a `check()` that said no, naming required env vars that are granted but
+/// not set on the host.
+fn check_false_reason(entry: &Entry) -> String {
+    let unset: Vec<&str> = entry
+        .tool
+        .declaration
+        .requires_env
+        .iter()
+        .filter(|v| std::env::var_os(v).is_none())
+        .map(String::as_str)
+        .collect();
+    if unset.is_empty() {
+        "check() returned false".to_owned()
+    } else {
+        format!(
+            "check() returned false: {} granted but not set in the host environment",
+            unset.join(", ")
+        )
+    }
+}

@@ -1,0 +1,231 @@
+//! Enforcement of grants for one call: a fresh [`Store`] whose WASI context holds only
+//! the granted mounts and env vars, with memory, deadline and host-call limits.
+//!
+//! This module knows nothing of how grants were decided (see [`crate::policy`]).
+
+use crate::bindings::{self, Level};
+use crate::declaration::Access;
+use crate::engine::Runtime;
+use crate::policy::EffectiveGrants;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, Store};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// Log records a single call may send before further ones are dropped.
+const MAX_LOG_RECORDS: u32 = 1_000;
+/// Longest log or progress message kept, in bytes.
+const MAX_LOG_BYTES: usize = 4_096;
+/// Elements any guest table may grow to.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// A progress report from a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Tool that reported.
+    pub tool: Arc<str>,
+    /// Call id it belongs to.
+    pub call_id: String,
+    /// Units done.
+    pub done: u64,
+    /// Units in all, when known.
+    pub total: Option<u64>,
+    /// Short message (capped).
+    pub message: String,
+}
+
+/// Receives progress reports during a call.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Errors setting up a sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A granted mount's host directory cannot be opened.
+    #[error("mount `{mount}` ({path}) cannot be opened: {reason}")]
+    Mount {
+        /// Logical mount name.
+        mount: String,
+        /// Host path.
+        path: String,
+        /// OS error.
+        reason: String,
+    },
+    /// Linking the host interfaces failed (a bug, not a guest problem).
+    #[error("linking host interfaces: {0}")]
+    Link(String),
+}
+
+/// Per-call state held by the [`Store`].
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// Memory limiter; records a denied growth so the error can name the limit.
+    pub limiter: MemoryLimiter,
+    tool: Arc<str>,
+    call_id: String,
+    progress: Option<ProgressSink>,
+    log_records: u32,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Caps linear memory at a byte count and remembers the first denied growth.
+#[derive(Debug)]
+pub struct MemoryLimiter {
+    cap: usize,
+    /// The size a guest tried to grow to past the cap, if it did.
+    pub denied: Option<usize>,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            self.denied.get_or_insert(desired);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+impl bindings::hermetic::tool::types::Host for CallState {}
+
+impl bindings::hermetic::tool::host::Host for CallState {
+    fn log(&mut self, level: Level, message: String) {
+        if self.log_records >= MAX_LOG_RECORDS {
+            return;
+        }
+        self.log_records += 1;
+        let message = truncate(&message, MAX_LOG_BYTES);
+        let tool = &*self.tool;
+        match level {
+            Level::Trace => tracing::trace!(target: "hermetic::guest", tool, "{message}"),
+            Level::Debug => tracing::debug!(target: "hermetic::guest", tool, "{message}"),
+            Level::Info => tracing::info!(target: "hermetic::guest", tool, "{message}"),
+            Level::Warn => tracing::warn!(target: "hermetic::guest", tool, "{message}"),
+            Level::Error => tracing::error!(target: "hermetic::guest", tool, "{message}"),
+        }
+    }
+
+    fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
+        if let Some(sink) = &self.progress {
+            sink(Progress {
+                tool: self.tool.clone(),
+                call_id: self.call_id.clone(),
+                done,
+                total,
+                message: truncate(&message, MAX_LOG_BYTES).to_owned(),
+            });
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Builds the linker shared by every tool: the WASI interfaces (each deny-by-default
+/// through the per-call [`WasiCtx`]) and the host interface. Built once per engine.
+///
+/// # Errors
+/// [`SandboxError::Link`] on a wasmtime linking failure.
+pub fn linker(runtime: &Runtime) -> Result<Linker<CallState>, SandboxError> {
+    let mut linker = Linker::new(runtime.engine());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    Ok(linker)
+}
+
+/// What a single call needs besides the grants.
+#[derive(Clone, Default)]
+pub struct CallSetup {
+    /// Call id (for logs and progress).
+    pub call_id: String,
+    /// Progress receiver, if the caller wants progress.
+    pub progress: Option<ProgressSink>,
+    /// Deadline override (shorter than the grant's), e.g. for `check()`.
+    pub timeout: Option<Duration>,
+}
+
+/// Builds a fresh store for one call of `tool` with exactly `grants`.
+///
+/// # Errors
+/// [`SandboxError::Mount`] if a granted mount cannot be opened.
+pub fn store(
+    runtime: &Runtime,
+    tool: &Arc<str>,
+    grants: &EffectiveGrants,
+    setup: CallSetup,
+) -> Result<Store<CallState>, SandboxError> {
+    let mut wasi = WasiCtxBuilder::new();
+    // Calls already run on a worker thread of their own; hopping to another thread for
+    // every file operation would only add latency. Must precede `preopened_dir`.
+    wasi.allow_blocking_current_thread(true);
+    for mount in &grants.mounts {
+        let perms = match mount.access {
+            Access::Ro => FsPerms::ReadOnly,
+            Access::Rw => FsPerms::ReadWrite,
+        };
+        wasi.preopened_dir(&mount.host_path, format!("/{}", mount.name), perms)
+            .map_err(|e| SandboxError::Mount {
+                mount: mount.name.clone(),
+                path: mount.host_path.display().to_string(),
+                reason: format!("{e:#}"),
+            })?;
+    }
+    for var in &grants.env {
+        if let Ok(value) = std::env::var(var) {
+            wasi.env(var, value);
+        }
+    }
+    let state = CallState {
+        wasi: wasi.build(),
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter {
+            cap: usize::try_from(grants.limits.memory_bytes).unwrap_or(usize::MAX),
+            denied: None,
+        },
+        tool: tool.clone(),
+        call_id: setup.call_id,
+        progress: setup.progress,
+        log_records: 0,
+    };
+    let mut store = Store::new(runtime.engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    let timeout = setup
+        .timeout
+        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
+    store.set_epoch_deadline(runtime.ticks_for(timeout));
+    store.epoch_deadline_trap();
+    Ok(store)
+}

@@ -1,0 +1,85 @@
+//! Shared helpers for the integration suites: real components from guest-tools/, a
+//! registry over a temporary workspace, and a shared compiled-code cache so the suites
+//! do not recompile the same components in every test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers"
+)]
+
+use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// Path of a component built from guest-tools/ (bundled and test tools alike).
+pub fn guest(name: &str) -> PathBuf {
+    let path = Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"));
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+/// A temporary directory holding copies of the named components.
+pub fn tools_dir(names: &[&str]) -> TempDir {
+    let dir = TempDir::new().unwrap();
+    for name in names {
+        std::fs::copy(guest(name), dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+/// Engine settings for tests: the shared cache under target/.
+pub fn engine_config() -> EngineConfig {
+    EngineConfig {
+        cache_dir: Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")),
+        ..EngineConfig::default()
+    }
+}
+
+/// A test fixture: a workspace and a registry over it.
+pub struct Fixture {
+    /// The workspace directory (the `workspace` mount).
+    pub workspace: TempDir,
+    /// The registry.
+    pub registry: Registry,
+}
+
+/// Registry options over a fresh temporary workspace.
+pub fn options() -> (TempDir, RegistryOptions) {
+    let workspace = TempDir::new().unwrap();
+    let policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
+    let mut options = RegistryOptions::new(policy);
+    options.engine = engine_config();
+    (workspace, options)
+}
+
+/// A registry with the bundled tools (if `bundled`) and the named test tools.
+pub fn fixture(bundled: bool, test_tools: &[&str]) -> Fixture {
+    let (workspace, options) = options();
+    let registry = Registry::new(options).unwrap();
+    if bundled {
+        assert_eq!(registry.add_bundled(), vec![]);
+    }
+    if !test_tools.is_empty() {
+        let dir = tools_dir(test_tools);
+        assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    }
+    Fixture {
+        workspace,
+        registry,
+    }
+}
+
+/// Calls a tool and parses the JSON result.
+pub fn call(registry: &Registry, name: &str, args: serde_json::Value) -> serde_json::Value {
+    let out = registry.call(name, &args.to_string(), &hermetic::CallOptions::default());
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("result is not JSON ({e}): {out}"))
+}
+
+/// The `error` string of a result, panicking if there is none.
+pub fn error_of(value: &serde_json::Value) -> String {
+    value["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error, got {value}"))
+        .to_owned()
+}
