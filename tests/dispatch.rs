@@ -256,20 +256,27 @@ fn progress_reports_reach_the_caller() {
 }
 
 #[test]
-fn the_tenant_reaches_the_guest() {
-    let f = fixture(false, &["echo"]);
-    let options = CallOptions {
-        tenant: "acme".into(),
-        ..CallOptions::default()
+fn the_tenant_reaches_the_guest_and_an_unknown_tenant_is_refused() {
+    let (_ws, mut options) = hermetic_tests::options();
+    options
+        .policy
+        .tenants
+        .insert("acme".into(), hermetic::policy::TenantPolicy::default());
+    let registry = hermetic::Registry::new(options).unwrap();
+    let dir = hermetic_tests::tools_dir(&["echo"]);
+    registry.add_dir(dir.path()).unwrap();
+    let as_tenant = |tenant: &str| -> serde_json::Value {
+        let options = CallOptions {
+            tenant: tenant.into(),
+            ..CallOptions::default()
+        };
+        serde_json::from_str(&registry.call("echo", r#"{"message": "x"}"#, &options)).unwrap()
     };
-    let out = f.registry.call("echo", r#"{"message": "x"}"#, &options);
+    assert_eq!(as_tenant("acme")["tenant"], "acme");
+    assert_eq!(as_tenant("")["tenant"], "default");
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()["tenant"],
-        "acme"
-    );
-    assert_eq!(
-        call(&f.registry, "echo", json!({"message": "x"}))["tenant"],
-        "default"
+        as_tenant("nobody"),
+        json!({"error": "Unknown tenant: nobody"})
     );
 }
 

@@ -5,5 +5,5 @@ wasmtime::component::bindgen!({
     path: "../wit",
 });
 
-pub use exports::hermetic::tool::tool::CallContext;
-pub use hermetic::tool::types::Level;
+pub use self::exports::hermetic::tool::tool::CallContext;
+pub use self::hermetic::tool::types::Level;

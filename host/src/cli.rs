@@ -35,7 +35,18 @@ struct Global {
     #[arg(long, global = true)]
     no_bundled: bool,
 
-    /// Host directory behind the `workspace` mount (default: the current directory).
+    /// Operator policy file (TOML; see host/policy.example.toml). Without one, the
+    /// embedded defaults apply: workspace = the current directory (read-write), no
+    /// network, no env, no terminal.
+    #[arg(long, value_name = "FILE", global = true)]
+    policy: Option<PathBuf>,
+
+    /// Act as this tenant of the policy: its toolsets, its narrower grants and limits.
+    #[arg(long, value_name = "ID", global = true, default_value = "")]
+    tenant: String,
+
+    /// Host directory behind the `workspace` mount (default: the policy's, else the
+    /// current directory).
     #[arg(long, value_name = "DIR", global = true)]
     workspace: Option<PathBuf>,
 
@@ -122,16 +133,47 @@ fn init_logging(level: &str) {
 }
 
 fn build_registry(global: &Global) -> Result<Registry> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot determine the current directory")?,
+        Some(dir) => Some(
+            dir.canonicalize()
+                .ok()
+                .filter(|d| d.is_dir())
+                .with_context(|| format!("workspace {} is not a directory", dir.display()))?,
+        ),
+        None => None,
     };
-    if !workspace.is_dir() {
-        bail!("workspace {} is not a directory", workspace.display());
+    let (mut policy, secrets) = match &global.policy {
+        Some(file) => {
+            let loaded = hermetic::policy_file::load(file, &cwd)?;
+            (loaded.policy, loaded.secrets)
+        }
+        None => (
+            OperatorPolicy::with_workspace(cwd.clone()),
+            hermetic::Secrets::default(),
+        ),
+    };
+    if let Some(dir) = workspace {
+        let mount =
+            policy
+                .mounts
+                .entry("workspace".to_owned())
+                .or_insert(hermetic::policy::MountGrant {
+                    host_path: dir.clone(),
+                    ceiling: hermetic::Access::Rw,
+                });
+        mount.host_path = dir;
     }
-    let mut policy = OperatorPolicy::with_workspace(workspace);
-    policy.env.extend(global.allow_env.iter().cloned());
+    // --allow-env is the operator speaking: it adds to the defaults and to every
+    // per-tool env list.
+    policy.defaults.env.extend(global.allow_env.iter().cloned());
+    for tool in policy.tools.values_mut() {
+        if let Some(env) = &mut tool.env {
+            env.extend(global.allow_env.iter().cloned());
+        }
+    }
     let mut options = RegistryOptions::new(policy);
+    options.secrets = secrets;
     options
         .overrides
         .extend(global.allow_override.iter().cloned());
@@ -149,6 +191,7 @@ fn build_registry(global: &Global) -> Result<Registry> {
     for problem in &problems {
         eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
     }
+    registry.check_tenant(&global.tenant)?;
     Ok(registry)
 }
 
@@ -156,7 +199,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Tools { json } => {
             let registry = build_registry(&cli.global)?;
-            let tools = registry.tools();
+            let tools = registry.tools_for(&cli.global.tenant);
             if json {
                 println!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
@@ -209,7 +252,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             println!(
                 "{}",
-                serde_json::to_string_pretty(&registry.definitions(&selection))?
+                serde_json::to_string_pretty(
+                    &registry.definitions_for(&cli.global.tenant, &selection)
+                )?
             );
         }
         Command::Call { name, args } => {
@@ -223,7 +268,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 args
             };
             let registry = build_registry(&cli.global)?;
-            let result = registry.call(&name, &args, &CallOptions::default());
+            let options = CallOptions {
+                tenant: cli.global.tenant.clone(),
+                ..CallOptions::default()
+            };
+            let result = registry.call(&name, &args, &options);
             println!("{result}");
             let is_error = serde_json::from_str::<serde_json::Value>(&result)
                 .ok()
@@ -238,9 +287,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect { target } => {
             let registry = build_registry(&cli.global)?;
             let report = if target.ends_with(".wasm") && std::path::Path::new(&target).exists() {
-                inspect_file(&registry, PathBuf::from(&target))?
+                inspect_file(&registry, PathBuf::from(&target), &cli.global.tenant)?
             } else {
-                match registry.inspect(&target) {
+                match registry.inspect_for(&target, &cli.global.tenant) {
                     Some(report) => report,
                     None => bail!("no tool named {target:?} (see `hermetic tools`)"),
                 }
@@ -253,7 +302,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Inspects a component file without registering it: its declaration (read without
 /// running it), whether it loads, and what it would be granted.
-fn inspect_file(registry: &Registry, path: PathBuf) -> Result<serde_json::Value> {
+fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serde_json::Value> {
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let declaration = match hermetic::component::read_declaration(&bytes) {
         Ok(d) => d,
@@ -265,7 +314,12 @@ fn inspect_file(registry: &Registry, path: PathBuf) -> Result<serde_json::Value>
             }));
         }
     };
-    let grants = hermetic::policy::effective(&declaration, registry.policy());
+    let tenant_policy = registry.policy().tenants.get(tenant);
+    let grants = hermetic::policy::effective(
+        &declaration,
+        registry.policy(),
+        tenant_policy.map(|t| (tenant, t)),
+    );
     let (loads, error, schema) = match registry.load(&bytes, ToolSource::File(path.clone())) {
         Ok(tool) => (true, None, Some(tool.schema)),
         Err(e) => (false, Some(e.to_string()), None),
@@ -275,8 +329,10 @@ fn inspect_file(registry: &Registry, path: PathBuf) -> Result<serde_json::Value>
         "loads": loads,
         "error": error,
         "declaration": declaration,
-        "schema": schema,
+        "operator": registry.policy().grants_for(&declaration.name),
+        "tenant_policy": tenant_policy,
         "grants": grants,
+        "schema": schema,
         "available": grants.unavailable_reason().is_none(),
         "reason": grants.unavailable_reason(),
     }))

@@ -5,6 +5,7 @@ use crate::bindings::{CallContext, ToolComponentPre};
 use crate::declaration::{self, Declaration, DeclarationError};
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
+use crate::policy_file::Secrets;
 use crate::sandbox::{self, CallSetup, CallState, SandboxError};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -161,6 +162,7 @@ pub fn load(
             runtime,
             &name,
             metadata_grants,
+            &Secrets::default(),
             CallSetup {
                 call_id: "schema".into(),
                 progress: None,
@@ -228,6 +230,12 @@ pub enum CallFailure {
         /// The cap.
         cap: u64,
     },
+    /// The fuel budget ran out.
+    #[error("fuel limit exceeded: the call used more than {0} units of fuel")]
+    Fuel(u64),
+    /// The guest wrote more to stdout/stderr than it may.
+    #[error("output limit exceeded: the tool wrote more than {0} bytes to stdout or stderr")]
+    Output(usize),
     /// The guest trapped (its instance is discarded).
     #[error("the tool crashed: {0}")]
     Trap(String),
@@ -245,6 +253,7 @@ impl LoadedTool {
         &self,
         runtime: &Runtime,
         grants: &EffectiveGrants,
+        secrets: &Secrets,
         args: &str,
         ctx: &CallContext,
         setup: CallSetup,
@@ -252,51 +261,87 @@ impl LoadedTool {
         let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
             u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
         });
-        let mut store = sandbox::store(runtime, &self.name, grants, setup)?;
+        let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self
             .pre
             .instantiate(&mut store)
             .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
-        result.map_err(|e| classify(e, store.data().limiter.denied, grants, timeout_ms))
+        let result = result.map_err(|e| classify(e, store.data(), grants, timeout_ms));
+        log_output(&self.name, store.data());
+        result
     }
 
     /// Runs `check()` in a fresh sandbox with the tool's grants.
     ///
     /// # Errors
     /// A [`CallFailure`] if it traps, times out or cannot be set up.
-    pub fn check(&self, runtime: &Runtime, grants: &EffectiveGrants) -> Result<bool, CallFailure> {
+    pub fn check(
+        &self,
+        runtime: &Runtime,
+        grants: &EffectiveGrants,
+        secrets: &Secrets,
+    ) -> Result<bool, CallFailure> {
         let timeout = METADATA_TIMEOUT.min(Duration::from_millis(grants.limits.timeout_ms));
         let setup = CallSetup {
             call_id: "check".into(),
             progress: None,
             timeout: Some(timeout),
         };
-        let mut store = sandbox::store(runtime, &self.name, grants, setup)?;
+        let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self
             .pre
             .instantiate(&mut store)
             .and_then(|tool| tool.hermetic_tool_tool().call_check(&mut store));
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        result.map_err(|e| classify(e, store.data().limiter.denied, grants, timeout_ms))
+        result.map_err(|e| classify(e, store.data(), grants, timeout_ms))
     }
 }
 
+/// Bytes of a crashed guest's stderr quoted in the error (its panic message).
+const STDERR_TAIL: usize = 500;
+
 fn classify(
     error: wasmtime::Error,
-    denied_memory: Option<usize>,
+    state: &CallState,
     grants: &EffectiveGrants,
     timeout_ms: u64,
 ) -> CallFailure {
     // A Rust guest that cannot grow memory aborts with `unreachable`; the limiter's
     // record is what tells a memory cap from a genuine crash.
-    if let Some(tried) = denied_memory {
+    if let Some(tried) = state.limiter.denied {
         return CallFailure::Memory {
             tried,
             cap: grants.limits.memory_bytes,
         };
     }
-    if let Some(wasmtime::Trap::Interrupt) = error.downcast_ref::<wasmtime::Trap>() {
-        return CallFailure::Timeout(timeout_ms);
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => return CallFailure::Timeout(timeout_ms),
+        Some(wasmtime::Trap::OutOfFuel) => {
+            return CallFailure::Fuel(grants.limits.fuel.unwrap_or(u64::MAX));
+        }
+        _ => {}
     }
-    CallFailure::Trap(format!("{error:#}"))
+    // MemoryOutputPipe refuses a write past its capacity with this message.
+    if format!("{error:#}").contains("write beyond capacity of MemoryOutputPipe") {
+        return CallFailure::Output(grants.limits.output_bytes);
+    }
+    let stderr = state.stderr.contents();
+    let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
+    let tail = String::from_utf8_lossy(tail);
+    let tail = tail.trim();
+    if tail.is_empty() {
+        CallFailure::Trap(format!("{error:#}"))
+    } else {
+        CallFailure::Trap(format!("{error:#}; stderr: {tail}"))
+    }
+}
+
+/// Sends what the guest printed to the log (debug level), attributed to the tool.
+fn log_output(tool: &str, state: &CallState) {
+    for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
+        let bytes = pipe.contents();
+        if !bytes.is_empty() {
+            tracing::debug!(target: "hermetic::guest", tool, stream, "{}", String::from_utf8_lossy(&bytes));
+        }
+    }
 }

@@ -25,6 +25,9 @@ pub struct EngineConfig {
     pub epoch_tick: Duration,
     /// Where compiled code is cached (`None` = no cache).
     pub cache_dir: Option<PathBuf>,
+    /// Meter fuel (needed for per-call fuel limits; costs some speed on every call, so
+    /// it is on only when a policy sets a fuel limit).
+    pub fuel: bool,
 }
 
 impl Default for EngineConfig {
@@ -35,6 +38,7 @@ impl Default for EngineConfig {
             max_instances: 1000,
             epoch_tick: Duration::from_millis(5),
             cache_dir: default_cache_dir(),
+            fuel: false,
         }
     }
 }
@@ -109,6 +113,7 @@ impl Runtime {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let mut wasm = Config::new();
         wasm.epoch_interruption(true);
+        wasm.consume_fuel(config.fuel);
         // Deep recursion in a guest must trap, not overflow the host stack.
         wasm.max_wasm_stack(1 << 20);
         if config.pooling {
@@ -163,6 +168,11 @@ impl Runtime {
     /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Whether stores must be given fuel.
+    pub fn meters_fuel(&self) -> bool {
+        self.config.fuel
     }
 
     /// The settings this runtime was built with.

@@ -22,8 +22,10 @@ pub mod declaration;
 pub mod dispatch;
 pub mod engine;
 pub mod policy;
+pub mod policy_file;
 pub mod registry;
 pub mod sandbox;
+pub mod slots;
 pub mod toolsets;
 
 mod bundled {
@@ -36,6 +38,7 @@ pub use declaration::{Access, Declaration};
 pub use dispatch::CallOptions;
 pub use engine::EngineConfig;
 pub use policy::{EffectiveGrants, OperatorPolicy};
+pub use policy_file::{LoadedPolicy, PolicyFileError, Secrets};
 pub use registry::{
     Availability, LoadProblem, Registered, Registry, RegistryError, RegistryOptions, Selection,
     ToolStatus, ToolsetInfo,

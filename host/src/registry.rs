@@ -5,11 +5,13 @@ use crate::clock::{Clock, SystemClock};
 use crate::component::{self, LoadError, LoadedTool, ToolSource};
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::policy::{self, EffectiveGrants, OperatorPolicy};
+use crate::policy_file::Secrets;
 use crate::sandbox::{self, CallState, SandboxError};
+use crate::slots::Slots;
 use crate::toolsets::Toolsets;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -26,6 +28,8 @@ pub struct RegistryOptions {
     pub engine: EngineConfig,
     /// The operator's policy.
     pub policy: OperatorPolicy,
+    /// Secret values for env grants.
+    pub secrets: Secrets,
     /// Tool names allowed to replace a registration from another toolset.
     pub overrides: BTreeSet<String>,
     /// Static toolsets (merged with registry membership).
@@ -38,14 +42,26 @@ impl RegistryOptions {
     /// Defaults around an operator policy: default engine, no overrides, the built-in
     /// toolsets, the system clock.
     pub fn new(policy: OperatorPolicy) -> Self {
+        let engine = EngineConfig {
+            fuel: policy_uses_fuel(&policy),
+            ..EngineConfig::default()
+        };
         Self {
-            engine: EngineConfig::default(),
+            engine,
             policy,
+            secrets: Secrets::default(),
             overrides: BTreeSet::new(),
             toolsets: Toolsets::builtin(),
             clock: Arc::new(SystemClock),
         }
     }
+}
+
+/// Whether any limit in the policy sets a fuel budget (the engine must then meter).
+pub fn policy_uses_fuel(policy: &OperatorPolicy) -> bool {
+    policy.defaults.limits.fuel.is_some()
+        || policy.tools.values().any(|t| t.limits.fuel.is_some())
+        || policy.tenants.values().any(|t| t.limits.fuel.is_some())
 }
 
 /// Registry errors.
@@ -69,6 +85,9 @@ pub enum RegistryError {
         /// Toolset of the rejected tool.
         new_toolset: String,
     },
+    /// No tenant with this id in the policy.
+    #[error("Unknown tenant: {0}")]
+    UnknownTenant(String),
     /// A tools directory could not be read.
     #[error("cannot read tools directory {path}: {reason}")]
     Dir {
@@ -153,10 +172,24 @@ struct CheckState {
     last_true: Option<Instant>,
 }
 
-pub(crate) struct Entry {
-    pub(crate) tool: LoadedTool,
+/// A tool's grants and `check()` cache for one tenant (or the operator: tenant "").
+pub(crate) struct Scope {
     pub(crate) grants: EffectiveGrants,
     check: Mutex<CheckState>,
+}
+
+pub(crate) struct Entry {
+    pub(crate) tool: LoadedTool,
+    /// Tenant id ("" = no tenant) → grants, decided once at registration.
+    scopes: HashMap<String, Scope>,
+    /// Calls of this tool running at once.
+    pub(crate) slots: Slots,
+}
+
+impl Entry {
+    pub(crate) fn scope(&self, tenant: &str) -> Option<&Scope> {
+        self.scopes.get(tenant)
+    }
 }
 
 /// The registry: loaded tools, their grants and availability. Cheap to share (`Arc`).
@@ -165,9 +198,14 @@ pub struct Registry {
     linker: Linker<CallState>,
     pub(crate) entries: RwLock<BTreeMap<String, Arc<Entry>>>,
     policy: OperatorPolicy,
+    pub(crate) secrets: Secrets,
     overrides: BTreeSet<String>,
     toolsets: Toolsets,
     clock: Arc<dyn Clock>,
+    /// Tenant id → calls of that tenant running at once.
+    pub(crate) tenant_slots: HashMap<String, Slots>,
+    /// Tenant id → tools its toolsets resolve to (recomputed when tools change).
+    tenant_tools: RwLock<HashMap<String, Arc<BTreeSet<String>>>>,
     /// Grants for metadata calls (`schema()`): nothing.
     metadata_grants: EffectiveGrants,
 }
@@ -199,15 +237,29 @@ impl Registry {
             memory_mb: None,
             capabilities: Default::default(),
         };
-        let metadata_grants = policy::effective(&nothing, &options.policy);
+        let metadata_grants = policy::effective(&nothing, &options.policy, None);
+        let tenant_slots = options
+            .policy
+            .tenants
+            .iter()
+            .map(|(id, t)| {
+                (
+                    id.clone(),
+                    Slots::new(t.limits.max_concurrent.unwrap_or(usize::MAX)),
+                )
+            })
+            .collect();
         Ok(Self {
             runtime,
             linker,
             entries: RwLock::new(BTreeMap::new()),
             policy: options.policy,
+            secrets: options.secrets,
             overrides: options.overrides,
             toolsets: options.toolsets,
             clock: options.clock,
+            tenant_slots,
+            tenant_tools: RwLock::new(HashMap::new()),
             metadata_grants,
         })
     }
@@ -242,12 +294,31 @@ impl Registry {
     /// # Errors
     /// [`RegistryError::Collision`] when the name belongs to another toolset.
     pub fn register(&self, tool: LoadedTool) -> Result<Registered, RegistryError> {
-        let grants = policy::effective(&tool.declaration, &self.policy);
+        let mut scopes = HashMap::new();
+        let operator = policy::effective(&tool.declaration, &self.policy, None);
+        let slots = Slots::new(operator.limits.max_concurrent);
+        scopes.insert(
+            String::new(),
+            Scope {
+                grants: operator,
+                check: Mutex::default(),
+            },
+        );
+        for (id, tenant) in &self.policy.tenants {
+            let grants = policy::effective(&tool.declaration, &self.policy, Some((id, tenant)));
+            scopes.insert(
+                id.clone(),
+                Scope {
+                    grants,
+                    check: Mutex::default(),
+                },
+            );
+        }
         let name = tool.declaration.name.clone();
         let entry = Arc::new(Entry {
             tool,
-            grants,
-            check: Mutex::new(CheckState::default()),
+            scopes,
+            slots,
         });
         let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
         let outcome = match entries.get(&name) {
@@ -276,13 +347,63 @@ impl Registry {
             }
         };
         entries.insert(name, entry);
+        drop(entries);
+        self.refresh_tenant_tools();
         Ok(outcome)
     }
 
     /// Removes a tool. Returns whether it was registered.
     pub fn deregister(&self, name: &str) -> bool {
         let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        entries.remove(name).is_some()
+        let removed = entries.remove(name).is_some();
+        drop(entries);
+        self.refresh_tenant_tools();
+        removed
+    }
+
+    fn refresh_tenant_tools(&self) {
+        let members = self.membership();
+        let resolved = self
+            .policy
+            .tenants
+            .iter()
+            .map(|(id, t)| {
+                let tools = match &t.toolsets {
+                    None => members.values().flatten().cloned().collect(),
+                    Some(sets) => {
+                        self.toolsets
+                            .select(Some(sets.as_slice()), &[], &members)
+                            .tools
+                    }
+                };
+                (id.clone(), Arc::new(tools))
+            })
+            .collect();
+        *self.tenant_tools.write().unwrap_or_else(|p| p.into_inner()) = resolved;
+    }
+
+    /// Checks a tenant id: `""` is the operator itself; others must be in the policy.
+    ///
+    /// # Errors
+    /// [`RegistryError::UnknownTenant`].
+    pub fn check_tenant(&self, tenant: &str) -> Result<(), RegistryError> {
+        if tenant.is_empty() || self.policy.tenants.contains_key(tenant) {
+            Ok(())
+        } else {
+            Err(RegistryError::UnknownTenant(tenant.to_owned()))
+        }
+    }
+
+    /// Whether a tenant may see a tool (its toolsets include it). The operator ("")
+    /// sees everything.
+    pub(crate) fn tenant_sees(&self, tenant: &str, name: &str) -> bool {
+        if tenant.is_empty() {
+            return true;
+        }
+        let visible = self.tenant_tools.read().unwrap_or_else(|p| p.into_inner());
+        visible
+            .get(tenant)
+            .is_some_and(|tools| tools.contains(name))
     }
 
     /// Loads and registers one component; failures come back as a [`LoadProblem`].
@@ -355,27 +476,40 @@ impl Registry {
         entries.values().cloned().collect()
     }
 
-    /// Whether a tool is available, running its `check()` if the cached answer is older
-    /// than [`CHECK_TTL`]. `None` for an unknown tool.
+    /// Whether a tool is available (to the operator), running its `check()` if the
+    /// cached answer is older than [`CHECK_TTL`]. `None` for an unknown tool.
     pub fn availability(&self, name: &str) -> Option<Availability> {
-        self.entry(name).map(|e| self.entry_availability(&e))
+        self.availability_for(name, "")
     }
 
-    fn entry_availability(&self, entry: &Entry) -> Availability {
-        if let Some(reason) = entry.grants.unavailable_reason() {
+    /// [`Registry::availability`] for a tenant; `None` also when the tenant may not see
+    /// the tool or does not exist.
+    pub fn availability_for(&self, name: &str, tenant: &str) -> Option<Availability> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        let entry = self.entry(name)?;
+        Some(self.entry_availability(&entry, entry.scope(tenant)?))
+    }
+
+    fn entry_availability(&self, entry: &Entry, scope: &Scope) -> Availability {
+        if let Some(reason) = scope.grants.unavailable_reason() {
             return Availability {
                 available: false,
                 reason: Some(reason.to_owned()),
             };
         }
-        let mut state = entry.check.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = scope.check.lock().unwrap_or_else(|p| p.into_inner());
         let now = self.clock.now();
         if let Some((availability, at)) = &state.cached
             && now.saturating_duration_since(*at) < CHECK_TTL
         {
             return availability.clone();
         }
-        let availability = match entry.tool.check(&self.runtime, &entry.grants) {
+        let availability = match entry
+            .tool
+            .check(&self.runtime, &scope.grants, &self.secrets)
+        {
             Ok(true) => {
                 state.last_true = Some(now);
                 Availability {
@@ -396,7 +530,7 @@ impl Registry {
                 }
                 Availability {
                     available: false,
-                    reason: Some(check_false_reason(entry)),
+                    reason: Some(check_false_reason(entry, &self.secrets)),
                 }
             }
             Err(failure) => Availability {
@@ -411,16 +545,25 @@ impl Registry {
     /// Forgets every cached `check()` result (and flake history).
     pub fn invalidate_checks(&self) {
         for entry in self.snapshot() {
-            *entry.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
+            for scope in entry.scopes.values() {
+                *scope.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
+            }
         }
     }
 
     /// Every tool with its toolset and availability, sorted by name.
     pub fn tools(&self) -> Vec<ToolStatus> {
+        self.tools_for("")
+    }
+
+    /// The tools a tenant may see, with their availability for that tenant (an unknown
+    /// tenant sees nothing).
+    pub fn tools_for(&self, tenant: &str) -> Vec<ToolStatus> {
         self.snapshot()
             .into_iter()
-            .map(|entry| {
-                let availability = self.entry_availability(&entry);
+            .filter(|entry| self.tenant_sees(tenant, &entry.tool.declaration.name))
+            .filter_map(|entry| {
+                let availability = self.entry_availability(&entry, entry.scope(tenant)?);
                 let d = &entry.tool.declaration;
                 let description = entry
                     .tool
@@ -428,7 +571,7 @@ impl Registry {
                     .get("description")
                     .and_then(Value::as_str)
                     .map_or_else(|| d.description.clone(), str::to_owned);
-                ToolStatus {
+                Some(ToolStatus {
                     name: d.name.clone(),
                     toolset: d.toolset.clone(),
                     emoji: d.emoji.clone(),
@@ -436,7 +579,7 @@ impl Registry {
                     available: availability.available,
                     reason: availability.reason,
                     source: entry.tool.source.to_string(),
-                }
+                })
             })
             .collect()
     }
@@ -488,13 +631,24 @@ impl Registry {
     /// OpenAI function definitions of the selected, available tools, sorted by name:
     /// `[{"type": "function", "function": {...schema, "name": name}}]`.
     pub fn definitions(&self, selection: &Selection) -> Value {
+        self.definitions_for("", selection)
+    }
+
+    /// [`Registry::definitions`] of the tools a tenant may see and use.
+    pub fn definitions_for(&self, tenant: &str, selection: &Selection) -> Value {
         let (names, _) = self.select(selection);
         let mut definitions = Vec::new();
         for name in names {
+            if !self.tenant_sees(tenant, &name) {
+                continue;
+            }
             let Some(entry) = self.entry(&name) else {
                 continue;
             };
-            if !self.entry_availability(&entry).available {
+            let Some(scope) = entry.scope(tenant) else {
+                continue;
+            };
+            if !self.entry_availability(&entry, scope).available {
                 continue;
             }
             let mut function = entry.tool.schema.clone();
@@ -508,30 +662,44 @@ impl Registry {
 
     /// What a tool declares and what it is granted, for `hermetic inspect`.
     pub fn inspect(&self, name: &str) -> Option<Value> {
+        self.inspect_for(name, "")
+    }
+
+    /// What a tool declares, what the operator grants it, what the tenant allows, and
+    /// the effective result with the reasons for every denial. `None` if the tool is
+    /// unknown or the tenant may not see it.
+    pub fn inspect_for(&self, name: &str, tenant: &str) -> Option<Value> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
         let entry = self.entry(name)?;
-        let availability = self.entry_availability(&entry);
+        let scope = entry.scope(tenant)?;
+        let availability = self.entry_availability(&entry, scope);
         Some(json!({
             "name": name,
+            "tenant": if tenant.is_empty() { Value::Null } else { Value::String(tenant.to_owned()) },
             "source": entry.tool.source.to_string(),
             "sha256": entry.tool.digest,
             "declaration": entry.tool.declaration,
-            "schema": entry.tool.schema,
-            "grants": entry.grants,
+            "operator": self.policy.grants_for(name),
+            "tenant_policy": self.policy.tenants.get(tenant),
+            "grants": scope.grants,
             "available": availability.available,
             "reason": availability.reason,
+            "schema": entry.tool.schema,
         }))
     }
 }
 
 /// Explains a `check()` that said no, naming required env vars that are granted but
 /// not set on the host.
-fn check_false_reason(entry: &Entry) -> String {
+fn check_false_reason(entry: &Entry, secrets: &Secrets) -> String {
     let unset: Vec<&str> = entry
         .tool
         .declaration
         .requires_env
         .iter()
-        .filter(|v| std::env::var_os(v).is_none())
+        .filter(|v| secrets.get(v).is_none() && std::env::var_os(v).is_none())
         .map(String::as_str)
         .collect();
     if unset.is_empty() {

@@ -6,12 +6,16 @@
 use crate::bindings::{self, Level};
 use crate::declaration::Access;
 use crate::engine::Runtime;
-use crate::policy::EffectiveGrants;
+use crate::policy::{ClockPolicy, EffectiveGrants};
+use crate::policy_file::Secrets;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{
+    FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
 
 /// Log records a single call may send before further ones are dropped.
 const MAX_LOG_RECORDS: u32 = 1_000;
@@ -66,6 +70,10 @@ pub struct CallState {
     call_id: String,
     progress: Option<ProgressSink>,
     log_records: u32,
+    /// Captured guest stdout (capped; a write past the cap traps the guest).
+    pub stdout: MemoryOutputPipe,
+    /// Captured guest stderr (capped likewise).
+    pub stderr: MemoryOutputPipe,
 }
 
 impl WasiView for CallState {
@@ -177,7 +185,10 @@ pub struct CallSetup {
     pub timeout: Option<Duration>,
 }
 
-/// Builds a fresh store for one call of `tool` with exactly `grants`.
+/// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
+/// mounts as preopens, the granted env vars (values from `secrets`, else the host
+/// environment), the clock policy, capped stdout/stderr, memory and time limits, and
+/// fuel when the engine meters it. Nothing else: no sockets, no other files, no env.
 ///
 /// # Errors
 /// [`SandboxError::Mount`] if a granted mount cannot be opened.
@@ -185,6 +196,7 @@ pub fn store(
     runtime: &Runtime,
     tool: &Arc<str>,
     grants: &EffectiveGrants,
+    secrets: &Secrets,
     setup: CallSetup,
 ) -> Result<Store<CallState>, SandboxError> {
     let mut wasi = WasiCtxBuilder::new();
@@ -204,10 +216,27 @@ pub fn store(
             })?;
     }
     for var in &grants.env {
-        if let Ok(value) = std::env::var(var) {
+        if let Some(value) = secrets.get(var) {
+            wasi.env(var, value);
+        } else if let Ok(value) = std::env::var(var) {
             wasi.env(var, value);
         }
     }
+    match grants.clock {
+        ClockPolicy::Real => {}
+        ClockPolicy::Frozen => {
+            wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+        }
+        ClockPolicy::Coarse(ms) => {
+            let step = Duration::from_millis(ms.max(1));
+            wasi.wall_clock(CoarseWallClock(step))
+                .monotonic_clock(CoarseMonotonicClock::new(step));
+        }
+    }
+    let output = grants.limits.output_bytes;
+    let stdout = MemoryOutputPipe::new(output);
+    let stderr = MemoryOutputPipe::new(output);
+    wasi.stdout(stdout.clone()).stderr(stderr.clone());
     let state = CallState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
@@ -219,8 +248,15 @@ pub fn store(
         call_id: setup.call_id,
         progress: setup.progress,
         log_records: 0,
+        stdout,
+        stderr,
     };
     let mut store = Store::new(runtime.engine(), state);
+    if runtime.meters_fuel() {
+        store
+            .set_fuel(grants.limits.fuel.unwrap_or(u64::MAX))
+            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    }
     store.limiter(|s| &mut s.limiter);
     let timeout = setup
         .timeout
@@ -228,4 +264,70 @@ pub fn store(
     store.set_epoch_deadline(runtime.ticks_for(timeout));
     store.epoch_deadline_trap();
     Ok(store)
+}
+
+/// A clock stopped at the Unix epoch (and a monotonic clock stopped at zero).
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// The host's wall clock rounded down to a step.
+struct CoarseWallClock(Duration);
+
+impl HostWallClock for CoarseWallClock {
+    fn resolution(&self) -> Duration {
+        self.0
+    }
+    fn now(&self) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        round_down(now, self.0)
+    }
+}
+
+/// A monotonic clock (from the call's start) rounded down to a step.
+struct CoarseMonotonicClock {
+    start: std::time::Instant,
+    step: Duration,
+}
+
+impl CoarseMonotonicClock {
+    fn new(step: Duration) -> Self {
+        Self {
+            start: std::time::Instant::now(),
+            step,
+        }
+    }
+}
+
+impl HostMonotonicClock for CoarseMonotonicClock {
+    fn resolution(&self) -> u64 {
+        u64::try_from(self.step.as_nanos()).unwrap_or(u64::MAX)
+    }
+    fn now(&self) -> u64 {
+        u64::try_from(round_down(self.start.elapsed(), self.step).as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+fn round_down(t: Duration, step: Duration) -> Duration {
+    let step_ns = step.as_nanos().max(1);
+    let ns = t.as_nanos() / step_ns * step_ns;
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
 }

@@ -12,11 +12,13 @@ use crate::sandbox::{CallSetup, ProgressSink};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Per-call options from the transport.
 #[derive(Clone, Default)]
 pub struct CallOptions {
-    /// Tenant id (`"default"` when empty).
+    /// Tenant id; empty = the operator itself (no tenant narrowing). The guest sees
+    /// `"default"` then.
     pub tenant: String,
     /// Agent session id.
     pub session: String,
@@ -42,11 +44,22 @@ fn limit_error(limit: &str, message: String) -> String {
 impl Registry {
     /// Calls a tool with JSON arguments and returns its JSON result, or a JSON
     /// `{"error": ...}` for every kind of failure.
+    ///
+    /// A tenant sees only the tools its toolsets include; any other name is an unknown
+    /// tool to it (so tenants cannot probe each other's tools).
     pub fn call(&self, name: &str, args: &str, options: &CallOptions) -> String {
-        let Some(entry) = self.entry(name) else {
+        let tenant = options.tenant.as_str();
+        if let Err(e) = self.check_tenant(tenant) {
+            return error_json(e.to_string());
+        }
+        let (Some(entry), true) = (self.entry(name), self.tenant_sees(tenant, name)) else {
             return error_json(format!("Unknown tool: {name}"));
         };
-        if let Some(reason) = entry.grants.unavailable_reason() {
+        let Some(scope) = entry.scope(tenant) else {
+            return error_json(format!("Unknown tool: {name}"));
+        };
+        let grants = &scope.grants;
+        if let Some(reason) = grants.unavailable_reason() {
             return error_json(format!("Tool {name} is unavailable: {reason}"));
         }
 
@@ -94,10 +107,39 @@ impl Registry {
             progress: options.progress.clone(),
             timeout: None,
         };
-        let cap = entry.grants.limits.result_chars;
+
+        let wait = Duration::from_millis(grants.limits.queue_timeout_ms);
+        let _tenant_slot = match self.tenant_slots.get(tenant) {
+            None => None,
+            Some(slots) => match slots.acquire(wait) {
+                Some(slot) => Some(slot),
+                None => {
+                    return limit_error(
+                        "concurrency",
+                        format!(
+                            "concurrency limit exceeded: tenant {tenant} already runs {} calls; waited {} ms for a slot",
+                            slots.capacity(),
+                            wait.as_millis()
+                        ),
+                    );
+                }
+            },
+        };
+        let Some(_tool_slot) = entry.slots.acquire(wait) else {
+            return limit_error(
+                "concurrency",
+                format!(
+                    "concurrency limit exceeded: {name} already runs {} calls; waited {} ms for a slot",
+                    entry.slots.capacity(),
+                    wait.as_millis()
+                ),
+            );
+        };
+
+        let cap = grants.limits.result_chars;
         match entry
             .tool
-            .handle(&self.runtime, &entry.grants, &args, &ctx, setup)
+            .handle(&self.runtime, grants, &self.secrets, &args, &ctx, setup)
         {
             Ok(Ok(result)) => {
                 let chars = result.chars().count();

@@ -1,0 +1,305 @@
+//! Network destinations: `scheme://host[:port]` patterns with `*.domain` wildcards, the
+//! "covers" order between them, and their intersection. Pure data; the sandbox's egress
+//! hooks do the matching against real requests and resolved addresses.
+
+use serde::Serialize;
+use std::net::IpAddr;
+
+/// A parsed destination pattern.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "String")]
+pub struct Destination {
+    /// `http` or `https`.
+    pub scheme: Scheme,
+    /// The host: an exact name, a `*.domain` wildcard, or an IP literal.
+    pub host: HostPattern,
+    /// The port (the scheme's default when the pattern names none).
+    pub port: u16,
+}
+
+/// URL scheme of a destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme's default port.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// The host part of a destination.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum HostPattern {
+    /// Exactly this (lower-case) name.
+    Exact(String),
+    /// Any name ending in `.suffix` (the suffix itself excluded, as for TLS wildcards).
+    Wildcard(String),
+    /// This IP address. Naming an address is how a grant opts into private ranges.
+    Ip(IpAddr),
+}
+
+/// A destination pattern that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid network destination {pattern:?}: {reason} (write e.g. \"https://api.example.com\", \"https://*.example.com\" or \"http://127.0.0.1:8080\")"
+)]
+pub struct DestinationError {
+    /// The pattern as written.
+    pub pattern: String,
+    /// What is wrong.
+    pub reason: &'static str,
+}
+
+impl Destination {
+    /// Parses `scheme://host[:port]`; a bare `host[:port]` means `https`.
+    ///
+    /// # Errors
+    /// [`DestinationError`] for anything else (paths, user info, bad ports, empty
+    /// labels, wildcards other than a leading `*.`).
+    pub fn parse(pattern: &str) -> Result<Self, DestinationError> {
+        let err = |reason| DestinationError {
+            pattern: pattern.to_owned(),
+            reason,
+        };
+        let (scheme, rest) = match pattern.split_once("://") {
+            Some(("http", rest)) => (Scheme::Http, rest),
+            Some(("https", rest)) => (Scheme::Https, rest),
+            Some(_) => return Err(err("the scheme must be http or https")),
+            None => (Scheme::Https, pattern),
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '@', '?', '#']) {
+            return Err(err("only scheme, host and port are allowed"));
+        }
+        let (host, port) = split_host_port(rest).ok_or_else(|| err("malformed host or port"))?;
+        let port = match port {
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| err("bad port"))?,
+            None => scheme.default_port(),
+        };
+        let host = host.to_ascii_lowercase();
+        let host = if let Ok(ip) = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        {
+            HostPattern::Ip(ip)
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            if !is_dns_name(suffix) || !suffix.contains('.') {
+                return Err(err(
+                    "a wildcard needs a domain with at least two labels, like *.example.com",
+                ));
+            }
+            HostPattern::Wildcard(suffix.to_owned())
+        } else if is_dns_name(&host) {
+            HostPattern::Exact(host)
+        } else {
+            return Err(err("the host is not a valid DNS name or IP address"));
+        };
+        Ok(Self { scheme, host, port })
+    }
+
+    /// Whether every request this pattern allows is also allowed by `self`.
+    pub fn covers(&self, other: &Destination) -> bool {
+        if self.scheme != other.scheme || self.port != other.port {
+            return false;
+        }
+        match (&self.host, &other.host) {
+            (HostPattern::Exact(a), HostPattern::Exact(b)) => a == b,
+            (HostPattern::Ip(a), HostPattern::Ip(b)) => a == b,
+            (HostPattern::Wildcard(suffix), HostPattern::Exact(name)) => in_domain(name, suffix),
+            (HostPattern::Wildcard(a), HostPattern::Wildcard(b)) => a == b || in_domain(b, a),
+            _ => false,
+        }
+    }
+
+    /// The narrower of two patterns when one covers the other; `None` when they do not
+    /// nest (for these patterns that means nothing satisfies both... except a wildcard
+    /// pair like `*.a.com` / `*.b.a.com`, which nest and are handled by `covers`).
+    pub fn intersect(&self, other: &Destination) -> Option<Destination> {
+        if self.covers(other) {
+            Some(other.clone())
+        } else if other.covers(self) {
+            Some(self.clone())
+        } else {
+            None
+        }
+    }
+
+    /// Whether this pattern allows a request to `host` (lower-case name or IP literal)
+    /// on `scheme` and `port`.
+    pub fn allows(&self, scheme: Scheme, host: &str, port: u16) -> bool {
+        if self.scheme != scheme || self.port != port {
+            return false;
+        }
+        match &self.host {
+            HostPattern::Exact(name) => name == host,
+            HostPattern::Wildcard(suffix) => in_domain(host, suffix),
+            HostPattern::Ip(ip) => host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|h| h == *ip),
+        }
+    }
+}
+
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://", self.scheme.as_str())?;
+        match &self.host {
+            HostPattern::Exact(h) => f.write_str(h)?,
+            HostPattern::Wildcard(s) => write!(f, "*.{s}")?,
+            HostPattern::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
+            HostPattern::Ip(ip) => write!(f, "{ip}")?,
+        }
+        if self.port != self.scheme.default_port() {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
+    }
+}
+
+impl From<Destination> for String {
+    fn from(d: Destination) -> String {
+        d.to_string()
+    }
+}
+
+/// Intersects a declared list with an allowed list: each declared pattern survives as
+/// its intersection with any allowed pattern.
+pub fn intersect_all(declared: &[Destination], allowed: &[Destination]) -> Vec<Destination> {
+    let mut out: Vec<Destination> = declared
+        .iter()
+        .flat_map(|d| allowed.iter().filter_map(move |a| d.intersect(a)))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn in_domain(name: &str, suffix: &str) -> bool {
+    name.len() > suffix.len() + 1
+        && name.ends_with(suffix)
+        && name.as_bytes()[name.len() - suffix.len() - 1] == b'.'
+}
+
+fn split_host_port(s: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        return match after {
+            "" => Some((host, None)),
+            _ => Some((host, Some(after.strip_prefix(':')?))),
+        };
+    }
+    match s.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => Some((host, Some(port))),
+        Some(_) => None,
+        None => Some((s, None)),
+    }
+}
+
+fn is_dns_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Destination {
+        Destination::parse(s).unwrap()
+    }
+
+    #[test]
+    fn patterns_parse_with_defaults_and_refuse_junk() {
+        assert_eq!(d("api.example.com").to_string(), "https://api.example.com");
+        assert_eq!(
+            d("http://127.0.0.1:8080").to_string(),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            d("https://[::1]:9000").host,
+            HostPattern::Ip("::1".parse().unwrap())
+        );
+        assert_eq!(
+            d("https://*.Example.com").host,
+            HostPattern::Wildcard("example.com".into())
+        );
+        for bad in [
+            "ftp://a.com",
+            "https://a.com/path",
+            "https://u@a.com",
+            "https://*.com",
+            "https://a.com:0",
+            "https://a..com",
+            "https://*a.com",
+            "",
+        ] {
+            assert!(Destination::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wildcards_cover_subdomains_but_not_the_apex_or_lookalikes() {
+        let w = d("https://*.example.com");
+        assert!(w.covers(&d("https://api.example.com")));
+        assert!(w.covers(&d("https://a.b.example.com")));
+        assert!(w.covers(&d("https://*.b.example.com")));
+        assert!(!w.covers(&d("https://example.com")));
+        assert!(!w.covers(&d("https://evilexample.com")));
+        assert!(!w.covers(&d("http://api.example.com")));
+        assert!(!w.covers(&d("https://api.example.com:8443")));
+        assert!(w.allows(Scheme::Https, "x.example.com", 443));
+        assert!(!w.allows(Scheme::Https, "x.example.com.evil.net", 443));
+    }
+
+    #[test]
+    fn intersection_keeps_the_narrower_pattern() {
+        let declared = [d("https://api.example.com"), d("https://other.net")];
+        let allowed = [d("https://*.example.com")];
+        assert_eq!(
+            intersect_all(&declared, &allowed),
+            [d("https://api.example.com")]
+        );
+        assert_eq!(
+            intersect_all(
+                &[d("https://*.example.com")],
+                &[d("https://api.example.com")]
+            ),
+            [d("https://api.example.com")]
+        );
+        assert!(intersect_all(&declared, &[]).is_empty());
+    }
+}
