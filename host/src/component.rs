@@ -321,18 +321,24 @@ fn classify(
         }
         _ => {}
     }
-    // MemoryOutputPipe refuses a write past its capacity with this message.
-    if format!("{error:#}").contains("write beyond capacity of MemoryOutputPipe") {
+    if state.stdout.overflowed() || state.stderr.overflowed() {
         return CallFailure::Output(grants.limits.output_bytes);
     }
+    // The trap's own words ("call stack exhausted", "unreachable executed"), not the
+    // wasm backtrace, which can be thousands of frames long; that goes to the log.
+    tracing::debug!(target: "hermetic::guest", "trap: {error:?}");
+    let reason = match error.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => error.root_cause().to_string(),
+    };
     let stderr = state.stderr.contents();
     let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
     let tail = String::from_utf8_lossy(tail);
     let tail = tail.trim();
     if tail.is_empty() {
-        CallFailure::Trap(format!("{error:#}"))
+        CallFailure::Trap(reason)
     } else {
-        CallFailure::Trap(format!("{error:#}; stderr: {tail}"))
+        CallFailure::Trap(format!("{reason}; stderr: {tail}"))
     }
 }
 

@@ -161,6 +161,8 @@ impl Registry {
             Ok(Err(message)) => sanitize::tool_error_json(&message),
             Err(failure @ CallFailure::Timeout(_)) => limit_error("time", failure.to_string()),
             Err(failure @ CallFailure::Memory { .. }) => limit_error("memory", failure.to_string()),
+            Err(failure @ CallFailure::Fuel(_)) => limit_error("fuel", failure.to_string()),
+            Err(failure @ CallFailure::Output(_)) => limit_error("output", failure.to_string()),
             Err(failure) => sanitize::tool_error_json(&failure.to_string()),
         }
     }

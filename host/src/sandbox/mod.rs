@@ -3,6 +3,10 @@
 //!
 //! This module knows nothing of how grants were decided (see [`crate::policy`]).
 
+mod output;
+
+pub use output::CappedOutput;
+
 use crate::bindings::{self, Level};
 use crate::declaration::Access;
 use crate::engine::Runtime;
@@ -10,9 +14,8 @@ use crate::policy::{ClockPolicy, EffectiveGrants};
 use crate::policy_file::Secrets;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{
     FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
@@ -71,9 +74,9 @@ pub struct CallState {
     progress: Option<ProgressSink>,
     log_records: u32,
     /// Captured guest stdout (capped; a write past the cap traps the guest).
-    pub stdout: MemoryOutputPipe,
+    pub stdout: CappedOutput,
     /// Captured guest stderr (capped likewise).
-    pub stderr: MemoryOutputPipe,
+    pub stderr: CappedOutput,
 }
 
 impl WasiView for CallState {
@@ -167,11 +170,52 @@ fn truncate(s: &str, max: usize) -> &str {
 /// [`SandboxError::Link`] on a wasmtime linking failure.
 pub fn linker(runtime: &Runtime) -> Result<Linker<CallState>, SandboxError> {
     let mut linker = Linker::new(runtime.engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-        .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    link_wasi(&mut linker).map_err(|e| SandboxError::Link(format!("{e:#}")))?;
     bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
         .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
     Ok(linker)
+}
+
+/// `HasData` projection to the resource table, for the wasi:io interfaces.
+struct HasIo;
+
+impl HasData for HasIo {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// Links the WASI interfaces a tool may use — io, clocks, random, filesystem, cli —
+/// and deliberately *not* wasi:sockets: a component that imports sockets fails to load
+/// ("… matching implementation was not found in the linker"), so no HTTP or other grant
+/// can ever be turned into raw sockets. What each linked interface may reach is decided
+/// per call by the [`WasiCtx`] (no preopens, no env unless granted).
+fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
+    use wasmtime_wasi::random::WasiRandom;
+
+    sync::io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    sync::io::poll::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    sync::io::streams::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    sync::filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    Ok(())
 }
 
 /// What a single call needs besides the grants.
@@ -234,8 +278,8 @@ pub fn store(
         }
     }
     let output = grants.limits.output_bytes;
-    let stdout = MemoryOutputPipe::new(output);
-    let stderr = MemoryOutputPipe::new(output);
+    let stdout = CappedOutput::new(output);
+    let stderr = CappedOutput::new(output);
     wasi.stdout(stdout.clone()).stderr(stderr.clone());
     let state = CallState {
         wasi: wasi.build(),
