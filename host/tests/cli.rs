@@ -306,3 +306,67 @@ fn version_and_help_explain_every_command() {
     let (out, _) = run(hermetic(ws.path()).arg("frobnicate"));
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_policy_file_and_a_tenant_narrow_what_the_cli_sees() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join("ws/acme")).unwrap();
+    std::fs::write(root.path().join("ws/acme/a.txt"), "tenant data\n").unwrap();
+    std::fs::write(
+        root.path().join("policy.toml"),
+        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[tenants.acme]\ntoolsets = [\"file\"]\n[tenants.acme.mounts.workspace]\naccess = \"ro\"\nsubdir = \"acme\"\n",
+    )
+    .unwrap();
+    let base = || {
+        let mut cmd = hermetic(root.path());
+        cmd.args(["--policy", "policy.toml", "--tenant", "acme"]);
+        cmd
+    };
+    let (out, stdout) = run(base().args(["tools", "--json"]));
+    assert!(out.status.success());
+    let tools = json(&stdout);
+    let write = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "write_file")
+        .unwrap();
+    assert_eq!(write["available"], false);
+    assert!(
+        write["reason"]
+            .as_str()
+            .unwrap()
+            .contains("tenant acme allows only read-only")
+    );
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "weather")
+    );
+
+    let (out, stdout) = run(base().args(["call", "read_file", r#"{"path": "a.txt"}"#]));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(json(&stdout)["content"], "1|tenant data");
+
+    let (_, stdout) = run(base().args(["inspect", "read_file"]));
+    let report = json(&stdout);
+    assert_eq!(report["tenant"], "acme");
+    assert_eq!(
+        report["tenant_policy"]["toolsets"],
+        serde_json::json!(["file"])
+    );
+    assert!(
+        report["grants"]["mounts"][0]["host_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("ws/acme")
+    );
+
+    let (out, _) =
+        run(hermetic(root.path()).args(["--policy", "policy.toml", "--tenant", "nobody", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    let (out, _) = run(hermetic(root.path()).args(["--policy", "missing.toml", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+}
