@@ -2,7 +2,7 @@
 //! analyzed as code, and the rules of the table are applied to the command that
 //! actually runs.
 
-use super::checks::language;
+use super::carriers::language;
 use super::fold::{Field, Producer};
 use super::limits::MAX_CARRIER_DEPTH;
 use super::opts::{self, Spec};
@@ -62,6 +62,7 @@ impl Analyzer<'_> {
             self.hit(Self::unseen_code_rule(&payload.origin), inv.rendered);
             return;
         }
+        self.check_shell_escape(&payload.text, inv);
         let cx = Cx {
             depth: inv.depth + 1,
             stdin: inv.stdin.clone(),

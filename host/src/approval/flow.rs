@@ -481,6 +481,10 @@ impl ApprovalGate {
 
     /// Every rule is allowed permanently (policy or allowlist file), or the whole
     /// command — a single command without shell operators — matches an allow pattern.
+    ///
+    /// The file is read on each dangerous command (never for safe ones): other hosts
+    /// and processes add to it, and a dangerous command is about to wait for a human
+    /// anyway.
     fn allowlisted(&self, detection: &Detection, command: &str, rules: &[RuleId]) -> bool {
         let file_rules = match &self.allowlist {
             Some(list) => list.load().unwrap_or_else(|e| {

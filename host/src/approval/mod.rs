@@ -30,6 +30,7 @@
 
 mod allowlist;
 mod approver;
+mod carriers;
 mod checks;
 mod code;
 mod commands;
@@ -37,7 +38,9 @@ mod config;
 mod detector;
 mod flow;
 mod fold;
+mod git;
 pub mod limits;
+mod net;
 mod normalize;
 mod opts;
 mod paths;

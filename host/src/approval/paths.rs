@@ -152,6 +152,10 @@ const RC_FILES: &[&str] = &[
     ".xinitrc",
     ".xprofile",
     ".envrc",
+    // History: rewriting or shredding it hides what was done.
+    ".bash_history",
+    ".zsh_history",
+    ".history",
 ];
 
 /// Path components that hold credentials.
@@ -187,12 +191,14 @@ const CREDENTIAL_FILES: &[&str] = &[
 ];
 
 /// True for a `.env` file or a variant (`.env.local`, `.env.production`); not for
-/// look-alike names such as `.env#backup` or `.envrc` (an rc file, listed separately).
+/// look-alike names such as `.env#backup` or `.envrc` (an rc file, listed separately),
+/// nor for templates that hold no secrets (`.env.example`, `.env.sample`).
 fn is_env_file(name: &str) -> bool {
+    const TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults", "tpl"];
     name == ".env"
         || name
             .strip_prefix(".env.")
-            .is_some_and(|rest| !rest.is_empty())
+            .is_some_and(|rest| !rest.is_empty() && !TEMPLATES.contains(&rest))
 }
 
 /// True when `path` (canonical) holds credentials: reading it and sending it off the

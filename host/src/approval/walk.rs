@@ -442,13 +442,7 @@ impl<'d> Analyzer<'d> {
                     stdin: Producer::None,
                     ..cx.clone()
                 };
-                let before = self.count;
-                let mut producer = Producer::None;
-                for item in &sub.list.0 {
-                    let background = matches!(item.1, SeparatorOperator::Async);
-                    producer = self.walk_pipeline(&item.0.first, background, &inner);
-                }
-                let _ = before;
+                let producer = self.walk_list(&sub.list, &inner);
                 let origin = match kind {
                     ast::ProcessSubstitutionKind::Read => match producer {
                         Producer::None => Producer::Other,
