@@ -279,12 +279,14 @@ impl Analyzer<'_> {
 
     /// Self-protection: the agent host stopping, killing or replacing itself.
     fn check_self(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
+        // Case-insensitive substring test without allocating (self names are
+        // lowercase ASCII; this runs for every simple command).
         let is_self = |s: &str| {
-            let lower = s.to_ascii_lowercase();
-            self.det
-                .self_names
-                .iter()
-                .any(|n| lower.contains(n.as_str()))
+            let bytes = s.as_bytes();
+            self.det.self_names.iter().any(|n| {
+                let n = n.as_bytes();
+                !n.is_empty() && bytes.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+            })
         };
         let module = args
             .iter()
@@ -517,9 +519,26 @@ impl Analyzer<'_> {
             | "proxychains4" | "torsocks" | "tsocks" | "firejail" | "xvfb-run" | "pkexec"
             | "chronic" | "unbuffer" | "rlwrap" | "eatmydata" | "unshare" | "systemd-run"
             | "numactl" | "cgexec" | "sem" => {
+                // Each tool's short options that take a value: a wrong guess would
+                // make a value the command (or the command a value).
+                let short_values = match name {
+                    "fakeroot" => "lsib",
+                    "unshare" => "SGRw",
+                    "systemd-run" => "puEMH",
+                    "numactl" => "NCmip",
+                    "xvfb-run" => "nsfepw",
+                    "cgexec" => "g",
+                    "proxychains" | "proxychains4" => "f",
+                    "sem" => "j",
+                    _ => "",
+                };
+                let longs: &'static [&'static str] = match name {
+                    "pkexec" => &["user="],
+                    _ => &[],
+                };
                 let o = wrap(&Spec {
-                    short_values: "lsibunpuEMHSGRw",
-                    longs: &[],
+                    short_values,
+                    longs,
                     stop_at_operand: true,
                 });
                 let rest = rest_of(&o);

@@ -20,6 +20,16 @@ pub const MAX_CARRIER_DEPTH: usize = 8;
 /// included; bounds the total work on adversarial input.
 pub const MAX_COMMANDS: usize = 2048;
 
+/// True when `text` nests deeper than `limit`. Short text without brackets cannot
+/// (every level needs a bracket or a keyword of at least three characters with its
+/// separator), so the common case skips the scan.
+pub(crate) fn exceeds_nesting(text: &str, limit: usize) -> bool {
+    if text.len() < 3 * limit && !text.contains(['(', '{', '`']) {
+        return false;
+    }
+    nesting_depth(text, limit).is_none()
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ctx {
     Top,
@@ -185,6 +195,13 @@ mod tests {
     fn heredoc_bodies_do_not_count() {
         let text = "cat <<'EOF' > x.py\nif a:\n  if b:\n    f((((((1))))))\nEOF\nls";
         assert_eq!(nesting_depth(text, 24), Some(0));
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_scan() {
+        assert!(!exceeds_nesting("ls -la && git status", 24));
+        assert!(exceeds_nesting(&"$(".repeat(30), 24));
+        assert!(exceeds_nesting(&"if a; then ".repeat(30), 24));
     }
 
     #[test]

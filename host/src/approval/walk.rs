@@ -5,7 +5,7 @@
 use super::Detector;
 use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
-use super::limits::{MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, nesting_depth};
+use super::limits::{MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting};
 use super::rules::RuleId;
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -112,7 +112,7 @@ impl<'d> Analyzer<'d> {
         if self.stopped {
             return Summary::default();
         }
-        if cx.depth > MAX_CARRIER_DEPTH || nesting_depth(text, MAX_NESTING).is_none() {
+        if cx.depth > MAX_CARRIER_DEPTH || exceeds_nesting(text, MAX_NESTING) {
             self.hit(RuleId::TooLarge, text);
             self.stopped = true;
             return Summary::default();
