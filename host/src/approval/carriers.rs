@@ -62,11 +62,19 @@ impl Analyzer<'_> {
     }
 
     /// Runs a carrier payload given as text.
+    ///
+    /// Such payloads are options of another program (tar, vim, git): they do not read
+    /// the command's stdin.
     pub(crate) fn run_payload_text(&mut self, text: &str, inv: &Invocation<'_>) {
+        self.analyze_payload(text, Producer::None, inv);
+    }
+
+    /// Analyzes carrier code one level deeper, with `stdin` as its input.
+    pub(crate) fn analyze_payload(&mut self, text: &str, stdin: Producer, inv: &Invocation<'_>) {
         self.check_shell_escape(text, inv);
         let cx = Cx {
             depth: inv.depth + 1,
-            stdin: Producer::None,
+            stdin,
             bulk: inv.bulk,
             function: None,
         };

@@ -62,14 +62,7 @@ impl Analyzer<'_> {
             self.hit(Self::unseen_code_rule(&payload.origin), inv.rendered);
             return;
         }
-        self.check_shell_escape(&payload.text, inv);
-        let cx = Cx {
-            depth: inv.depth + 1,
-            stdin: inv.stdin.clone(),
-            bulk: inv.bulk,
-            function: None,
-        };
-        self.analyze_code(&payload.text, &cx);
+        self.analyze_payload(&payload.text, inv.stdin.clone(), inv);
     }
 
     /// Joins argument fields into one payload (`eval a b`, `ssh host a b`).
