@@ -107,6 +107,9 @@ enum Command {
         /// A registered tool name, or a path to a .wasm component.
         target: String,
     },
+    /// Check shell commands against the dangerous-command approval gate.
+    #[command(subcommand)]
+    Approval(crate::cli_approval::ApprovalCommand),
 }
 
 /// Entry point of the binary.
@@ -197,6 +200,7 @@ fn build_registry(global: &Global) -> Result<Registry> {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Approval(command) => return crate::cli_approval::run(command),
         Command::Tools { json } => {
             let registry = build_registry(&cli.global)?;
             let tools = registry.tools_for(&cli.global.tenant);

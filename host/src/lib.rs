@@ -15,6 +15,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod approval;
 pub mod bindings;
 pub mod clock;
 pub mod component;

@@ -4,6 +4,7 @@
 //! 3 set-up failure (unreadable tools directory, engine error, unknown tool to inspect).
 
 mod cli;
+mod cli_approval;
 
 fn main() -> std::process::ExitCode {
     cli::main()

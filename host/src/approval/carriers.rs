@@ -1,0 +1,421 @@
+//! Code carriers: shells, interpreters, PowerShell and tar hooks whose payload is code,
+//! and what a command's output is made of (for `… | sh` and `$(…)`).
+
+use super::code::{self, Lang};
+use super::commands::Invocation;
+use super::fold::{self, Field, Producer};
+use super::paths::{self, canonical};
+use super::rules::RuleId;
+use super::walk::{Analyzer, Cx};
+
+pub(crate) const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "rbash", "fish", "tcsh",
+    "csh", "posh",
+];
+
+/// Names of interpreters and the language of their inline code.
+pub(crate) fn language(name: &str) -> Option<Lang> {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    Some(match base {
+        "python" | "pypy" => Lang::Python,
+        "node" | "nodejs" | "bun" | "deno" => Lang::Node,
+        "perl" => Lang::Perl,
+        "ruby" | "jruby" => Lang::Ruby,
+        "php" => Lang::Php,
+        "awk" | "gawk" | "mawk" | "nawk" => Lang::Awk,
+        "lua" | "luajit" | "tclsh" | "wish" | "Rscript" | "osascript" | "julia" | "groovy" => {
+            Lang::Generic
+        }
+        _ => return None,
+    })
+}
+
+impl Analyzer<'_> {
+    /// tar options whose value is a command tar runs.
+    pub(crate) fn check_tar_payloads(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let mut iter = args.iter();
+        while let Some(a) = iter.next() {
+            let t = a.text.as_str();
+            let payload = if let Some(v) = t.strip_prefix("--checkpoint-action=") {
+                v.strip_prefix("exec=").map(str::to_owned)
+            } else if let Some(v) = [
+                "--to-command=",
+                "--use-compress-program=",
+                "--info-script=",
+                "--new-volume-script=",
+                "--rsh-command=",
+            ]
+            .iter()
+            .find_map(|p| t.strip_prefix(p))
+            {
+                Some(v.to_owned())
+            } else if t == "-I" || t == "-F" || t == "--to-command" || t == "--use-compress-program"
+            {
+                iter.next().map(|f| f.text.clone())
+            } else {
+                None
+            };
+            if let Some(p) = payload {
+                self.run_payload_text(&p, inv);
+            }
+        }
+    }
+
+    /// Runs a carrier payload given as text.
+    ///
+    /// Such payloads are options of another program (tar, vim, git): they do not read
+    /// the command's stdin.
+    pub(crate) fn run_payload_text(&mut self, text: &str, inv: &Invocation<'_>) {
+        self.analyze_payload(text, Producer::None, inv);
+    }
+
+    /// Analyzes carrier code one level deeper, with `stdin` as its input.
+    pub(crate) fn analyze_payload(&mut self, text: &str, stdin: Producer, inv: &Invocation<'_>) {
+        self.check_shell_escape(text, inv);
+        let cx = Cx {
+            depth: inv.depth + 1,
+            stdin,
+            bulk: inv.bulk,
+            function: None,
+        };
+        self.analyze_code(text, &cx);
+    }
+
+    /// A payload that is only a shell (`sh`, `/bin/bash -i`): the carrier hands over an
+    /// interactive shell — the classic escape through tar, vim, git or ssh options.
+    pub(crate) fn check_shell_escape(&mut self, payload: &str, inv: &Invocation<'_>) {
+        let mut words = payload.split_whitespace();
+        let Some(first) = words.next() else { return };
+        let name = first.rsplit('/').next().unwrap_or(first);
+        let options_only = words.all(|w| w.starts_with('-') && !w.contains('c'));
+        if SHELLS.contains(&name) && options_only {
+            self.hit(RuleId::ShellEscape, inv.rendered);
+        }
+    }
+
+    pub(crate) fn check_shell(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let mut command_mode = false;
+        let mut stdin_mode = false;
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].text.as_str();
+            if a == "--" || a == "-" {
+                i += 1;
+                break;
+            }
+            if matches!(a, "--rcfile" | "--init-file") {
+                i += 2;
+                continue;
+            }
+            if a.starts_with("--") {
+                i += 1;
+                continue;
+            }
+            if (a.starts_with('-') || a.starts_with('+')) && a.len() > 1 {
+                let cluster = &a[1..];
+                command_mode |= cluster.contains('c');
+                stdin_mode |= cluster.contains('s');
+                if cluster.contains('o') || cluster.contains('O') {
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        let operands = args.get(i..).unwrap_or(&[]);
+        if command_mode {
+            if let Some(code) = operands.first() {
+                self.run_payload(code, inv);
+            }
+            return;
+        }
+        if !stdin_mode && let Some(script) = operands.first() {
+            self.check_script(script, inv);
+            return;
+        }
+        self.check_stdin_code(None, inv);
+    }
+
+    /// A shell (`lang` None) or interpreter reading its program from stdin.
+    pub(crate) fn check_stdin_code(&mut self, lang: Option<Lang>, inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        match inv.stdin {
+            Producer::None => {}
+            Producer::Network => self.hit(RuleId::RemoteCode, r),
+            Producer::Decoder => self.hit(RuleId::DecodedCode, r),
+            Producer::Literal(text) => match lang {
+                None => {
+                    self.hit(RuleId::ShellStdin, r);
+                    let text = text.clone();
+                    self.run_payload_text(&text, inv);
+                }
+                Some(lang) => {
+                    if code::is_risky(lang, text) {
+                        self.hit(RuleId::InterpreterCode, r);
+                    }
+                }
+            },
+            Producer::Credentials | Producer::Other => match lang {
+                None => self.hit(RuleId::ShellStdin, r),
+                Some(_) => self.hit(RuleId::DynamicCode, r),
+            },
+        }
+    }
+
+    pub(crate) fn check_interpreter(
+        &mut self,
+        name: &str,
+        lang: Lang,
+        args: &[Field],
+        inv: &Invocation<'_>,
+    ) {
+        let r = inv.rendered;
+        let mut code_text: Option<Field> = None;
+        let mut in_place = false;
+        let mut module = false;
+        let mut i = 0;
+        let (code_flags, value_flags): (&str, &str) = match lang {
+            Lang::Python => ("c", "WXQ"),
+            Lang::Node => ("ep", "r"),
+            Lang::Perl | Lang::Ruby => ("eE", "IMmxFlCdDr0"),
+            Lang::Php => ("rBRE", "fdcz"),
+            Lang::Awk => ("e", "fFvi"),
+            Lang::Generic => ("ec", ""),
+        };
+        // deno/bun subcommands: `deno eval CODE`, `deno run URL`.
+        if matches!(name, "deno" | "bun") {
+            match args.first().map(|a| a.text.as_str()) {
+                Some("eval") => {
+                    code_text = args.get(1).cloned();
+                    i = args.len();
+                }
+                Some("run" | "x") => {
+                    if args
+                        .iter()
+                        .skip(1)
+                        .any(|a| a.text.starts_with("http://") || a.text.starts_with("https://"))
+                    {
+                        self.hit(RuleId::RemoteCode, r);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        while i < args.len() {
+            let a = args[i].text.as_str();
+            if a == "--" {
+                i += 1;
+                break;
+            }
+            if let Some(long) = a.strip_prefix("--") {
+                match long.split_once('=') {
+                    Some(("eval" | "print" | "source", v)) => {
+                        code_text = Some(Field {
+                            text: v.to_owned(),
+                            ..args[i].clone()
+                        })
+                    }
+                    None if matches!(long, "eval" | "print" | "source") => {
+                        code_text = args.get(i + 1).cloned();
+                        i += 1;
+                    }
+                    None if matches!(long, "require" | "import" | "loader" | "input-type") => {
+                        i += 1
+                    }
+                    _ => {}
+                }
+                i += 1;
+                continue;
+            }
+            if a.starts_with('-') && a.len() > 1 {
+                let cluster: Vec<char> = a[1..].chars().collect();
+                let mut k = 0;
+                while k < cluster.len() {
+                    let c = cluster[k];
+                    let attached: String = cluster[k + 1..].iter().collect();
+                    if code_flags.contains(c) {
+                        let value = if attached.is_empty() {
+                            i += 1;
+                            args.get(i).cloned()
+                        } else {
+                            Some(Field::literal(attached))
+                        };
+                        if let Some(v) = value {
+                            code_text = Some(match code_text.take() {
+                                Some(mut prev) => {
+                                    prev.text.push('\n');
+                                    prev.text.push_str(&v.text);
+                                    prev.dynamic |= v.dynamic;
+                                    prev
+                                }
+                                None => v,
+                            });
+                        }
+                        break;
+                    }
+                    if c == 'i' && matches!(lang, Lang::Perl | Lang::Ruby) {
+                        in_place = true;
+                        break;
+                    }
+                    if c == 'm' && lang == Lang::Python {
+                        module = true;
+                        break;
+                    }
+                    if value_flags.contains(c) {
+                        if attached.is_empty() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    k += 1;
+                }
+                i += 1;
+                if module {
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+        let operands = args.get(i..).unwrap_or(&[]);
+        if module {
+            return;
+        }
+        match &code_text {
+            Some(code) => {
+                if code.dynamic {
+                    self.hit(Self::unseen_code_rule(&code.origin), r);
+                } else if code::is_risky(lang, &code.text) {
+                    self.hit(RuleId::InterpreterCode, r);
+                }
+            }
+            None if lang == Lang::Awk => {
+                // awk's program is its first operand (unless -f gave a file).
+                if !args
+                    .iter()
+                    .any(|a| a.text == "-f" || a.text.starts_with("--file"))
+                    && let Some(program) = operands.first()
+                    && (program.dynamic || code::is_risky(lang, &program.text))
+                {
+                    self.hit(RuleId::InterpreterCode, r);
+                }
+            }
+            None => match operands.first() {
+                Some(stdin) if matches!(stdin.text.as_str(), "-" | "/dev/stdin" | "/dev/fd/0") => {
+                    self.check_stdin_code(Some(lang), inv);
+                }
+                Some(script) => self.check_script(script, inv),
+                None => self.check_stdin_code(Some(lang), inv),
+            },
+        }
+        if in_place {
+            let files = if code_text.is_some() {
+                operands
+            } else {
+                operands.get(1..).unwrap_or(&[])
+            };
+            for f in files {
+                if paths::is_protected(&canonical(&f.text), &self.det.agent_dirs) {
+                    self.hit(RuleId::ProtectedWrite, r);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn check_powershell(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let mut i = 0;
+        while i < args.len() {
+            let lower = args[i].text.to_ascii_lowercase();
+            if !lower.starts_with('-') {
+                break;
+            }
+            match lower.as_str() {
+                "-encodedcommand" | "-enc" | "-e" | "-ec" => {
+                    self.hit(RuleId::DecodedCode, r);
+                    return;
+                }
+                "-command" | "-c" => {
+                    i += 1;
+                    break;
+                }
+                "-executionpolicy" | "-ep" | "-file" | "-f" | "-windowstyle" | "-w"
+                | "-configurationname" | "-workingdirectory" | "-wd" => {
+                    i += 2;
+                }
+                _ => i += 1,
+            }
+        }
+        let text = args
+            .get(i..)
+            .unwrap_or(&[])
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if let Some(rule) = code::powershell_rule(&text) {
+            self.hit(rule, r);
+        }
+    }
+
+    /// What a command's output is made of (for `… | sh` and `$(…)`).
+    pub(crate) fn producer_of(&self, name: &str, args: &[Field], inv: &Invocation<'_>) -> Producer {
+        let words: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+        let has = |w: &str| words.contains(&w);
+        let operands = || args.iter().filter(|a| !a.text.starts_with('-'));
+        match name {
+            "curl" | "wget" | "fetch" | "http" | "https" | "xh" | "nc" | "ncat" | "netcat"
+            | "socat" | "ssh" | "aria2c" | "lwp-request" | "GET" | "telnet" => Producer::Network,
+            "echo" => {
+                if args.iter().any(|a| a.dynamic) {
+                    Producer::Other
+                } else {
+                    let strings: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
+                    Producer::Literal(fold::eval_echo(&strings))
+                }
+            }
+            "printf" => {
+                if args.iter().any(|a| a.dynamic) {
+                    return Producer::Other;
+                }
+                let strings: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
+                fold::eval_printf(&strings).map_or(Producer::Other, Producer::Literal)
+            }
+            "base64" | "base32" | "basenc" if has("-d") || has("--decode") || has("-D") => {
+                Producer::Decoder
+            }
+            "xxd" if words.iter().any(|w| w.starts_with("-r")) => Producer::Decoder,
+            "openssl" if has("-d") || has("-base64") || has("-a") || has("base64") => {
+                Producer::Decoder
+            }
+            "tr" | "rev" | "gunzip" | "zcat" | "bzcat" | "xzcat" | "zstdcat" | "uudecode"
+            | "unxz" | "bunzip2" => Producer::Decoder,
+            "gzip" | "bzip2" | "xz" | "zstd" if has("-d") || has("--decompress") || has("-dc") => {
+                Producer::Decoder
+            }
+            "cat" | "tee" | "head" | "tail" | "stdbuf" | "sort" | "uniq"
+                if operands().count() == 0 =>
+            {
+                inv.stdin.clone()
+            }
+            // Commands that print nothing unless asked to: `$(touch x)` is empty.
+            "touch" | "mkdir" | "true" | "false" | ":" | "cd" | "chmod" | "chown" | "ln" | "cp"
+            | "mv" | "rm" | "sleep" | "rmdir"
+                if !words
+                    .iter()
+                    .any(|w| *w == "-v" || w.starts_with("--verbose")) =>
+            {
+                Producer::Literal(String::new())
+            }
+            _ => {
+                if operands().any(|a| self.is_secret(&canonical(&a.text))) {
+                    Producer::Credentials
+                } else {
+                    Producer::Other
+                }
+            }
+        }
+    }
+}

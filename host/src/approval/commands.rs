@@ -1,0 +1,1153 @@
+//! What each simple command does: wrappers are unwrapped, carriers have their payload
+//! analyzed as code, and the rules of the table are applied to the command that
+//! actually runs.
+
+use super::carriers::language;
+use super::fold::{Field, Producer};
+use super::limits::MAX_CARRIER_DEPTH;
+use super::opts::{self, Spec};
+use super::paths::{self, canonical};
+use super::rules::RuleId;
+use super::walk::{Analyzer, Cx, Redirect};
+use brush_parser::ast::IoFileRedirectKind;
+
+/// A simple command about to be checked, with its context.
+pub(crate) struct Invocation<'a> {
+    pub argv: &'a [Field],
+    pub stdin: &'a Producer,
+    pub background: bool,
+    pub piped: bool,
+    /// Run once per item by a multiplier (find -exec, xargs, fd -x, parallel, rg --pre).
+    pub bulk: bool,
+    /// Detached from the session (nohup, setsid).
+    pub detached: bool,
+    pub depth: usize,
+    pub function: Option<&'a str>,
+    pub rendered: &'a str,
+}
+
+impl Invocation<'_> {
+    fn nested<'b>(&'b self, argv: &'b [Field], bulk: bool, detached: bool) -> Invocation<'b> {
+        Invocation {
+            argv,
+            stdin: self.stdin,
+            background: self.background,
+            piped: self.piped,
+            bulk: self.bulk || bulk,
+            detached: self.detached || detached,
+            depth: self.depth + 1,
+            function: self.function,
+            rendered: self.rendered,
+        }
+    }
+}
+
+fn texts(fields: &[Field]) -> Vec<&str> {
+    fields.iter().map(|f| f.text.as_str()).collect()
+}
+
+impl Analyzer<'_> {
+    /// The rule for code whose text comes from `origin` and cannot be read.
+    pub(crate) fn unseen_code_rule(origin: &Producer) -> RuleId {
+        match origin {
+            Producer::Network => RuleId::RemoteCode,
+            Producer::Decoder => RuleId::DecodedCode,
+            _ => RuleId::DynamicCode,
+        }
+    }
+
+    /// Analyzes a carrier's code payload (the text of `sh -c`, `eval`, `ssh host …`).
+    pub(crate) fn run_payload(&mut self, payload: &Field, inv: &Invocation<'_>) {
+        if payload.dynamic {
+            self.hit(Self::unseen_code_rule(&payload.origin), inv.rendered);
+            return;
+        }
+        self.analyze_payload(&payload.text, inv.stdin.clone(), inv);
+    }
+
+    /// Joins argument fields into one payload (`eval a b`, `ssh host a b`).
+    fn joined(fields: &[Field]) -> Field {
+        let mut out = Field::literal("");
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                out.text.push(' ');
+            }
+            out.text.push_str(&f.text);
+            out.dynamic |= f.dynamic;
+            if f.origin != Producer::None {
+                out.origin = f.origin.clone();
+            }
+        }
+        out
+    }
+
+    /// Checks the command a wrapper or multiplier runs.
+    fn run_argv(
+        &mut self,
+        argv: &[Field],
+        inv: &Invocation<'_>,
+        bulk: bool,
+        detached: bool,
+    ) -> Producer {
+        if argv.is_empty() {
+            return Producer::Other;
+        }
+        if inv.depth >= MAX_CARRIER_DEPTH * 2 {
+            self.hit(RuleId::TooLarge, inv.rendered);
+            return Producer::Other;
+        }
+        let nested = inv.nested(argv, bulk, detached);
+        self.check_invocation(&nested)
+    }
+
+    /// A script operand: code we cannot see unless it came from a substitution.
+    pub(crate) fn check_script(&mut self, script: &Field, inv: &Invocation<'_>) {
+        if script.dynamic {
+            self.hit(Self::unseen_code_rule(&script.origin), inv.rendered);
+        } else if self.fresh_files.contains(&canonical(&script.text)) {
+            self.hit(RuleId::FreshFile, inv.rendered);
+        }
+    }
+
+    /// Checks one write to `target`. `truncates`: the file is replaced, not appended to.
+    pub(crate) fn check_write(&mut self, target: &Field, truncates: bool, rendered: &str) {
+        let path = canonical(&target.text);
+        if matches!(
+            path.as_str(),
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+        ) || path.starts_with("/dev/fd/")
+        {
+            return;
+        }
+        if paths::is_dev_net(&path) {
+            self.hit(RuleId::ReverseShell, rendered);
+        } else if paths::is_block_device(&path) {
+            self.hit(RuleId::DeviceWrite, rendered);
+        } else if paths::is_kernel_knob(&path) {
+            self.hit(RuleId::KernelWrite, rendered);
+        } else if paths::is_protected(&path, &self.det.agent_dirs) {
+            self.hit(RuleId::ProtectedWrite, rendered);
+        } else if truncates && paths::is_config_file(&path) {
+            self.hit(RuleId::ConfigOverwrite, rendered);
+        }
+        self.fresh_files.push(path);
+    }
+
+    /// Checks the file redirections of a command.
+    pub(crate) fn check_redirects(&mut self, redirects: &[Redirect], rendered: &str) {
+        for r in redirects {
+            match r.kind {
+                IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => {
+                    self.check_write(&r.target, true, rendered);
+                }
+                IoFileRedirectKind::Append | IoFileRedirectKind::ReadAndWrite => {
+                    self.check_write(&r.target, false, rendered);
+                }
+                IoFileRedirectKind::Read if paths::is_dev_net(&canonical(&r.target.text)) => {
+                    self.hit(RuleId::ReverseShell, rendered);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Checks a variable assignment (`NAME=value cmd`, `export NAME=value`).
+    pub(crate) fn check_assignment(&mut self, name: &str, value: &Field, rendered: &str, cx: &Cx) {
+        match name {
+            // Variables whose value is a command that some program runs later.
+            "PROMPT_COMMAND"
+            | "PAGER"
+            | "GIT_PAGER"
+            | "MANPAGER"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_SSH_COMMAND"
+            | "GIT_SSH"
+            | "GIT_EDITOR"
+            | "EDITOR"
+            | "VISUAL"
+            | "LESSOPEN"
+            | "LESSCLOSE"
+            | "GIT_ASKPASS"
+            | "SSH_ASKPASS"
+            | "SUDO_ASKPASS"
+            | "BROWSER"
+            | "FCEDIT"
+            | "GIT_SEQUENCE_EDITOR"
+            | "PS0"
+            | "PS1"
+            | "PS2"
+            | "PS4" => {
+                if value.dynamic {
+                    self.hit(Self::unseen_code_rule(&value.origin), rendered);
+                } else {
+                    let inner = Cx {
+                        depth: cx.depth + 1,
+                        stdin: Producer::None,
+                        bulk: false,
+                        function: None,
+                    };
+                    // Prompts hold text with substitutions; the others hold a command.
+                    if name.starts_with("PS") {
+                        self.fold_word(
+                            &format!("\"{}\"", value.text.replace('"', "\\\"")),
+                            false,
+                            &inner,
+                        );
+                    } else {
+                        self.analyze_code(&value.text, &inner);
+                    }
+                }
+            }
+            // Variables that make every later program load or source attacker code.
+            "BASH_ENV"
+            | "ENV"
+            | "LD_PRELOAD"
+            | "LD_AUDIT"
+            | "DYLD_INSERT_LIBRARIES"
+            | "PERL5OPT"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "ZDOTDIR" => {
+                self.hit(RuleId::Hijack, rendered);
+            }
+            "NODE_OPTIONS" if value.text.contains("--require") || value.text.contains("-r ") => {
+                self.hit(RuleId::Hijack, rendered);
+            }
+            "PATH" => {
+                for entry in value.text.split(':') {
+                    if entry == "$PATH" || entry == "${PATH}" {
+                        break;
+                    }
+                    let temporary = ["/tmp", "/var/tmp", "/dev/shm"]
+                        .iter()
+                        .any(|t| entry == *t || entry.starts_with(&format!("{t}/")));
+                    let relative = !entry.starts_with(['/', '~', '$']);
+                    if temporary || relative {
+                        self.hit(RuleId::Hijack, rendered);
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Checks one simple command and returns what its output is made of.
+    pub(crate) fn check_invocation(&mut self, inv: &Invocation<'_>) -> Producer {
+        let Some(first) = inv.argv.first() else {
+            return Producer::None;
+        };
+        let r = inv.rendered;
+        if first.dynamic {
+            let rule = match first.origin {
+                Producer::Network | Producer::Decoder => Self::unseen_code_rule(&first.origin),
+                _ => RuleId::DynamicCommand,
+            };
+            self.hit(rule, r);
+        }
+        if !first.text.is_ascii()
+            || first
+                .text
+                .contains(|c: char| c.is_whitespace() || c.is_control())
+        {
+            self.hit(RuleId::LookalikeChars, r);
+        }
+        let path = first.text.as_str();
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let name = name.strip_suffix(".exe").unwrap_or(name);
+        let args = &inv.argv[1..];
+        if inv.function == Some(name) && (inv.piped || inv.background) {
+            self.hit(RuleId::ForkBomb, r);
+        }
+        if path.contains('/') && self.fresh_files.contains(&canonical(path)) {
+            self.hit(RuleId::FreshFile, r);
+        }
+        self.check_self(name, args, inv);
+        if let Some(p) = self.check_wrapper(name, args, inv) {
+            return p;
+        }
+        self.check_command(name, args, inv);
+        self.producer_of(name, args, inv)
+    }
+
+    /// Self-protection: the agent host stopping, killing or replacing itself.
+    fn check_self(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
+        // Case-insensitive substring test without allocating (self names are
+        // lowercase ASCII; this runs for every simple command).
+        let is_self = |s: &str| {
+            let bytes = s.as_bytes();
+            self.det.self_names.iter().any(|n| {
+                let n = n.as_bytes();
+                !n.is_empty() && bytes.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+            })
+        };
+        let module = args
+            .iter()
+            .position(|a| a.text == "-m")
+            .and_then(|i| args.get(i + 1))
+            .is_some_and(|m| language(name).is_some() && is_self(&m.text));
+        if !(is_self(name) || module) {
+            match name {
+                "launchctl" => {
+                    let verb = args.first().map(|a| a.text.as_str()).unwrap_or("");
+                    if matches!(
+                        verb,
+                        "stop" | "unload" | "remove" | "bootout" | "kill" | "disable" | "kickstart"
+                    ) && args.iter().skip(1).any(|a| is_self(&a.text))
+                    {
+                        self.hit(RuleId::SelfLifecycle, inv.rendered);
+                    }
+                }
+                "pkill" | "killall" | "kill" | "systemctl" | "service"
+                    if args
+                        .iter()
+                        .any(|a| !a.text.starts_with('-') && is_self(&a.text)) =>
+                {
+                    self.hit(RuleId::SelfLifecycle, inv.rendered);
+                }
+                _ => {}
+            }
+            return;
+        }
+        let words = texts(args);
+        if words
+            .iter()
+            .any(|w| matches!(*w, "stop" | "restart" | "kill" | "uninstall" | "shutdown"))
+            || (words.contains(&"--replace") && (inv.background || inv.detached))
+        {
+            self.hit(RuleId::SelfLifecycle, inv.rendered);
+        }
+    }
+
+    /// Unwraps wrappers (the command they run is checked in their place) and handles
+    /// carriers whose payload is argv. Returns `Some(producer)` when handled.
+    fn check_wrapper(
+        &mut self,
+        name: &str,
+        args: &[Field],
+        inv: &Invocation<'_>,
+    ) -> Option<Producer> {
+        let r = inv.rendered;
+        let wrap = |spec: &Spec| opts::parse(args, spec);
+        let plain = Spec {
+            short_values: "",
+            longs: &[],
+            stop_at_operand: true,
+        };
+        let rest_of = |o: &opts::Opts<'_>| o.rest.map(|i| &args[i..]).unwrap_or(&[]);
+        let produced = match name {
+            "sudo" => {
+                let o = wrap(&Spec {
+                    short_values: "ugpCDrtTU",
+                    longs: &[
+                        "askpass",
+                        "background",
+                        "bell",
+                        "close-from=",
+                        "chdir=",
+                        "preserve-env",
+                        "edit",
+                        "group=",
+                        "set-home",
+                        "help",
+                        "host=",
+                        "login",
+                        "remove-timestamp",
+                        "reset-timestamp",
+                        "list",
+                        "non-interactive",
+                        "preserve-groups",
+                        "prompt=",
+                        "chroot=",
+                        "role=",
+                        "stdin",
+                        "shell",
+                        "type=",
+                        "command-timeout=",
+                        "other-user=",
+                        "user=",
+                        "validate",
+                        "version",
+                    ],
+                    stop_at_operand: true,
+                });
+                if o.has('S', "stdin") || o.has('A', "askpass") {
+                    self.hit(RuleId::SudoPassword, r);
+                }
+                if o.has('e', "edit") {
+                    for f in rest_of(&o) {
+                        self.check_write(f, false, r);
+                    }
+                    return Some(Producer::None);
+                }
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "doas" => {
+                let o = wrap(&Spec {
+                    short_values: "uC",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "env" => {
+                let o = wrap(&Spec {
+                    short_values: "uCS",
+                    longs: &[
+                        "ignore-environment",
+                        "null",
+                        "unset=",
+                        "chdir=",
+                        "split-string=",
+                        "debug",
+                    ],
+                    stop_at_operand: true,
+                });
+                let mut rest = rest_of(&o);
+                let cx = Cx {
+                    depth: inv.depth,
+                    ..Cx::default()
+                };
+                while let Some((first, tail)) = rest.split_first() {
+                    match first.text.split_once('=') {
+                        Some((n, v))
+                            if !n.is_empty()
+                                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                        {
+                            let value = Field {
+                                text: v.to_owned(),
+                                ..first.clone()
+                            };
+                            self.check_assignment(n, &value, r, &cx);
+                            rest = tail;
+                        }
+                        _ => break,
+                    }
+                }
+                if let Some(split) = o.value('S', "split-string") {
+                    let mut payload = Field::literal(split);
+                    let tail = Self::joined(rest);
+                    if !tail.text.is_empty() {
+                        payload.text.push(' ');
+                        payload.text.push_str(&tail.text);
+                        payload.dynamic |= tail.dynamic;
+                    }
+                    self.run_payload(&payload, inv);
+                    return Some(Producer::Other);
+                }
+                self.run_argv(rest, inv, false, false)
+            }
+            "nice" => {
+                let o = wrap(&Spec {
+                    short_values: "n",
+                    longs: &["adjustment="],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "ionice" => {
+                let o = wrap(&Spec {
+                    short_values: "cnP",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                if o.short('p') {
+                    return Some(Producer::None);
+                }
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "timeout" => {
+                let o = wrap(&Spec {
+                    short_values: "sk",
+                    longs: &[
+                        "signal=",
+                        "kill-after=",
+                        "preserve-status",
+                        "foreground",
+                        "verbose",
+                    ],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
+            }
+            "nohup" | "setsid" | "disown" => {
+                let o = wrap(&plain);
+                self.run_argv(rest_of(&o), inv, false, true)
+            }
+            "stdbuf" => {
+                let o = wrap(&Spec {
+                    short_values: "ioe",
+                    longs: &["input=", "output=", "error="],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "time" => {
+                let o = wrap(&Spec {
+                    short_values: "fo",
+                    longs: &["format=", "output="],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "command" => {
+                let o = wrap(&plain);
+                if o.short('v') || o.short('V') {
+                    return Some(Producer::Other);
+                }
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "builtin" => self.run_argv(args, inv, false, false),
+            "exec" => {
+                let o = wrap(&Spec {
+                    short_values: "a",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "busybox" | "toybox" => self.run_argv(args, inv, false, false),
+            "fakeroot" | "nocache" | "catchsegv" | "dbus-run-session" | "proxychains"
+            | "proxychains4" | "torsocks" | "tsocks" | "firejail" | "xvfb-run" | "pkexec"
+            | "chronic" | "unbuffer" | "rlwrap" | "eatmydata" | "unshare" | "systemd-run"
+            | "numactl" | "cgexec" | "sem" => {
+                // Each tool's short options that take a value: a wrong guess would
+                // make a value the command (or the command a value).
+                let short_values = match name {
+                    "fakeroot" => "lsib",
+                    "unshare" => "SGRw",
+                    "systemd-run" => "puEMH",
+                    "numactl" => "NCmip",
+                    "xvfb-run" => "nsfepw",
+                    "cgexec" => "g",
+                    "proxychains" | "proxychains4" => "f",
+                    "sem" => "j",
+                    _ => "",
+                };
+                let longs: &'static [&'static str] = match name {
+                    "pkexec" => &["user="],
+                    _ => &[],
+                };
+                let o = wrap(&Spec {
+                    short_values,
+                    longs,
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                self.run_argv(rest, inv, false, name == "systemd-run")
+            }
+            "strace" | "ltrace" => {
+                let o = wrap(&Spec {
+                    short_values: "oeEpsuaObPIXS",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                self.run_argv(rest_of(&o), inv, false, false)
+            }
+            "taskset" => {
+                let o = wrap(&Spec {
+                    short_values: "",
+                    longs: &["cpu-list", "pid", "all-tasks"],
+                    stop_at_operand: true,
+                });
+                if o.has('p', "pid") {
+                    return Some(Producer::None);
+                }
+                let rest = rest_of(&o);
+                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
+            }
+            "chrt" => {
+                let o = wrap(&Spec {
+                    short_values: "T",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                if o.short('p') {
+                    return Some(Producer::None);
+                }
+                let rest = rest_of(&o);
+                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
+            }
+            "chroot" => {
+                let o = wrap(&Spec {
+                    short_values: "",
+                    longs: &["userspec=", "groups=", "skip-chdir"],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
+            }
+            "flock" => {
+                let o = wrap(&Spec {
+                    short_values: "wEc",
+                    longs: &["command=", "timeout=", "conflict-exit-code="],
+                    stop_at_operand: true,
+                });
+                if let Some(c) = o.value('c', "command") {
+                    self.run_payload(&Field::literal(c), inv);
+                    return Some(Producer::Other);
+                }
+                let rest = rest_of(&o);
+                match rest.get(1) {
+                    Some(f) if f.text == "-c" || f.text == "--command" => {
+                        if let Some(payload) = rest.get(2) {
+                            self.run_payload(payload, inv);
+                        }
+                        Producer::Other
+                    }
+                    _ => self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false),
+                }
+            }
+            "su" | "runuser" => {
+                let o = opts::parse(
+                    args,
+                    &Spec {
+                        short_values: "cgGsuw",
+                        longs: &[
+                            "command=",
+                            "session-command=",
+                            "login",
+                            "group=",
+                            "supp-group=",
+                            "shell=",
+                            "preserve-environment",
+                            "pty",
+                            "user=",
+                        ],
+                        stop_at_operand: false,
+                    },
+                );
+                if let Some(c) = o.value('c', "command").or(o.value('\0', "session-command")) {
+                    self.run_payload(&Field::literal(c), inv);
+                    return Some(Producer::Other);
+                }
+                if name == "runuser" && o.value('u', "user").is_some() {
+                    let ops: Vec<Field> = o.operands.iter().map(|f| (*f).clone()).collect();
+                    return Some(self.run_argv(&ops, inv, false, false));
+                }
+                Producer::Other
+            }
+            "sg" => {
+                let ops: Vec<&Field> = args.iter().filter(|a| a.text != "-c").collect();
+                if let Some((_, rest)) = ops.split_first() {
+                    let payload: Vec<Field> = rest.iter().map(|f| (*f).clone()).collect();
+                    self.run_payload(&Self::joined(&payload), inv);
+                }
+                Producer::Other
+            }
+            "watch" => {
+                let o = wrap(&Spec {
+                    short_values: "nq",
+                    longs: &[
+                        "interval=",
+                        "differences",
+                        "exec",
+                        "chgexit",
+                        "errexit",
+                        "beep",
+                        "color",
+                        "no-title",
+                        "precise",
+                        "no-wrap",
+                    ],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                if o.has('x', "exec") {
+                    self.run_argv(rest, inv, false, false)
+                } else {
+                    self.run_payload(&Self::joined(rest), inv);
+                    Producer::Other
+                }
+            }
+            "script" => {
+                let o = opts::parse(
+                    args,
+                    &Spec {
+                        short_values: "cOIBTEm",
+                        longs: &[
+                            "command=",
+                            "log-out=",
+                            "log-in=",
+                            "log-io=",
+                            "log-timing=",
+                            "echo=",
+                            "logging-format=",
+                        ],
+                        stop_at_operand: false,
+                    },
+                );
+                if let Some(c) = o.value('c', "command") {
+                    self.run_payload(&Field::literal(c), inv);
+                }
+                Producer::Other
+            }
+            "xargs" => {
+                let o = wrap(&Spec {
+                    short_values: "adEILnPs",
+                    longs: &[
+                        "arg-file=",
+                        "delimiter=",
+                        "eof=",
+                        "replace=",
+                        "max-lines=",
+                        "max-args=",
+                        "max-procs=",
+                        "max-chars=",
+                        "process-slot-var=",
+                        "null",
+                        "no-run-if-empty",
+                        "verbose",
+                        "interactive",
+                        "exit",
+                        "show-limits",
+                        "open-tty",
+                    ],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                if rest.is_empty() {
+                    return Some(Producer::Other);
+                }
+                let nested_stdin = Producer::Other;
+                let nested = Invocation {
+                    stdin: &nested_stdin,
+                    ..inv.nested(rest, true, false)
+                };
+                self.check_invocation(&nested)
+            }
+            "find" => {
+                self.check_find(args, inv);
+                Producer::Other
+            }
+            "fd" | "fdfind" => {
+                if let Some(i) = args.iter().position(|a| {
+                    matches!(a.text.as_str(), "-x" | "--exec" | "-X" | "--exec-batch")
+                }) {
+                    let rest = &args[i + 1..];
+                    let end = rest
+                        .iter()
+                        .position(|a| a.text == ";")
+                        .unwrap_or(rest.len());
+                    self.run_argv(&rest[..end], inv, true, false);
+                }
+                Producer::Other
+            }
+            "parallel" => {
+                let end = args
+                    .iter()
+                    .position(|a| a.text.starts_with(":::"))
+                    .unwrap_or(args.len());
+                let mut start = 0;
+                while start < end && args[start].text.starts_with('-') {
+                    start += if matches!(args[start].text.as_str(), "-j" | "-S" | "--jobs" | "-I") {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                let command = args.get(start..end).unwrap_or(&[]);
+                if command.len() == 1 {
+                    self.run_payload(
+                        &command[0],
+                        &Invocation {
+                            bulk: true,
+                            ..inv.nested(command, true, false)
+                        },
+                    );
+                } else {
+                    self.run_argv(command, inv, true, false);
+                }
+                Producer::Other
+            }
+            "rg" | "ripgrep" => {
+                let mut pre: Option<String> = None;
+                for (i, a) in args.iter().enumerate() {
+                    if a.text == "--pre" {
+                        pre = args.get(i + 1).map(|f| f.text.clone());
+                    } else if let Some(v) = a.text.strip_prefix("--pre=") {
+                        pre = Some(v.to_owned());
+                    }
+                }
+                if let Some(pre) = pre {
+                    let argv = [Field::literal(pre), Field::literal("FILE")];
+                    self.run_argv(&argv, inv, true, false);
+                }
+                Producer::Other
+            }
+            "npx" | "pnpx" | "bunx" => {
+                let o = wrap(&Spec {
+                    short_values: "pc",
+                    longs: &[
+                        "package=",
+                        "call=",
+                        "yes",
+                        "no",
+                        "quiet",
+                        "no-install",
+                        "ignore-existing",
+                    ],
+                    stop_at_operand: true,
+                });
+                if let Some(c) = o.value('c', "call") {
+                    self.run_payload(&Field::literal(c), inv);
+                    return Some(Producer::Other);
+                }
+                self.run_package(rest_of(&o), inv)
+            }
+            "npm" | "pnpm" | "yarn" => match args.first().map(|a| a.text.as_str()) {
+                Some("exec" | "x" | "dlx") => {
+                    let o = opts::parse(
+                        &args[1..],
+                        &Spec {
+                            short_values: "pc",
+                            longs: &["package=", "call=", "yes", "no"],
+                            stop_at_operand: true,
+                        },
+                    );
+                    if let Some(c) = o.value('c', "call") {
+                        self.run_payload(&Field::literal(c), inv);
+                        return Some(Producer::Other);
+                    }
+                    let rest = o.rest.map(|i| &args[1 + i..]).unwrap_or(&[]);
+                    self.run_package(rest, inv)
+                }
+                _ => return None,
+            },
+            "docker" | "podman" | "nerdctl" => return self.check_container(args, inv),
+            "kubectl" | "oc" => {
+                let sub = args
+                    .iter()
+                    .find(|a| !a.text.starts_with('-'))
+                    .map(|a| a.text.as_str());
+                match sub {
+                    Some("exec") => {
+                        if let Some(i) = args.iter().position(|a| a.text == "--") {
+                            return Some(self.run_argv(&args[i + 1..], inv, false, false));
+                        }
+                        Producer::Other
+                    }
+                    Some("delete" | "drain") => {
+                        self.hit(RuleId::ContainerDestructive, r);
+                        Producer::Other
+                    }
+                    Some("scale") if args.iter().any(|a| a.text == "--replicas=0") => {
+                        self.hit(RuleId::ContainerDestructive, r);
+                        Producer::Other
+                    }
+                    _ => Producer::Other,
+                }
+            }
+            "ssh" => {
+                let o = wrap(&Spec {
+                    short_values: "BbcDEeFIiJLlmOoPpQRSWw",
+                    longs: &[],
+                    stop_at_operand: true,
+                });
+                for (k, v) in &o.values {
+                    if *k == 'o' && v.to_ascii_lowercase().starts_with("proxycommand") {
+                        let cmd = v.split_once(['=', ' ']).map(|x| x.1).unwrap_or("");
+                        self.run_payload(&Field::literal(cmd), inv);
+                    }
+                }
+                let rest = rest_of(&o);
+                if rest.len() > 1 {
+                    self.run_payload(&Self::joined(&rest[1..]), inv);
+                }
+                Producer::Network
+            }
+            "eval" => {
+                self.run_payload(&Self::joined(args), inv);
+                Producer::Other
+            }
+            "source" | "." => {
+                match args.first() {
+                    // Sourcing stdin runs whatever is piped or redirected in.
+                    Some(f)
+                        if matches!(
+                            f.text.as_str(),
+                            "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-"
+                        ) =>
+                    {
+                        self.check_stdin_code(None, inv);
+                    }
+                    Some(script) => self.check_script(script, inv),
+                    None => {}
+                }
+                Producer::Other
+            }
+            "alias" => {
+                for a in args {
+                    if let Some((_, value)) = a.text.split_once('=') {
+                        let payload = Field {
+                            text: value.to_owned(),
+                            ..a.clone()
+                        };
+                        self.run_payload(&payload, inv);
+                    }
+                }
+                Producer::None
+            }
+            "trap" => {
+                if let Some(code) = args.iter().find(|a| !a.text.starts_with('-')) {
+                    self.run_payload(code, inv);
+                }
+                Producer::None
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                let cx = Cx {
+                    depth: inv.depth,
+                    ..Cx::default()
+                };
+                for a in args {
+                    if let Some((n, v)) = a.text.split_once('=')
+                        && !n.is_empty()
+                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        let value = Field {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        };
+                        self.check_assignment(n, &value, r, &cx);
+                        self.set_var(n, (!value.dynamic).then(|| value.text.clone()));
+                    }
+                }
+                Producer::None
+            }
+            _ => return None,
+        };
+        Some(produced)
+    }
+
+    /// `npx PKG args`: the package's binary runs with the arguments.
+    fn run_package(&mut self, rest: &[Field], inv: &Invocation<'_>) -> Producer {
+        let Some((pkg, tail)) = rest.split_first() else {
+            return Producer::Other;
+        };
+        let bare = match pkg.text.strip_prefix('@') {
+            Some(scoped) => scoped
+                .split_once('@')
+                .map_or(pkg.text.as_str(), |(n, _)| &pkg.text[..n.len() + 1]),
+            None => pkg.text.split('@').next().unwrap_or(&pkg.text),
+        };
+        let mut argv = vec![Field {
+            text: bare.to_owned(),
+            ..pkg.clone()
+        }];
+        argv.extend(tail.iter().cloned());
+        self.run_argv(&argv, inv, false, false)
+    }
+
+    fn check_find(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        // Tests that take an argument: their argument is data even if it looks like an
+        // action (`find . -name -delete`).
+        const WITH_ARG: &[&str] = &[
+            "-name",
+            "-iname",
+            "-path",
+            "-ipath",
+            "-wholename",
+            "-iwholename",
+            "-regex",
+            "-iregex",
+            "-type",
+            "-xtype",
+            "-user",
+            "-group",
+            "-uid",
+            "-gid",
+            "-perm",
+            "-size",
+            "-mtime",
+            "-mmin",
+            "-atime",
+            "-amin",
+            "-ctime",
+            "-cmin",
+            "-newer",
+            "-anewer",
+            "-cnewer",
+            "-maxdepth",
+            "-mindepth",
+            "-links",
+            "-inum",
+            "-samefile",
+            "-lname",
+            "-ilname",
+            "-printf",
+            "-fstype",
+            "-used",
+            "-context",
+            "-regextype",
+            "-files0-from",
+        ];
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].text.as_str();
+            if WITH_ARG.contains(&a) || a.starts_with("-newer") {
+                i += 2;
+                continue;
+            }
+            match a {
+                "-delete" => self.hit(RuleId::BulkDelete, inv.rendered),
+                "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                    let rest = &args[i + 1..];
+                    let end = rest
+                        .iter()
+                        .position(|f| f.text == ";" || f.text == "+")
+                        .unwrap_or(rest.len());
+                    self.run_argv(&rest[..end], inv, true, false);
+                    i += end + 2;
+                    continue;
+                }
+                "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                    self.hit(RuleId::FindWrite, inv.rendered);
+                    if let Some(target) = args.get(i + 1) {
+                        self.check_write(target, true, inv.rendered);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    fn check_container(&mut self, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+        let r = inv.rendered;
+        let mut i = 0;
+        // Global options before the subcommand.
+        while i < args.len() && args[i].text.starts_with('-') {
+            let takes = matches!(
+                args[i].text.as_str(),
+                "--context"
+                    | "-c"
+                    | "-H"
+                    | "--host"
+                    | "--config"
+                    | "-l"
+                    | "--log-level"
+                    | "--url"
+                    | "--connection"
+            );
+            i += if takes { 2 } else { 1 };
+        }
+        let sub = args.get(i).map(|a| a.text.as_str()).unwrap_or("");
+        let rest = args.get(i + 1..).unwrap_or(&[]);
+        let words = texts(rest);
+        let destructive = match sub {
+            "stop" | "kill" | "rm" => true,
+            "rmi" => words.iter().any(|w| *w == "-f" || *w == "--force"),
+            "system" | "volume" | "network" | "container" | "image" | "builder" | "buildx"
+            | "pod" => words
+                .first()
+                .is_some_and(|w| matches!(*w, "prune" | "rm" | "stop" | "kill" | "remove")),
+            "compose" => words
+                .iter()
+                .find(|w| !w.starts_with('-'))
+                .is_some_and(|w| matches!(*w, "down" | "kill" | "stop" | "rm")),
+            "exec" => {
+                const VALUES: &[&str] = &[
+                    "-e",
+                    "--env",
+                    "-u",
+                    "--user",
+                    "-w",
+                    "--workdir",
+                    "--env-file",
+                    "--detach-keys",
+                ];
+                let mut k = 0;
+                while k < rest.len() && rest[k].text.starts_with('-') {
+                    k += if VALUES.contains(&rest[k].text.as_str()) {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                let command = rest.get(k + 1..).unwrap_or(&[]);
+                return Some(self.run_argv(command, inv, false, false));
+            }
+            "run" | "create" => {
+                const VALUES: &[&str] = &[
+                    "-v",
+                    "-p",
+                    "-e",
+                    "-w",
+                    "-u",
+                    "-m",
+                    "-l",
+                    "-h",
+                    "-a",
+                    "-c",
+                    "--name",
+                    "--network",
+                    "--net",
+                    "--entrypoint",
+                    "--volume",
+                    "--publish",
+                    "--env",
+                    "--workdir",
+                    "--user",
+                    "--memory",
+                    "--label",
+                    "--hostname",
+                    "--attach",
+                    "--cpus",
+                    "--cpu-shares",
+                    "--mount",
+                    "--env-file",
+                    "--add-host",
+                    "--device",
+                    "--cap-add",
+                    "--cap-drop",
+                    "--security-opt",
+                    "--restart",
+                    "--log-driver",
+                    "--log-opt",
+                    "--tmpfs",
+                    "--ulimit",
+                    "--volumes-from",
+                    "--ip",
+                    "--dns",
+                    "--platform",
+                    "--pull",
+                    "--gpus",
+                    "--shm-size",
+                    "--pid",
+                    "--ipc",
+                    "--uts",
+                    "--userns",
+                    "--runtime",
+                    "--health-cmd",
+                    "--link",
+                    "--expose",
+                    "--group-add",
+                    "--cidfile",
+                    "--stop-signal",
+                    "--stop-timeout",
+                    "--label-file",
+                    "--init-path",
+                ];
+                let mut k = 0;
+                while k < rest.len() && rest[k].text.starts_with('-') {
+                    k += if VALUES.contains(&rest[k].text.as_str()) {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                let command = rest.get(k + 1..).unwrap_or(&[]);
+                if !command.is_empty() {
+                    return Some(self.run_argv(command, inv, false, false));
+                }
+                false
+            }
+            _ => false,
+        };
+        if destructive {
+            self.hit(RuleId::ContainerDestructive, r);
+        }
+        Some(Producer::Other)
+    }
+}

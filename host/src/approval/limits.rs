@@ -1,0 +1,214 @@
+//! Size and nesting limits, checked before the parser runs.
+//!
+//! The parser is recursive: a few kilobytes of `$($($(…)))` or `( ( ( … ) ) )` would
+//! otherwise exhaust a thread's stack, and every extra level multiplies the work of the
+//! carriers we re-parse. A cheap, quote-aware scan bounds the nesting first; anything
+//! over a limit is dangerous by itself (an agent has no need for it).
+
+/// Longest command accepted, in bytes. Agents write files with heredocs, so this is
+/// generous; past it a human should look.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+
+/// Deepest syntactic nesting accepted (subshells, groups, substitutions, quotes,
+/// compound commands). Real commands rarely pass 6.
+pub const MAX_NESTING: usize = 24;
+
+/// Deepest chain of carriers (`bash -c "sh -c '…'"`, `eval`, `ssh host …`) followed.
+pub const MAX_CARRIER_DEPTH: usize = 8;
+
+/// Most simple commands analyzed for one input, all carriers and substitutions
+/// included; bounds the total work on adversarial input.
+pub const MAX_COMMANDS: usize = 2048;
+
+/// True when `text` nests deeper than `limit`. Short text without brackets cannot
+/// (every level needs a bracket or a keyword of at least three characters with its
+/// separator), so the common case skips the scan.
+pub(crate) fn exceeds_nesting(text: &str, limit: usize) -> bool {
+    if text.len() < 3 * limit && !text.contains(['(', '{', '`']) {
+        return false;
+    }
+    nesting_depth(text, limit).is_none()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    Top,
+    Paren,
+    Brace,
+    DQuote,
+    Backtick,
+}
+
+/// Maximum nesting depth of `text` as the shell would see it, or `None` once it passes
+/// `limit` (the scan stops there, so it is linear in the input).
+///
+/// Heredoc bodies are skipped (their content is data unless it is expanded, and then
+/// its substitutions are scanned when they are parsed). Keywords that open compound
+/// commands (`if`, `while`, `until`, `for`, `case`, `select`) count like brackets and
+/// their closers (`fi`, `done`, `esac`) close them.
+pub(crate) fn nesting_depth(text: &str, limit: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut stack: Vec<Ctx> = Vec::new();
+    let mut keywords: usize = 0;
+    let mut max = 0usize;
+    let mut pending_heredocs: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let top = stack.last().copied().unwrap_or(Ctx::Top);
+        let in_dquote = top == Ctx::DQuote;
+        match c {
+            b'\\' => {
+                i += 2;
+                continue;
+            }
+            b'\'' if !in_dquote => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                if in_dquote {
+                    stack.pop();
+                } else {
+                    stack.push(Ctx::DQuote);
+                }
+            }
+            b'`' => {
+                if top == Ctx::Backtick {
+                    stack.pop();
+                } else {
+                    stack.push(Ctx::Backtick);
+                }
+            }
+            b'$' if bytes.get(i + 1) == Some(&b'\'') && !in_dquote => {
+                i += 2;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            // Inside double quotes only `$(` and `${` open anything.
+            b'(' if !in_dquote || (i > 0 && bytes[i - 1] == b'$') => stack.push(Ctx::Paren),
+            b'{' if !in_dquote || (i > 0 && bytes[i - 1] == b'$') => stack.push(Ctx::Brace),
+            b')' if !in_dquote && top == Ctx::Paren => {
+                stack.pop();
+            }
+            b'}' if !in_dquote && top == Ctx::Brace => {
+                stack.pop();
+            }
+            b'#' if !in_dquote && (i == 0 || bytes[i - 1].is_ascii_whitespace()) => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'<' if !in_dquote
+                && bytes.get(i + 1) == Some(&b'<')
+                && bytes.get(i + 2) != Some(&b'<') =>
+            {
+                i += 2;
+                if bytes.get(i) == Some(&b'-') {
+                    i += 1;
+                }
+                while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
+                    i += 1;
+                }
+                let start = i;
+                while i < bytes.len() && !b" \t\n;&|<>()".contains(&bytes[i]) {
+                    i += 1;
+                }
+                let delim: String = text[start..i]
+                    .chars()
+                    .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                    .collect();
+                if !delim.is_empty() {
+                    pending_heredocs.push(delim);
+                }
+                continue;
+            }
+            b'\n' if !pending_heredocs.is_empty() => {
+                // Skip the bodies of the heredocs opened on the line that just ended.
+                i += 1;
+                for delim in std::mem::take(&mut pending_heredocs) {
+                    while i < bytes.len() {
+                        let end = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                        let line = text[i..end].trim_start_matches('\t');
+                        i = (end + 1).min(bytes.len());
+                        if line == delim {
+                            break;
+                        }
+                    }
+                }
+                continue;
+            }
+            c if c.is_ascii_alphabetic() && !in_dquote => {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let word_start = start == 0 || b" \t\n;&|(){}`".contains(&bytes[start - 1]);
+                let word_end = i == bytes.len() || b" \t\n;&|(){}`".contains(&bytes[i]);
+                if word_start && word_end {
+                    match &text[start..i] {
+                        "if" | "while" | "until" | "for" | "case" | "select" => keywords += 1,
+                        "fi" | "done" | "esac" => keywords = keywords.saturating_sub(1),
+                        _ => {}
+                    }
+                }
+                max = max.max(stack.len() + keywords);
+                if max > limit {
+                    return None;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        max = max.max(stack.len() + keywords);
+        if max > limit {
+            return None;
+        }
+        i += 1;
+    }
+    Some(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_counts_substitutions_groups_and_keywords() {
+        assert_eq!(nesting_depth("ls -la", 24), Some(0));
+        assert_eq!(nesting_depth("echo $(echo $(id))", 24), Some(2));
+        assert_eq!(
+            nesting_depth("if a; then if b; then c; fi; fi", 24),
+            Some(2)
+        );
+        assert_eq!(nesting_depth("echo ')))' \"(\"", 24), Some(1));
+    }
+
+    #[test]
+    fn heredoc_bodies_do_not_count() {
+        let text = "cat <<'EOF' > x.py\nif a:\n  if b:\n    f((((((1))))))\nEOF\nls";
+        assert_eq!(nesting_depth(text, 24), Some(0));
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_scan() {
+        assert!(!exceeds_nesting("ls -la && git status", 24));
+        assert!(exceeds_nesting(&"$(".repeat(30), 24));
+        assert!(exceeds_nesting(&"if a; then ".repeat(30), 24));
+    }
+
+    #[test]
+    fn nesting_over_the_limit_stops_the_scan() {
+        let deep = "$(".repeat(100) + &")".repeat(100);
+        assert_eq!(nesting_depth(&deep, 24), None);
+        let quoted_closers = "$( ')' ".repeat(30);
+        assert_eq!(nesting_depth(&quoted_closers, 24), None);
+    }
+}

@@ -1,0 +1,336 @@
+//! Classification of path arguments: system directories, home directories, protected
+//! files, credentials, devices.
+//!
+//! Paths are classified by their text after folding, made lexical (`//` and `/./`
+//! collapsed, `..` resolved, `$HOME` read as `~`, Windows `C:\x` read as `C:/x`). A path
+//! that is only partly known keeps its variable names (`$HERMES_HOME/.env`), which the
+//! protected-directory list may name.
+
+/// A path argument in a canonical lexical form.
+pub(crate) fn canonical(text: &str) -> String {
+    let mut s = text.trim().to_owned();
+    if s.len() >= 2 && s.as_bytes()[1] == b':' && s.as_bytes()[0].is_ascii_alphabetic() {
+        s = s.replace('\\', "/");
+    }
+    for home in ["${HOME}", "$HOME"] {
+        if let Some(rest) = s.strip_prefix(home) {
+            s = format!("~{rest}");
+        }
+    }
+    let absolute = s.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in s.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else if joined.is_empty() {
+        ".".to_owned()
+    } else {
+        joined
+    }
+}
+
+/// Top-level directories whose recursive deletion breaks the machine.
+const SYSTEM_DIRS: &[&str] = &[
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "home",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "opt",
+    "proc",
+    "root",
+    "run",
+    "sbin",
+    "srv",
+    "sys",
+    "usr",
+    "var",
+    "snap",
+    "mnt",
+    "media",
+    // macOS
+    "Applications",
+    "Library",
+    "System",
+    "Users",
+    "Volumes",
+    "private",
+    "cores",
+];
+
+/// Second-level system directories (under /usr and /var).
+const SYSTEM_SUBDIRS: &[&str] = &[
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local",
+    "/usr/share",
+    "/usr/include",
+    "/usr/libexec",
+    "/var/lib",
+    "/var/log",
+    "/var/spool",
+    "/var/mail",
+    "/var/db",
+    "/private/etc",
+    "/private/var",
+    "/System/Library",
+];
+
+/// True when recursively deleting `path` (canonical) removes the root, a system
+/// directory, a home directory, or all of the entries of one of them.
+pub(crate) fn is_critical_dir(path: &str) -> bool {
+    let path = path.strip_suffix("/*").unwrap_or(path);
+    let path = if path == "*" || path.is_empty() {
+        "/"
+    } else {
+        path
+    };
+    if path == "/" || path == "~" || path == "/*" {
+        return true;
+    }
+    // ~user and a direct child of /home or /Users are home directories.
+    if path.starts_with('~') && !path.contains('/') {
+        return true;
+    }
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if path.starts_with('/') {
+        if parts.len() == 1 && SYSTEM_DIRS.contains(&parts[0]) {
+            return true;
+        }
+        if parts.len() == 2 && matches!(parts[0], "home" | "Users") {
+            return true;
+        }
+        if SYSTEM_SUBDIRS.contains(&path) {
+            return true;
+        }
+    }
+    // Windows drive roots and system folders.
+    let lower = path.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "c:" | "c:/windows" | "c:/users" | "c:/program files"
+    )
+}
+
+/// File names of shell start-up files: writing one runs code in every new shell.
+const RC_FILES: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".inputrc",
+    ".xinitrc",
+    ".xprofile",
+    ".envrc",
+    // History: rewriting or shredding it hides what was done.
+    ".bash_history",
+    ".zsh_history",
+    ".history",
+];
+
+/// Path components that hold credentials.
+const CREDENTIAL_DIRS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".kube",
+    ".azure",
+    ".docker",
+    ".gcloud",
+    ".password-store",
+];
+
+/// File names that are credentials wherever they are.
+const CREDENTIAL_FILES: &[&str] = &[
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    "authorized_keys",
+    "credentials",
+    "shadow",
+    "gshadow",
+    "master.key",
+    "credentials.json",
+    "service-account.json",
+];
+
+/// True for a `.env` file or a variant (`.env.local`, `.env.production`); not for
+/// look-alike names such as `.env#backup` or `.envrc` (an rc file, listed separately),
+/// nor for templates that hold no secrets (`.env.example`, `.env.sample`).
+fn is_env_file(name: &str) -> bool {
+    const TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults", "tpl"];
+    name == ".env"
+        || name
+            .strip_prefix(".env.")
+            .is_some_and(|rest| !rest.is_empty() && !TEMPLATES.contains(&rest))
+}
+
+/// True when `path` (canonical) holds credentials: reading it and sending it off the
+/// machine leaks secrets.
+pub(crate) fn is_credential(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    is_env_file(name)
+        || CREDENTIAL_FILES.contains(&name)
+        || name.starts_with("id_rsa")
+        || name.ends_with(".pem")
+        || name.ends_with(".key")
+        || path.split('/').any(|c| CREDENTIAL_DIRS.contains(&c))
+        || path == "/etc/shadow"
+}
+
+/// Configuration file names that an agent overwriting wholesale would most likely
+/// break (the agent's own config is usually one of these).
+const CONFIG_FILES: &[&str] = &[
+    "config.yaml",
+    "config.yml",
+    "config.toml",
+    "config.json",
+    "settings.json",
+    "settings.yaml",
+    "settings.toml",
+    "policy.toml",
+    "hermetic.toml",
+];
+
+/// True when `path` names a configuration file by its name.
+pub(crate) fn is_config_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    CONFIG_FILES.contains(&name)
+}
+
+/// True when writing `path` (canonical) changes the system, a shell's start-up, a
+/// credential, an `.env` file, or the agent's own configuration (`agent_dirs`: path
+/// components such as `.hermes` or `$HERMES_HOME`).
+pub(crate) fn is_protected(path: &str, agent_dirs: &[String]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if RC_FILES.contains(&name) || is_credential(path) {
+        return true;
+    }
+    if path.split('/').any(|c| agent_dirs.iter().any(|d| d == c)) {
+        return true;
+    }
+    // A git hook runs on the next git command.
+    if path.contains(".git/hooks/") || path.ends_with(".git/config") {
+        return true;
+    }
+    let system = [
+        "/etc/",
+        "/private/",
+        "/boot/",
+        "/usr/",
+        "/bin/",
+        "/sbin/",
+        "/lib/",
+        "/lib64/",
+        "/var/spool/cron",
+        "/var/log/",
+        "/System/",
+        "/Library/",
+        "/root/",
+    ];
+    let with_slash = format!("{path}/");
+    system.iter().any(|p| with_slash.starts_with(p))
+        || path.to_ascii_lowercase().starts_with("c:/windows")
+}
+
+/// True for a block device (a disk or partition), whose overwriting destroys data.
+pub(crate) fn is_block_device(path: &str) -> bool {
+    let Some(dev) = path.strip_prefix("/dev/") else {
+        return false;
+    };
+    const PREFIXES: &[&str] = &[
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "mapper/", "md", "dm-", "loop",
+        "sr", "nbd", "zd", "block/", "disk/",
+    ];
+    PREFIXES.iter().any(|p| dev.starts_with(p))
+}
+
+/// True for kernel tunables and triggers.
+pub(crate) fn is_kernel_knob(path: &str) -> bool {
+    path.starts_with("/proc/sys") || path.starts_with("/sys/") || path == "/proc/sysrq-trigger"
+}
+
+/// True for `/dev/tcp/…` and `/dev/udp/…`, bash's network redirections.
+pub(crate) fn is_dev_net(path: &str) -> bool {
+    path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_paths_are_lexical() {
+        assert_eq!(canonical("//bin//rm"), "/bin/rm");
+        assert_eq!(canonical("/bin/../bin/rm"), "/bin/rm");
+        assert_eq!(canonical("/./"), "/");
+        assert_eq!(canonical("/.."), "/");
+        assert_eq!(canonical("$HOME/tmp"), "~/tmp");
+        assert_eq!(canonical("C:\\Users\\x\\.ssh\\k"), "C:/Users/x/.ssh/k");
+    }
+
+    #[test]
+    fn critical_dirs_are_roots_system_dirs_and_homes() {
+        for p in [
+            "/",
+            "/*",
+            "~",
+            "/etc",
+            "/home",
+            "/home/alice",
+            "/usr/lib",
+            "~/*",
+        ] {
+            assert!(is_critical_dir(&canonical(p)), "{p}");
+        }
+        for p in ["/tmp", "/tmp/x", "build", "~/project", "/opt/foo"] {
+            assert!(!is_critical_dir(&canonical(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn env_files_are_protected_but_lookalike_names_are_not() {
+        let dirs = vec![".hermes".to_owned()];
+        assert!(is_protected(".env", &dirs));
+        assert!(is_protected(".env.local", &dirs));
+        assert!(is_protected("~/.hermes/config.yaml", &dirs));
+        assert!(!is_protected(".env#backup", &dirs));
+        assert!(!is_protected("/srv/app/config.yaml", &dirs));
+    }
+}

@@ -1,0 +1,921 @@
+//! Walks a parsed shell program: every simple command, wherever it sits (pipelines,
+//! lists, subshells, groups, functions, loops, conditionals, command and process
+//! substitutions, heredocs, arithmetic), with its words folded statically.
+
+use super::Detector;
+use super::commands::Invocation;
+use super::fold::{self, Field, Producer};
+use super::limits::{MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting};
+use super::rules::RuleId;
+use brush_parser::ast::{
+    self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
+    IoFileRedirectKind, IoFileRedirectTarget, IoRedirect, Pipeline, SeparatorOperator,
+};
+use brush_parser::word::{self as bword, Parameter, ParameterExpr, ParameterTestType, WordPiece};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Parser options, built once: bash mode with extended globbing, as agents' shells are.
+static PARSER_OPTIONS: LazyLock<brush_parser::ParserOptions> =
+    LazyLock::new(brush_parser::ParserOptions::default);
+
+/// One finding: a rule and the simple command it was found in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawHit {
+    pub rule: RuleId,
+    pub command: String,
+}
+
+/// Context inherited by nested code.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cx {
+    /// Carrier depth (0 = the command as given).
+    pub depth: usize,
+    /// What feeds stdin of the first command.
+    pub stdin: Producer,
+    /// Run once per item by find -exec, xargs and the like.
+    pub bulk: bool,
+    /// Inside the body of this function.
+    pub function: Option<String>,
+}
+
+/// What a piece of code produced, as far as it is known.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Summary {
+    /// The producer of its output (its last command).
+    pub producer: Producer,
+    /// How many simple commands it ran.
+    pub commands: usize,
+}
+
+/// A file redirection of a simple command, folded.
+#[derive(Debug, Clone)]
+pub(crate) struct Redirect {
+    pub kind: IoFileRedirectKind,
+    pub target: Field,
+}
+
+/// The state of one analysis.
+pub(crate) struct Analyzer<'d> {
+    pub det: &'d Detector,
+    pub hits: Vec<RawHit>,
+    pub commands: Vec<String>,
+    /// Variables assigned earlier in the same input; `None` = not statically known.
+    vars: HashMap<String, Option<String>>,
+    /// Files written, downloaded or made executable earlier in the same input.
+    pub fresh_files: Vec<String>,
+    /// Files written earlier in the same input with credentials in them (an archive
+    /// of `~/.ssh`, a copy of `.env`): sending them off is sending credentials.
+    pub secret_files: Vec<String>,
+    /// Simple commands analyzed so far (bounded by `MAX_COMMANDS`).
+    count: usize,
+    /// The analysis stopped early (a limit was hit).
+    pub stopped: bool,
+}
+
+impl<'d> Analyzer<'d> {
+    pub(crate) fn new(det: &'d Detector) -> Self {
+        Self {
+            det,
+            hits: Vec::new(),
+            commands: Vec::new(),
+            vars: HashMap::new(),
+            fresh_files: Vec::new(),
+            secret_files: Vec::new(),
+            count: 0,
+            stopped: false,
+        }
+    }
+
+    /// True when `path` (canonical) holds credentials, by name or because this input
+    /// wrote credentials into it.
+    pub(crate) fn is_secret(&self, path: &str) -> bool {
+        super::paths::is_credential(path) || self.secret_files.iter().any(|s| s == path)
+    }
+
+    /// Records a finding.
+    pub(crate) fn hit(&mut self, rule: RuleId, command: &str) {
+        if !self
+            .hits
+            .iter()
+            .any(|h| h.rule == rule && h.command == command)
+        {
+            self.hits.push(RawHit {
+                rule,
+                command: command.to_owned(),
+            });
+        }
+    }
+
+    /// Parses and analyzes `text` as shell code.
+    pub(crate) fn analyze_code(&mut self, text: &str, cx: &Cx) -> Summary {
+        if self.stopped {
+            return Summary::default();
+        }
+        if cx.depth > MAX_CARRIER_DEPTH || exceeds_nesting(text, MAX_NESTING) {
+            self.hit(RuleId::TooLarge, text);
+            self.stopped = true;
+            return Summary::default();
+        }
+        let program = match parse_program(text) {
+            Some(p) => p,
+            None => {
+                self.hit(RuleId::Unparseable, text);
+                return Summary {
+                    producer: Producer::Other,
+                    commands: 0,
+                };
+            }
+        };
+        let before = self.count;
+        let mut producer = Producer::None;
+        for complete in &program.complete_commands {
+            producer = self.walk_list(complete, cx);
+        }
+        Summary {
+            producer,
+            commands: self.count - before,
+        }
+    }
+
+    fn walk_list(&mut self, list: &CompoundList, cx: &Cx) -> Producer {
+        let mut producer = Producer::None;
+        for item in &list.0 {
+            let background = matches!(item.1, SeparatorOperator::Async);
+            producer = self.walk_pipeline(&item.0.first, background, cx);
+            for next in &item.0.additional {
+                let (AndOr::And(p) | AndOr::Or(p)) = next;
+                producer = self.walk_pipeline(p, background, cx);
+            }
+        }
+        producer
+    }
+
+    fn walk_pipeline(&mut self, pipeline: &Pipeline, background: bool, cx: &Cx) -> Producer {
+        let piped = pipeline.seq.len() > 1;
+        let mut stdin = cx.stdin.clone();
+        for command in &pipeline.seq {
+            let out = self.walk_command(command, stdin, background, piped, cx);
+            stdin = match out {
+                Producer::None => Producer::Other,
+                p => p,
+            };
+        }
+        stdin
+    }
+
+    fn walk_command(
+        &mut self,
+        command: &Command,
+        stdin: Producer,
+        background: bool,
+        piped: bool,
+        cx: &Cx,
+    ) -> Producer {
+        if self.stopped {
+            return Producer::Other;
+        }
+        match command {
+            Command::Simple(simple) => self.walk_simple(simple, stdin, background, piped, cx),
+            Command::Compound(compound, redirects) => {
+                let mut inner = cx.clone();
+                inner.stdin = stdin;
+                if let Some(list) = redirects {
+                    let items: Vec<&IoRedirect> = list.0.iter().collect();
+                    let folded = self.fold_redirects(&items, &mut inner);
+                    self.check_redirects(&folded, "(compound command)");
+                }
+                self.walk_compound(compound, &inner);
+                Producer::Other
+            }
+            Command::Function(def) => {
+                let mut inner = cx.clone();
+                inner.function = Some(def.fname.value.clone());
+                inner.stdin = Producer::None;
+                self.walk_compound(&def.body.0, &inner);
+                Producer::None
+            }
+            Command::ExtendedTest(test, _) => {
+                self.walk_extended_test(&test.expr, cx);
+                Producer::None
+            }
+        }
+    }
+
+    fn walk_extended_test(&mut self, expr: &ast::ExtendedTestExpr, cx: &Cx) {
+        use ast::ExtendedTestExpr as E;
+        match expr {
+            E::And(a, b) | E::Or(a, b) => {
+                self.walk_extended_test(a, cx);
+                self.walk_extended_test(b, cx);
+            }
+            E::Not(a) | E::Parenthesized(a) => self.walk_extended_test(a, cx),
+            E::UnaryTest(_, w) => {
+                self.fold_word(&w.value, false, cx);
+            }
+            E::BinaryTest(_, a, b) => {
+                self.fold_word(&a.value, false, cx);
+                self.fold_word(&b.value, false, cx);
+            }
+        }
+    }
+
+    fn walk_compound(&mut self, compound: &CompoundCommand, cx: &Cx) {
+        match compound {
+            CompoundCommand::Arithmetic(a) => self.scan_arithmetic(&a.expr.value, cx),
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.scan_arithmetic(&e.value, cx);
+                }
+                self.walk_list(&f.body.list, cx);
+            }
+            CompoundCommand::BraceGroup(g) => {
+                self.walk_list(&g.list, cx);
+            }
+            CompoundCommand::Subshell(s) => {
+                self.walk_list(&s.list, cx);
+            }
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.fold_word(&w.value, true, cx);
+                }
+                // The loop variable takes several values: not one static value.
+                self.vars.insert(f.variable_name.clone(), None);
+                self.walk_list(&f.body.list, cx);
+            }
+            CompoundCommand::CaseClause(c) => {
+                self.fold_word(&c.value.value, false, cx);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.fold_word(&p.value, false, cx);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.walk_list(list, cx);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.walk_list(&i.condition, cx);
+                self.walk_list(&i.then, cx);
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.walk_list(c, cx);
+                    }
+                    self.walk_list(&e.body, cx);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.walk_list(&w.0, cx);
+                self.walk_list(&w.1.list, cx);
+            }
+            CompoundCommand::Coprocess(c) => {
+                self.walk_command(&c.body, Producer::None, true, false, cx);
+            }
+        }
+    }
+
+    /// Arithmetic text can hide command substitutions (`$(…)`, backticks, and array
+    /// subscripts that bash evaluates); analyze each one found.
+    fn scan_arithmetic(&mut self, text: &str, cx: &Cx) {
+        let mut rest = text;
+        while let Some(start) = rest.find("$(") {
+            let body = &rest[start + 2..];
+            let mut depth = 1usize;
+            let mut end = body.len();
+            for (i, c) in body.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = i;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let inner = &body[..end];
+            let inner = inner.strip_prefix('(').unwrap_or(inner);
+            let nested = Cx {
+                depth: cx.depth + 1,
+                stdin: Producer::None,
+                ..cx.clone()
+            };
+            self.analyze_code(inner, &nested);
+            rest = &body[end.min(body.len())..];
+        }
+        if let Some(start) = text.find('`')
+            && let Some(len) = text[start + 1..].find('`')
+        {
+            let nested = Cx {
+                depth: cx.depth + 1,
+                stdin: Producer::None,
+                ..cx.clone()
+            };
+            self.analyze_code(&text[start + 1..start + 1 + len], &nested);
+        }
+    }
+
+    fn walk_simple(
+        &mut self,
+        simple: &ast::SimpleCommand,
+        mut stdin: Producer,
+        background: bool,
+        piped: bool,
+        cx: &Cx,
+    ) -> Producer {
+        self.count += 1;
+        if self.count > MAX_COMMANDS {
+            self.hit(RuleId::TooLarge, "(too many commands)");
+            self.stopped = true;
+            return Producer::Other;
+        }
+        let mut argv: Vec<Field> = Vec::new();
+        let mut assignments: Vec<(String, Field)> = Vec::new();
+        let mut redirect_items: Vec<&IoRedirect> = Vec::new();
+        for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.collect_item(item, &mut argv, &mut assignments, &mut redirect_items, cx);
+        }
+        if let Some(name) = &simple.word_or_name {
+            argv.extend(self.fold_word(&name.value, true, cx));
+        }
+        for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
+            if matches!(item, CommandPrefixOrSuffixItem::AssignmentWord(..)) && !argv.is_empty() {
+                // After the command name an assignment is an ordinary argument
+                // (`export X=1`, `declare X=1`); fold it as a word.
+                if let CommandPrefixOrSuffixItem::AssignmentWord(_, w) = item {
+                    argv.extend(self.fold_word(&w.value, true, cx));
+                }
+                continue;
+            }
+            self.collect_item(item, &mut argv, &mut assignments, &mut redirect_items, cx);
+        }
+
+        let mut redirect_cx = cx.clone();
+        redirect_cx.stdin = stdin.clone();
+        let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
+        stdin = redirect_cx.stdin;
+
+        let rendered = render(&assignments, &argv, &redirects);
+        self.commands.push(rendered.clone());
+
+        for (name, value) in &assignments {
+            self.check_assignment(name, value, &rendered, cx);
+        }
+        if argv.is_empty() {
+            // Assignments alone persist for the rest of the input.
+            for (name, value) in assignments {
+                let known = (!value.dynamic).then_some(value.text);
+                self.vars.insert(name, known);
+            }
+            self.check_redirects(&redirects, &rendered);
+            return Producer::None;
+        }
+        self.check_redirects(&redirects, &rendered);
+        let written: Vec<String> = redirects
+            .iter()
+            .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
+            .map(|r| super::paths::canonical(&r.target.text))
+            .collect();
+        let invocation = Invocation {
+            argv: &argv,
+            stdin: &stdin,
+            background,
+            piped,
+            bulk: cx.bulk,
+            detached: false,
+            depth: cx.depth,
+            function: cx.function.as_deref(),
+            rendered: &rendered,
+        };
+        let produced = self.check_invocation(&invocation);
+        if produced == Producer::Credentials {
+            self.secret_files.extend(written);
+        }
+        produced
+    }
+
+    fn collect_item<'a>(
+        &mut self,
+        item: &'a CommandPrefixOrSuffixItem,
+        argv: &mut Vec<Field>,
+        assignments: &mut Vec<(String, Field)>,
+        redirects: &mut Vec<&'a IoRedirect>,
+        cx: &Cx,
+    ) {
+        match item {
+            CommandPrefixOrSuffixItem::IoRedirect(r) => redirects.push(r),
+            CommandPrefixOrSuffixItem::Word(w) => argv.extend(self.fold_word(&w.value, true, cx)),
+            CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
+                if let ast::AssignmentName::ArrayElementName(_, index) = &a.name {
+                    self.fold_word(index, false, cx);
+                }
+                let value = match &a.value {
+                    ast::AssignmentValue::Scalar(w) => self.fold_single(&w.value, cx),
+                    ast::AssignmentValue::Array(items) => {
+                        for (k, v) in items {
+                            if let Some(k) = k {
+                                self.fold_word(&k.value, false, cx);
+                            }
+                            self.fold_word(&v.value, true, cx);
+                        }
+                        Field {
+                            text: "(...)".to_owned(),
+                            dynamic: true,
+                            origin: Producer::None,
+                        }
+                    }
+                };
+                let name = match &a.name {
+                    ast::AssignmentName::VariableName(n)
+                    | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                };
+                assignments.push((name, value));
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(kind, sub) => {
+                let inner = Cx {
+                    depth: cx.depth + 1,
+                    stdin: Producer::None,
+                    ..cx.clone()
+                };
+                let producer = self.walk_list(&sub.list, &inner);
+                let origin = match kind {
+                    ast::ProcessSubstitutionKind::Read => match producer {
+                        Producer::None => Producer::Other,
+                        p => p,
+                    },
+                    ast::ProcessSubstitutionKind::Write => Producer::None,
+                };
+                argv.push(Field {
+                    text: "/dev/fd/63".to_owned(),
+                    dynamic: true,
+                    origin,
+                });
+            }
+        }
+    }
+
+    /// Folds redirections, analyzing heredoc bodies and here-strings (which become the
+    /// command's stdin) and process substitutions.
+    fn fold_redirects(&mut self, items: &[&IoRedirect], cx: &mut Cx) -> Vec<Redirect> {
+        let mut out = Vec::new();
+        for r in items {
+            match r {
+                IoRedirect::File(_, kind, target) => {
+                    let field = match target {
+                        IoFileRedirectTarget::Filename(w) => self.fold_single(&w.value, cx),
+                        IoFileRedirectTarget::Fd(_) => continue,
+                        // `>&word`: a descriptor when `word` is a number or `-`, else a
+                        // file (bash reads `>& file` as `&> file`).
+                        IoFileRedirectTarget::Duplicate(w) => {
+                            let field = self.fold_single(&w.value, cx);
+                            if field.text == "-" || field.text.chars().all(|c| c.is_ascii_digit()) {
+                                continue;
+                            }
+                            field
+                        }
+                        IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                            let inner = Cx {
+                                depth: cx.depth + 1,
+                                stdin: Producer::None,
+                                ..cx.clone()
+                            };
+                            self.walk_list(&sub.list, &inner);
+                            continue;
+                        }
+                    };
+                    if matches!(kind, IoFileRedirectKind::Read) {
+                        let path = super::paths::canonical(&field.text);
+                        cx.stdin = if self.is_secret(&path) {
+                            Producer::Credentials
+                        } else if super::paths::is_dev_net(&path) {
+                            Producer::Network
+                        } else if self.fresh_files.contains(&path) {
+                            Producer::Other
+                        } else {
+                            Producer::None
+                        };
+                    }
+                    let kind = match kind {
+                        IoFileRedirectKind::DuplicateOutput => IoFileRedirectKind::Write,
+                        IoFileRedirectKind::DuplicateInput => IoFileRedirectKind::Read,
+                        k => k.clone(),
+                    };
+                    out.push(Redirect {
+                        kind,
+                        target: field,
+                    });
+                }
+                IoRedirect::HereDocument(_, doc) => {
+                    let text = if doc.requires_expansion {
+                        self.fold_heredoc(&doc.doc.value, cx)
+                    } else {
+                        doc.doc.value.clone()
+                    };
+                    cx.stdin = Producer::Literal(text);
+                }
+                IoRedirect::HereString(_, word) => {
+                    let field = self.fold_single(&word.value, cx);
+                    cx.stdin = if field.dynamic && field.origin != Producer::None {
+                        field.origin
+                    } else {
+                        Producer::Literal(field.text)
+                    };
+                }
+                IoRedirect::OutputAndError(word, append) => {
+                    let field = self.fold_single(&word.value, cx);
+                    out.push(Redirect {
+                        kind: if *append {
+                            IoFileRedirectKind::Append
+                        } else {
+                            IoFileRedirectKind::Write
+                        },
+                        target: field,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn fold_heredoc(&mut self, body: &str, cx: &Cx) -> String {
+        match catch(|| bword::parse_heredoc(body, &PARSER_OPTIONS)) {
+            Some(Ok(pieces)) => {
+                let mut b = FieldBuilder::default();
+                for p in &pieces {
+                    self.fold_piece(&p.piece, true, &mut b, cx);
+                }
+                b.finish()
+                    .into_iter()
+                    .map(|f| f.text)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            _ => body.to_owned(),
+        }
+    }
+
+    /// Folds a word that is not field-split (assignment values, redirection targets),
+    /// as one field.
+    pub(crate) fn fold_single(&mut self, raw: &str, cx: &Cx) -> Field {
+        let fields = self.fold_word(raw, false, cx);
+        let mut out = Field::literal("");
+        for (i, f) in fields.into_iter().enumerate() {
+            if i > 0 {
+                out.text.push(' ');
+            }
+            out.text.push_str(&f.text);
+            out.dynamic |= f.dynamic;
+            if f.origin != Producer::None {
+                out.origin = f.origin;
+            }
+        }
+        out
+    }
+
+    /// Folds one shell word into the fields it expands to. `split`: the word is in
+    /// argument position (brace expansion and field splitting apply).
+    pub(crate) fn fold_word(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+        // Only `{a,b}` lists change words; `{1..9}` sequences yield numbers and letters
+        // (and the parser crate panics on out-of-range numbers), so they are not expanded.
+        if split
+            && raw.contains('{')
+            && raw.contains(',')
+            && !has_long_digit_run(raw)
+            && let Some(Ok(Some(pieces))) =
+                catch(|| bword::parse_brace_expansions(raw, &PARSER_OPTIONS))
+            && pieces
+                .iter()
+                .any(|p| matches!(p, bword::BraceExpressionOrText::Expr(_)))
+        {
+            let mut out = Vec::new();
+            for alternative in fold::expand_braces(&pieces) {
+                out.extend(self.fold_word_pieces(&alternative, split, cx));
+            }
+            return out;
+        }
+        self.fold_word_pieces(raw, split, cx)
+    }
+
+    fn fold_word_pieces(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+        // A drive-letter path (`C:\Users\x`) is a Windows path: its backslashes are
+        // separators that agents type for Windows hosts, not shell escapes.
+        let windows = raw.len() > 3
+            && raw.as_bytes()[0].is_ascii_alphabetic()
+            && raw[1..].starts_with(":\\")
+            && !raw.contains(['$', '`', '\'', '"']);
+        if windows || !raw.contains(['$', '`', '\'', '"', '\\', '~']) {
+            return vec![Field::literal(raw)];
+        }
+        let pieces = match catch(|| bword::parse(raw, &PARSER_OPTIONS)) {
+            Some(Ok(p)) => p,
+            _ => {
+                return vec![Field {
+                    text: raw.to_owned(),
+                    dynamic: true,
+                    origin: Producer::None,
+                }];
+            }
+        };
+        let mut b = FieldBuilder {
+            split,
+            ..FieldBuilder::default()
+        };
+        for p in &pieces {
+            self.fold_piece(&p.piece, false, &mut b, cx);
+        }
+        b.finish()
+    }
+
+    fn fold_piece(&mut self, piece: &WordPiece, quoted: bool, b: &mut FieldBuilder, cx: &Cx) {
+        match piece {
+            WordPiece::Text(t) => b.push(t),
+            WordPiece::SingleQuotedText(t) => {
+                b.started = true;
+                b.push(t);
+            }
+            WordPiece::AnsiCQuotedText(t) => {
+                b.started = true;
+                b.push(&fold::decode_ansi_c(t));
+            }
+            WordPiece::DoubleQuotedSequence(inner)
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                b.started = true;
+                for p in inner {
+                    self.fold_piece(&p.piece, true, b, cx);
+                }
+            }
+            WordPiece::TildeExpansion(t) => match t {
+                bword::TildeExpr::Home => b.push("~"),
+                bword::TildeExpr::UserHome(u) => b.push(&format!("~{u}")),
+                _ => b.push_dynamic("~+", Producer::None),
+            },
+            WordPiece::ParameterExpansion(expr) => {
+                let (text, known) = self.parameter_value(expr, cx);
+                if known {
+                    let ifs = self.ifs();
+                    b.push_expanded(&text, quoted, &ifs);
+                } else {
+                    b.push_dynamic(&text, Producer::None);
+                }
+            }
+            WordPiece::CommandSubstitution(code)
+            | WordPiece::BackquotedCommandSubstitution(code) => {
+                let code = if matches!(piece, WordPiece::BackquotedCommandSubstitution(_)) {
+                    code.replace("\\`", "`")
+                        .replace("\\$", "$")
+                        .replace("\\\\", "\\")
+                } else {
+                    code.clone()
+                };
+                let nested = Cx {
+                    depth: cx.depth + 1,
+                    stdin: Producer::None,
+                    bulk: false,
+                    function: cx.function.clone(),
+                };
+                let summary = self.analyze_code(&code, &nested);
+                match summary.producer {
+                    Producer::Literal(text) if summary.commands == 1 => {
+                        let ifs = self.ifs();
+                        b.push_expanded(text.trim_end_matches('\n'), quoted, &ifs);
+                    }
+                    origin => {
+                        let origin = match origin {
+                            Producer::None | Producer::Literal(_) => Producer::Other,
+                            o => o,
+                        };
+                        b.push_dynamic("$(...)", origin);
+                    }
+                }
+            }
+            WordPiece::EscapeSequence(s) => {
+                let escaped = s.strip_prefix('\\').unwrap_or(s);
+                if escaped == "\n" {
+                    return;
+                }
+                if quoted && !matches!(escaped, "$" | "`" | "\"" | "\\") {
+                    b.push(s);
+                } else {
+                    b.started = true;
+                    b.push(escaped);
+                }
+            }
+            WordPiece::ArithmeticExpression(e) => {
+                self.scan_arithmetic(&e.value, cx);
+                b.push_dynamic("$((...))", Producer::None);
+            }
+        }
+    }
+
+    fn ifs(&self) -> String {
+        match self.vars.get("IFS") {
+            Some(Some(v)) => v.clone(),
+            Some(None) => " \t\n".to_owned(),
+            None => " \t\n".to_owned(),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> (String, bool) {
+        match self.vars.get(name) {
+            Some(Some(v)) => (v.clone(), true),
+            Some(None) => (format!("${name}"), false),
+            None => match name {
+                "HOME" => ("~".to_owned(), true),
+                "IFS" => (" \t\n".to_owned(), true),
+                _ => (format!("${name}"), false),
+            },
+        }
+    }
+
+    /// The value of a parameter expansion: `(text, known)`. Unknown values keep a
+    /// readable stand-in (`$NAME`) so path rules can still see the variable name.
+    fn parameter_value(&mut self, expr: &ParameterExpr, cx: &Cx) -> (String, bool) {
+        let named = |p: &Parameter| match p {
+            Parameter::Named(n) => Some(n.clone()),
+            _ => None,
+        };
+        match expr {
+            ParameterExpr::Parameter {
+                parameter,
+                indirect: false,
+            } => match named(parameter) {
+                Some(n) => self.lookup(&n),
+                None => (format!("${parameter}"), false),
+            },
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect: false,
+                test_type,
+                default_value,
+            } => {
+                let default = default_value
+                    .as_deref()
+                    .map(|d| self.fold_single(d, cx))
+                    .unwrap_or_else(|| Field::literal(""));
+                match named(parameter).map(|n| (self.vars.contains_key(&n), self.lookup(&n))) {
+                    Some((true, (v, true))) => {
+                        let empty_uses_default =
+                            matches!(test_type, ParameterTestType::UnsetOrNull);
+                        if v.is_empty() && empty_uses_default {
+                            (default.text, !default.dynamic)
+                        } else {
+                            (v, true)
+                        }
+                    }
+                    // Not assigned in this command: it may come from the environment,
+                    // so the default is a guess, not a fact.
+                    _ => (default.text, false),
+                }
+            }
+            ParameterExpr::Substring {
+                parameter,
+                indirect: false,
+                offset,
+                length,
+            } => {
+                let Some(n) = named(parameter) else {
+                    return (format!("${{{parameter}:...}}"), false);
+                };
+                let (v, known) = self.lookup(&n);
+                let off = offset.value.trim().parse::<usize>().ok();
+                let len = match length {
+                    Some(l) => l.value.trim().parse::<usize>().ok().map(Some),
+                    None => Some(None),
+                };
+                match (known, off, len) {
+                    (true, Some(off), Some(len)) => {
+                        let chars = v.chars().skip(off);
+                        let s: String = match len {
+                            Some(l) => chars.take(l).collect(),
+                            None => chars.collect(),
+                        };
+                        (s, true)
+                    }
+                    _ => (format!("${{{n}:...}}"), false),
+                }
+            }
+            _ => ("${...}".to_owned(), false),
+        }
+    }
+
+    pub(crate) fn set_var(&mut self, name: &str, value: Option<String>) {
+        self.vars.insert(name.to_owned(), value);
+    }
+}
+
+/// Accumulates fields while folding one word.
+#[derive(Default)]
+struct FieldBuilder {
+    split: bool,
+    fields: Vec<Field>,
+    cur: Option<Field>,
+    /// A quote was seen: the word yields a field even if empty (`""`).
+    started: bool,
+}
+
+impl FieldBuilder {
+    fn cur(&mut self) -> &mut Field {
+        self.cur.get_or_insert_with(|| Field::literal(""))
+    }
+
+    fn push(&mut self, text: &str) {
+        self.cur().text.push_str(text);
+    }
+
+    fn push_dynamic(&mut self, text: &str, origin: Producer) {
+        let cur = self.cur();
+        cur.text.push_str(text);
+        cur.dynamic = true;
+        if origin != Producer::None {
+            cur.origin = origin;
+        }
+    }
+
+    /// Appends an expansion's value; unquoted values are split on IFS characters.
+    fn push_expanded(&mut self, value: &str, quoted: bool, ifs: &str) {
+        if quoted || !self.split || ifs.is_empty() {
+            self.push(value);
+            return;
+        }
+        let mut first = true;
+        for segment in value.split(|c| ifs.contains(c)) {
+            if !first {
+                self.end_field();
+            }
+            first = false;
+            self.push(segment);
+        }
+    }
+
+    fn end_field(&mut self) {
+        if let Some(f) = self.cur.take()
+            && (!f.text.is_empty() || self.started)
+        {
+            self.fields.push(f);
+        }
+        self.started = false;
+    }
+
+    fn finish(mut self) -> Vec<Field> {
+        if self.cur.is_none() && self.started {
+            self.cur = Some(Field::literal(""));
+        }
+        self.end_field();
+        self.fields
+    }
+}
+
+/// True when `s` holds more than 18 consecutive digits (more than an `i64` holds).
+fn has_long_digit_run(s: &str) -> bool {
+    let mut run = 0;
+    for b in s.bytes() {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        if run > 18 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Runs a parser call, turning a panic inside the parser crate into `None`: the
+/// parser is third-party code and agent input must never take the host down.
+fn catch<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
+fn parse_program(text: &str) -> Option<ast::Program> {
+    catch(|| {
+        let mut parser =
+            // A byte slice is already a `BufRead`: no per-call 8 KiB buffer.
+            brush_parser::Parser::new(text.as_bytes(), &PARSER_OPTIONS);
+        parser.parse_program().ok()
+    })
+    .flatten()
+}
+
+/// The simple command as the detector saw it (folded words, shell-quoted).
+fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (name, value) in assignments {
+        parts.push(format!("{name}={}", fold::display_word(&value.text)));
+    }
+    parts.extend(argv.iter().map(|f| fold::display_word(&f.text)));
+    for r in redirects {
+        let op = match r.kind {
+            IoFileRedirectKind::Read => "<",
+            IoFileRedirectKind::Write => ">",
+            IoFileRedirectKind::Append => ">>",
+            IoFileRedirectKind::ReadAndWrite => "<>",
+            IoFileRedirectKind::Clobber => ">|",
+            IoFileRedirectKind::DuplicateInput => "<&",
+            IoFileRedirectKind::DuplicateOutput => ">&",
+        };
+        parts.push(format!("{op}{}", fold::display_word(&r.target.text)));
+    }
+    parts.join(" ")
+}
