@@ -25,6 +25,7 @@ pub mod policy;
 pub mod policy_file;
 pub mod registry;
 pub mod sandbox;
+pub mod server;
 pub mod slots;
 pub mod toolsets;
 
