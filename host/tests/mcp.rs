@@ -360,8 +360,15 @@ fn stdio_modern_client_lists_calls_and_gets_errors_and_progress() {
 fn http_legacy_client_lists_calls_and_gets_errors_and_progress() {
     let dirs = Dirs::new(TEST_TOOLS);
     let server = HttpServer::start(&dirs);
-    let (report, _) = run("basic", "legacy", &Target::Http(&server));
+    let (report, client) = run("basic", "legacy", &Target::Http(&server));
     assert!(check_basic(&report).as_str() < "2026-07-28");
+    // The client ended its session with a DELETE the SDK accepts without a warning.
+    client.stderr.wait_closed();
+    assert!(
+        !client.stderr.text().contains("Session termination failed"),
+        "{}",
+        client.stderr.text()
+    );
 }
 
 #[test]

@@ -93,7 +93,15 @@ pub async fn serve(
                 let mcp = mcp.clone();
                 async move {
                     if request.uri().path() == MCP_PATH {
-                        Ok::<_, Infallible>(mcp.handle(request).await)
+                        let delete = request.method() == hyper::Method::DELETE;
+                        let mut response = mcp.handle(request).await;
+                        // rmcp answers a session DELETE with 202; clients (the Python
+                        // SDK among them) expect 200 or 204 and warn otherwise. The
+                        // session is closed either way: say so plainly.
+                        if delete && response.status() == StatusCode::ACCEPTED {
+                            *response.status_mut() = StatusCode::NO_CONTENT;
+                        }
+                        Ok::<_, Infallible>(response)
                     } else {
                         Ok(not_found())
                     }

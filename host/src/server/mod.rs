@@ -41,7 +41,7 @@ pub struct ServeOptions {
     /// itself, no tenant narrowing; see [`CallOptions::tenant`](crate::CallOptions)).
     pub tenant: String,
     /// Toolsets served: tools/list shows, and tools/call accepts, only these
-    /// (default: all).
+    /// (default: all). Resolved again after each [`McpServer::notify_tools_changed`].
     pub selection: Selection,
 }
 
