@@ -162,10 +162,16 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(dirs: &Dirs) -> Self {
+        Self::start_with(dirs.global_args(), &[])
+    }
+
+    /// With these global arguments and these `serve` arguments.
+    fn start_with(global: Vec<String>, serve: &[&str]) -> Self {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
         hermetic_env(&mut cmd)
-            .args(dirs.global_args())
+            .args(global)
             .args(["serve", "--http", "127.0.0.1:0"])
+            .args(serve)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -510,4 +516,74 @@ fn other_http_paths_are_not_found() {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+}
+
+/// One sessionless (2026-07-28) JSON-RPC request over a fresh connection, the way a
+/// minimal client without an SDK would send it; returns the JSON-RPC `result`.
+fn post(server: &HttpServer, method: &str, params: Value) -> Value {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let name_header = name
+        .map(|n| format!("Mcp-Name: {n}\r\n"))
+        .unwrap_or_default();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\n{name_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let json_start = response.find("\r\n\r\n").unwrap() + 4;
+    let reply: Value = serde_json::from_str(response[json_start..].trim())
+        .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"));
+    reply["result"].clone()
+}
+
+#[test]
+fn a_toolset_selection_limits_what_is_listed_and_callable() {
+    let dirs = Dirs::new(&["echo"]);
+    // Bundled tools too, but only the file toolset is served.
+    let global: Vec<String> = dirs
+        .global_args()
+        .into_iter()
+        .filter(|a| a != "--no-bundled")
+        .collect();
+    let server = HttpServer::start_with(global, &["--toolsets", "file"]);
+    let listed = post(&server, "tools/list", json!({}));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["patch", "read_file", "search_files", "write_file"]);
+    // echo is loaded but outside the selection: to this client it does not exist.
+    let called = post(
+        &server,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}}),
+    );
+    assert_eq!(called["isError"], true, "{called}");
+    assert_eq!(
+        called["content"][0]["text"],
+        json!({"error": "Unknown tool: echo"}).to_string()
+    );
 }
