@@ -110,6 +110,29 @@ enum Command {
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
     Approval(crate::cli_approval::ApprovalCommand),
+    /// Serve the tools to agents over MCP: streamable HTTP on 127.0.0.1:8788 unless
+    /// told otherwise (the URL is printed on stderr).
+    ///
+    /// Every --tools-dir is watched: adding, removing or replacing a .wasm updates
+    /// the tool list and connected clients are told (tools/list_changed).
+    Serve {
+        /// Serve one client on stdin/stdout (for clients that spawn the host).
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). Only
+        /// loopback Host names (localhost, 127.0.0.1, ::1) are accepted.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Only these toolsets (comma-separated; default all).
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        toolsets: Option<Vec<String>>,
+        /// Subtract these toolsets afterwards (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "C,D")]
+        disable: Vec<String>,
+        /// Do not watch the tools directories for changes.
+        #[arg(long)]
+        no_watch: bool,
+    },
 }
 
 /// Entry point of the binary.
@@ -288,6 +311,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             });
         }
+        Command::Serve {
+            stdio,
+            http,
+            toolsets,
+            disable,
+            no_watch,
+        } => {
+            let registry = std::sync::Arc::new(build_registry(&cli.global)?);
+            let options = hermetic::server::ServeOptions {
+                tenant: cli.global.tenant.clone(),
+                selection: Selection {
+                    enabled: toolsets,
+                    disabled: disable,
+                },
+            };
+            let watch = (!no_watch).then(|| cli.global.tools_dirs.clone());
+            let transport = if stdio {
+                Transport::Stdio
+            } else {
+                Transport::Http(match http {
+                    Some(addr) => addr,
+                    None => hermetic::server::http::DEFAULT_ADDR.parse()?,
+                })
+            };
+            serve(registry, options, watch, transport)?;
+        }
         Command::Inspect { target } => {
             let registry = build_registry(&cli.global)?;
             let report = if target.ends_with(".wasm") && std::path::Path::new(&target).exists() {
@@ -302,6 +351,84 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+enum Transport {
+    Stdio,
+    Http(std::net::SocketAddr),
+}
+
+/// Runs the MCP server until the client goes away (stdio) or a shutdown signal.
+fn serve(
+    registry: std::sync::Arc<Registry>,
+    options: hermetic::server::ServeOptions,
+    watch_dirs: Option<Vec<PathBuf>>,
+    transport: Transport,
+) -> Result<()> {
+    use hermetic::server::{McpServer, http, stdio, watch};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("hermetic-serve")
+        .build()
+        .context("starting the async runtime")?;
+    let server = McpServer::new(registry.clone(), options);
+    let result = runtime.block_on(async {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        let _watcher = watch_dirs.filter(|d| !d.is_empty()).map(|dirs| {
+            let notifier = server.clone();
+            watch::spawn(watch::Reloader::new(registry, dirs), move |report| {
+                for problem in &report.problems {
+                    eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
+                }
+                notifier.notify_tools_changed();
+            })
+        });
+        match transport {
+            Transport::Stdio => stdio::serve(&server, shutdown).await?,
+            Transport::Http(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr}"))?;
+                let bound = listener.local_addr()?;
+                if !bound.ip().is_loopback() {
+                    eprintln!(
+                        "warning: listening on {bound}, but only loopback Host names are accepted"
+                    );
+                }
+                eprintln!("hermetic: serving MCP at http://{bound}{}", http::MCP_PATH);
+                http::serve(&server, listener, shutdown).await?;
+            }
+        }
+        anyhow::Ok(())
+    });
+    // Calls still running were cancelled with their sessions; do not wait for
+    // blocked stdin reads.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}
+
+/// Cancels `shutdown` on Ctrl-C or SIGTERM.
+async fn cancel_on_signal(shutdown: tokio_util::sync::CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    shutdown.cancel();
 }
 
 /// Inspects a component file without registering it: its declaration (read without

@@ -167,6 +167,7 @@ pub fn load(
                 call_id: "schema".into(),
                 progress: None,
                 timeout: Some(METADATA_TIMEOUT),
+                cancel: None,
             },
         )
         .map_err(|e: SandboxError| LoadError::Schema(e.to_string()))?;
@@ -236,6 +237,10 @@ pub enum CallFailure {
     /// The guest wrote more to stdout/stderr than it may.
     #[error("output limit exceeded: the tool wrote more than {0} bytes to stdout or stderr")]
     Output(usize),
+    /// The caller cancelled the call (see [`crate::CancelToken`]); the guest was
+    /// interrupted and its instance discarded.
+    #[error("cancelled: the caller cancelled the call before it finished")]
+    Cancelled,
     /// The guest trapped (its instance is discarded).
     #[error("the tool crashed: {0}")]
     Trap(String),
@@ -261,6 +266,9 @@ impl LoadedTool {
         let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
             u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
         });
+        if setup.cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+            return Err(CallFailure::Cancelled);
+        }
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self
             .pre
@@ -286,6 +294,7 @@ impl LoadedTool {
             call_id: "check".into(),
             progress: None,
             timeout: Some(timeout),
+            cancel: None,
         };
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self
@@ -315,6 +324,8 @@ fn classify(
         };
     }
     match error.downcast_ref::<wasmtime::Trap>() {
+        // The epoch callback records why it interrupted; both reasons share the trap.
+        Some(wasmtime::Trap::Interrupt) if state.cancelled => return CallFailure::Cancelled,
         Some(wasmtime::Trap::Interrupt) => return CallFailure::Timeout(timeout_ms),
         Some(wasmtime::Trap::OutOfFuel) => {
             return CallFailure::Fuel(grants.limits.fuel.unwrap_or(u64::MAX));

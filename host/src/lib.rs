@@ -26,6 +26,7 @@ pub mod policy;
 pub mod policy_file;
 pub mod registry;
 pub mod sandbox;
+pub mod server;
 pub mod slots;
 pub mod toolsets;
 
@@ -44,7 +45,7 @@ pub use registry::{
     Availability, LoadProblem, Registered, Registry, RegistryError, RegistryOptions, Selection,
     ToolStatus, ToolsetInfo,
 };
-pub use sandbox::{Progress, ProgressSink};
+pub use sandbox::{CancelToken, Progress, ProgressSink};
 
 /// Names and bytes of the tools embedded in this binary.
 pub fn bundled_tools() -> &'static [(&'static str, &'static [u8])] {

@@ -8,7 +8,7 @@ pub mod sanitize;
 use crate::bindings::CallContext;
 use crate::component::CallFailure;
 use crate::registry::Registry;
-use crate::sandbox::{CallSetup, ProgressSink};
+use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +24,8 @@ pub struct CallOptions {
     pub session: String,
     /// Progress receiver.
     pub progress: Option<ProgressSink>,
+    /// Cancels the call while it runs (`None`: not cancellable, the cheapest path).
+    pub cancel: Option<CancelToken>,
 }
 
 static CALL_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -106,6 +108,7 @@ impl Registry {
             call_id,
             progress: options.progress.clone(),
             timeout: None,
+            cancel: options.cancel.clone(),
         };
 
         let wait = Duration::from_millis(grants.limits.queue_timeout_ms);

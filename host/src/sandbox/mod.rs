@@ -13,9 +13,10 @@ use crate::engine::Runtime;
 use crate::policy::{ClockPolicy, EffectiveGrants};
 use crate::policy_file::Secrets;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
-use wasmtime::{ResourceLimiter, Store};
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{
     FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
@@ -44,6 +45,39 @@ pub struct Progress {
 
 /// Receives progress reports during a call.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Asks a running call to stop: [`CancelToken::cancel`] from any thread interrupts the
+/// guest at its next epoch tick (within one [`crate::EngineConfig::epoch_tick`]), and
+/// the call ends with a `cancelled` error. Clones share one flag.
+///
+/// Cancelling never affects other calls, and a call that already returned is unaffected.
+///
+/// ```
+/// let token = hermetic::CancelToken::new();
+/// let handle = token.clone();
+/// assert!(!token.is_cancelled());
+/// handle.cancel();
+/// assert!(token.is_cancelled());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels every call holding this token (idempotent).
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// Errors setting up a sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +111,8 @@ pub struct CallState {
     pub stdout: CappedOutput,
     /// Captured guest stderr (capped likewise).
     pub stderr: CappedOutput,
+    /// Set when the epoch callback stopped the guest because its token was cancelled.
+    pub cancelled: bool,
 }
 
 impl WasiView for CallState {
@@ -227,6 +263,8 @@ pub struct CallSetup {
     pub progress: Option<ProgressSink>,
     /// Deadline override (shorter than the grant's), e.g. for `check()`.
     pub timeout: Option<Duration>,
+    /// Stops the call early when cancelled.
+    pub cancel: Option<CancelToken>,
 }
 
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
@@ -294,6 +332,7 @@ pub fn store(
         log_records: 0,
         stdout,
         stderr,
+        cancelled: false,
     };
     let mut store = Store::new(runtime.engine(), state);
     if runtime.meters_fuel() {
@@ -305,8 +344,30 @@ pub fn store(
     let timeout = setup
         .timeout
         .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
-    store.set_epoch_deadline(runtime.ticks_for(timeout));
-    store.epoch_deadline_trap();
+    match setup.cancel {
+        // Not cancellable: one deadline, no callback — the cheapest path.
+        None => {
+            store.set_epoch_deadline(runtime.ticks_for(timeout));
+            store.epoch_deadline_trap();
+        }
+        // Cancellable: wake every tick to look at the token. The wall-clock deadline is
+        // checked on the same wake-up, so the time limit (and its `Interrupt` trap,
+        // reported as "time limit exceeded") is the same as on the path above.
+        Some(token) => {
+            let deadline = Instant::now() + timeout;
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(move |mut ctx| {
+                if token.is_cancelled() {
+                    ctx.data_mut().cancelled = true;
+                    return Err(wasmtime::Trap::Interrupt.into());
+                }
+                if Instant::now() >= deadline {
+                    return Err(wasmtime::Trap::Interrupt.into());
+                }
+                Ok(UpdateDeadline::Continue(1))
+            });
+        }
+    }
     Ok(store)
 }
 

@@ -1,16 +1,19 @@
-//! Test tool `spin_long`: never returns; its declared deadline is 60 s.
+//! Test tool `spin_long`: reports one progress event (so a client knows the call is
+//! running), then never returns; only cancellation or its 60 s deadline stops it.
 use hermetic_sdk::{Context, Tool, Value, json};
 
-struct Spin;
+struct SpinLong;
 
-impl Tool for Spin {
+impl Tool for SpinLong {
     type Args = Value;
 
     fn schema() -> Value {
-        json!({"name": "spin_long", "description": "Loop forever", "parameters": {"type": "object", "properties": {}}})
+        json!({"name": "spin_long", "description": "Report progress once, then loop forever",
+               "parameters": {"type": "object", "properties": {}}})
     }
 
-    fn handle(_args: Value, _ctx: &Context) -> hermetic_sdk::Result<Value> {
+    fn handle(_args: Value, ctx: &Context) -> hermetic_sdk::Result<Value> {
+        ctx.progress(0, None, "spinning");
         let mut n: u64 = 0;
         loop {
             n = std::hint::black_box(n.wrapping_add(1));
@@ -19,6 +22,6 @@ impl Tool for Spin {
 }
 
 hermetic_sdk::export_tool!(
-    Spin,
+    SpinLong,
     "name = \"spin_long\"\ntoolset = \"test\"\ntimeout_ms = 60000\n"
 );

@@ -1,0 +1,163 @@
+"""Drives a hermetic MCP server with the official Python SDK (`mcp` on PyPI).
+
+Usage:
+    client.py SCENARIO MODE --url URL
+    client.py SCENARIO MODE --stdio COMMAND [ARG...]
+
+MODE is the SDK's connect mode: `legacy` (initialize handshake) or `auto` (2026-07-28
+discovery, falling back to the handshake). Each scenario prints what it observed as one
+JSON object on the last line of stdout; the Rust tests (host/tests/mcp.rs) assert on it.
+Lines before it (`READY`, `CHANGED ...`) hand control to the test harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+
+def connect(args: argparse.Namespace, **kwargs: Any) -> Client:
+    if args.url:
+        server: Any = args.url
+    else:
+        # The SDK gives a stdio server only a minimal environment; pass ours so the
+        # server finds its compiled-code cache.
+        server = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:], env=dict(os.environ))
+    return Client(server, mode=args.mode, **kwargs)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def outcome(result: types.CallToolResult) -> dict[str, Any]:
+    return {"is_error": bool(result.is_error), "text": json.loads(text_of(result))}
+
+
+def emit(line: str) -> None:
+    print(line, flush=True)
+
+
+async def basic(args: argparse.Namespace) -> dict[str, Any]:
+    """initialize, tools/list, a call, a tool error, an unknown tool, progress."""
+    async with connect(args) as client:
+        listed = await client.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        echo = await client.call_tool("echo", {"message": "hi", "times": 2})
+        fail = await client.call_tool("fail", {"mode": "error", "message": "the disk is on fire"})
+        unknown = await client.call_tool("no_such_tool", {})
+        invalid = await client.call_tool("echo", {"times": 2})
+        events: list[list[Any]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            events.append([progress, total, message])
+
+        progress = await client.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+        return {
+            "protocol": client.session.protocol_version,
+            "server": client.session.server_info.name if client.session.server_info else None,
+            "tools": sorted(tools),
+            "echo_schema": tools["echo"].input_schema,
+            "echo_description": tools["echo"].description,
+            "echo": outcome(echo),
+            "fail": outcome(fail),
+            "unknown": outcome(unknown),
+            "invalid": outcome(invalid),
+            "progress": {"result": outcome(progress), "events": events},
+        }
+
+
+async def start_spin(client: Client, started: anyio.Event, scope: anyio.CancelScope) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    with scope:
+        await client.call_tool("spin_long", {}, progress_callback=on_progress)
+
+
+async def cancel(args: argparse.Namespace) -> dict[str, Any]:
+    """Starts spin_long, cancels it once it reports progress (so it is running), then
+    shows the server still answers."""
+    async with connect(args) as client:
+        started = anyio.Event()
+        scope = anyio.CancelScope()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start_spin, client, started, scope)
+            await started.wait()
+            scope.cancel()
+        after = await client.call_tool("echo", {"message": "still here"})
+        return {"cancelled": scope.cancel_called, "after": outcome(after)}
+
+
+async def abandon(args: argparse.Namespace) -> dict[str, Any]:
+    """Starts spin_long and exits the process abruptly once it runs: the client goes
+    away without a word."""
+    async with connect(args) as client:
+        started = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start_spin, client, started, anyio.CancelScope())
+            await started.wait()
+            emit(json.dumps({"started": True}))
+            os._exit(0)
+    return {}
+
+
+async def list_changed(args: argparse.Namespace) -> dict[str, Any]:
+    """Lists, prints READY, waits for a tools/list_changed, lists again (CHANGED line),
+    waits for a second one, lists again."""
+    changed = anyio.Event()
+    events = 0
+
+    async def on_message(message: Any) -> None:
+        nonlocal events
+        if isinstance(message, types.ToolListChangedNotification):
+            events += 1
+            changed.set()
+
+    async with connect(args, message_handler=on_message) as client:
+        lists = [sorted(t.name for t in (await client.list_tools()).tools)]
+        modern = client.session.protocol_version >= "2026-07-28"
+        if modern:
+            async with client.listen(tools_list_changed=True) as subscription:
+                emit("READY")
+                for step in range(2):
+                    async for _event in subscription:
+                        break
+                    lists.append(sorted(t.name for t in (await client.list_tools()).tools))
+                    if step == 0:
+                        emit("CHANGED " + json.dumps(lists[-1]))
+        else:
+            emit("READY")
+            for step in range(2):
+                await changed.wait()
+                changed = anyio.Event()
+                lists.append(sorted(t.name for t in (await client.list_tools()).tools))
+                if step == 0:
+                    emit("CHANGED " + json.dumps(lists[-1]))
+        return {"protocol": client.session.protocol_version, "lists": lists}
+
+
+SCENARIOS = {"basic": basic, "cancel": cancel, "abandon": abandon, "list_changed": list_changed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("mode", choices=["legacy", "auto"])
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--url")
+    target.add_argument("--stdio", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    report = anyio.run(SCENARIOS[args.scenario], args)
+    emit(json.dumps(report))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
