@@ -10,7 +10,7 @@
 //! | mount (`fs`) | tool **unavailable** (it cannot reach its files) |
 //! | required env (`requires_env`) | tool **unavailable** |
 //! | optional env (`capabilities.env`) | absent: the tool does not see it |
-//! | network destination | absent: requests to it are refused with an HTTP error |
+//! | network destination | absent (this build links no wasi:http yet, so a component importing it fails to load; issue 3) |
 //! | terminal | tool **unavailable** |
 //!
 //! Limits are wishes: the declaration asks, the operator's per-tool value or default
@@ -473,9 +473,7 @@ pub fn effective(
         if !network.iter().any(|g| d.covers(g)) {
             denials.push(Denial {
                 capability: format!("network:{d}"),
-                reason: format!(
-                    "network destination {d} is not granted; requests to it are refused"
-                ),
+                reason: format!("network destination {d} is not granted"),
                 blocks: false,
             });
         }
