@@ -26,6 +26,10 @@ pub struct CallOptions {
     pub progress: Option<ProgressSink>,
     /// Cancels the call while it runs (`None`: not cancellable, the cheapest path).
     pub cancel: Option<CancelToken>,
+    /// Who answers approval requests raised during this call (a dangerous terminal
+    /// command): a TTY prompt for the CLI, MCP elicitation or the approvals endpoint for
+    /// the server. `None`: nobody can be asked, so the gate's headless default applies.
+    pub approver: Option<Arc<dyn crate::approval::Approver>>,
 }
 
 static CALL_SEQ: AtomicU64 = AtomicU64::new(0);

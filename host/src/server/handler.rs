@@ -94,6 +94,7 @@ impl McpHandler {
             session,
             progress,
             cancel: Some(cancel.0.clone()),
+            approver: None,
         };
         let call = self.shared.registry.call_async(name.clone(), args, options);
         tokio::pin!(call);
