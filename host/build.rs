@@ -14,6 +14,8 @@ const BUNDLED: &[&str] = &[
     "patch",
     "search_files",
     "weather",
+    "terminal",
+    "process",
 ];
 
 fn main() {

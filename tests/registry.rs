@@ -23,17 +23,19 @@ fn bundled_tools_load_out_of_the_box() {
         names,
         [
             "patch",
+            "process",
             "read_file",
             "search_files",
+            "terminal",
             "weather",
             "write_file"
         ]
     );
     for t in &tools {
-        let expected = if t.name == "weather" {
-            "weather"
-        } else {
-            "file"
+        let expected = match t.name.as_str() {
+            "weather" => "weather",
+            "terminal" | "process" => "terminal",
+            _ => "file",
         };
         assert_eq!(t.toolset, expected, "{}", t.name);
         assert!(t.source.starts_with("bundled:"), "{}", t.source);
@@ -279,9 +281,11 @@ fn definitions_are_openai_functions_sorted_by_name() {
         [
             "echo",
             "patch",
+            "process",
             "read_file",
             "search_files",
             "spin",
+            "terminal",
             "write_file"
         ]
     );
@@ -311,12 +315,26 @@ fn definitions_follow_toolset_selection_enabled_first_then_disabled() {
         names(Some(&["file_tools"]), &[]),
         ["patch", "read_file", "search_files", "write_file"]
     );
-    assert_eq!(names(Some(&["all"]), &["file"]), ["echo"]);
+    // The bundled terminal tools are available without a policy file.
+    assert_eq!(
+        names(Some(&["all"]), &["file"]),
+        ["echo", "process", "terminal"]
+    );
     assert_eq!(
         names(Some(&["*"]), &["test"]),
-        ["patch", "read_file", "search_files", "write_file"]
+        [
+            "patch",
+            "process",
+            "read_file",
+            "search_files",
+            "terminal",
+            "write_file"
+        ]
     );
-    assert_eq!(names(None, &["file", "test"]), Vec::<String>::new());
+    assert_eq!(
+        names(None, &["file", "test", "terminal"]),
+        Vec::<String>::new()
+    );
     assert_eq!(names(Some(&["no_such_toolset"]), &[]), Vec::<String>::new());
     let (_, warnings) = f.registry.select(&Selection {
         enabled: Some(vec!["no_such_toolset".into()]),

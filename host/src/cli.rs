@@ -297,14 +297,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let registry = build_registry(&cli.global)?;
             let options = CallOptions {
                 tenant: cli.global.tenant.clone(),
+                // A dangerous terminal command is put to the person at this terminal;
+                // without a TTY nobody can answer and the gate's headless default
+                // (deny) applies.
+                approver: Some(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio())),
                 ..CallOptions::default()
             };
             let result = registry.call(&name, &args, &options);
             println!("{result}");
+            // The terminal's results carry `"error": null` on success.
             let is_error = serde_json::from_str::<serde_json::Value>(&result)
                 .ok()
                 .and_then(|v| v.get("error").cloned())
-                .is_some();
+                .is_some_and(|e| !e.is_null());
             return Ok(if is_error {
                 ExitCode::from(1)
             } else {

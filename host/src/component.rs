@@ -151,9 +151,16 @@ pub fn load(
     use sha2::Digest;
     let declaration = read_declaration(bytes)?;
     let component = runtime.compile(bytes)?;
-    let pre = linker
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let pre = linker.instantiate_pre(&component).map_err(|e| {
+        let message = format!("{e:#}");
+        if message.contains(sandbox::terminal::INTERFACE) && !declaration.capabilities.terminal {
+            LoadError::Link(format!(
+                "{message} (the component imports the terminal but does not declare it: add `terminal = true` under [capabilities])"
+            ))
+        } else {
+            LoadError::Link(message)
+        }
+    })?;
     let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
@@ -168,6 +175,7 @@ pub fn load(
                 progress: None,
                 timeout: Some(METADATA_TIMEOUT),
                 cancel: None,
+                terminal: None,
             },
         )
         .map_err(|e: SandboxError| LoadError::Schema(e.to_string()))?;
@@ -295,6 +303,7 @@ impl LoadedTool {
             progress: None,
             timeout: Some(timeout),
             cancel: None,
+            terminal: None,
         };
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self

@@ -28,6 +28,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod server;
 pub mod slots;
+pub mod terminal;
 pub mod toolsets;
 
 mod bundled {

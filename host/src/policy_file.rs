@@ -92,6 +92,9 @@ struct FileToml {
     tools: BTreeMap<String, GrantsToml>,
     #[serde(default)]
     tenants: BTreeMap<String, TenantToml>,
+    /// Checked by hand (see [`terminal_settings`]): per-tenant tables merge onto it.
+    #[serde(default)]
+    terminal: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -305,6 +308,7 @@ pub fn parse(
         None => Secrets::default(),
         Some(s) => read_secrets(&file_dir.join(&s.file))?,
     };
+    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
 
     Ok(LoadedPolicy {
         policy: OperatorPolicy {
@@ -312,9 +316,103 @@ pub fn parse(
             defaults,
             tools,
             tenants,
+            terminal,
         },
         secrets,
     })
+}
+
+/// The `[terminal]` table: the operator's default terminal, and `[terminal.tenants.ID]`
+/// tables whose keys replace the default's for that tenant (sub-tables merge key by
+/// key). Unknown keys are errors, as everywhere. Relative paths resolve against
+/// `base_dir`.
+fn terminal_settings(
+    table: Option<toml::Table>,
+    tenants: &BTreeMap<String, TenantPolicy>,
+    base_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<crate::terminal::TerminalSettings, PolicyFileError> {
+    use crate::terminal::TerminalConfig;
+    let mut table = table.unwrap_or_default();
+    let per_tenant = match table.remove("tenants") {
+        None => toml::Table::new(),
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => {
+            return Err(invalid(
+                "terminal.tenants must be a table of tenant ids".into(),
+            ));
+        }
+    };
+    let parse = |t: toml::Table, at: &str| -> Result<TerminalConfig, PolicyFileError> {
+        let mut config: TerminalConfig = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(format!("{at}: {}", e.message())))?;
+        let resolve = |p: &mut Option<PathBuf>| {
+            if let Some(path) = p.as_mut()
+                && path.is_relative()
+            {
+                *path = base_dir.join(&*path);
+            }
+        };
+        if config.backend != crate::terminal::BackendKind::Docker
+            && config.backend != crate::terminal::BackendKind::Ssh
+        {
+            resolve(&mut config.cwd);
+        }
+        resolve(&mut config.bwrap.workspace);
+        resolve(&mut config.docker.workspace);
+        resolve(&mut config.ssh.identity_file);
+        resolve(&mut config.ssh.known_hosts_file);
+        if config.timeout_secs == 0
+            || config.timeout_secs > crate::terminal::config::MAX_TIMEOUT_SECS
+        {
+            return Err(invalid(format!(
+                "{at}.timeout_secs must be 1 to {}",
+                crate::terminal::config::MAX_TIMEOUT_SECS
+            )));
+        }
+        if config.backend == crate::terminal::BackendKind::Ssh && config.ssh.host.is_empty() {
+            return Err(invalid(format!("{at}: backend \"ssh\" needs ssh.host")));
+        }
+        crate::approval::ApprovalGate::new(&config.approval)
+            .map_err(|e| invalid(format!("{at}.approval: {e}")))?;
+        Ok(config)
+    };
+    let default = parse(table.clone(), "terminal")?;
+    let mut out = BTreeMap::new();
+    for (id, value) in per_tenant {
+        if !tenants.contains_key(&id) {
+            return Err(invalid(format!(
+                "terminal.tenants.{id}: no such tenant (define it under [tenants.{id}])"
+            )));
+        }
+        let toml::Value::Table(overrides) = value else {
+            return Err(invalid(format!("terminal.tenants.{id} must be a table")));
+        };
+        let mut merged = table.clone();
+        merge(&mut merged, overrides);
+        out.insert(
+            id.clone(),
+            parse(merged, &format!("terminal.tenants.{id}"))?,
+        );
+    }
+    Ok(crate::terminal::TerminalSettings {
+        default,
+        tenants: out,
+        grant_bundled: false,
+    })
+}
+
+/// `over`'s keys into `base`, sub-tables key by key.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 fn grant_override(

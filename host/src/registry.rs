@@ -196,6 +196,13 @@ impl Entry {
 pub struct Registry {
     pub(crate) runtime: Runtime,
     linker: Linker<CallState>,
+    /// The linker for tools that declare the terminal (the plain one + `terminal`).
+    terminal_linker: Linker<CallState>,
+    /// The terminal service (backends, approval gates, background processes).
+    pub(crate) terminal: Arc<crate::terminal::TerminalHost>,
+    /// The policy bundled terminal tools get without a policy file (see
+    /// [`crate::terminal::TerminalSettings::grant_bundled`]).
+    bundled_terminal_policy: Option<OperatorPolicy>,
     pub(crate) entries: RwLock<BTreeMap<String, Arc<Entry>>>,
     policy: OperatorPolicy,
     pub(crate) secrets: Secrets,
@@ -226,6 +233,15 @@ impl Registry {
     pub fn new(options: RegistryOptions) -> Result<Self, RegistryError> {
         let runtime = Runtime::new(options.engine)?;
         let linker = sandbox::linker(&runtime)?;
+        let terminal_linker = sandbox::terminal::linker(&runtime)?;
+        let terminal = Arc::new(crate::terminal::TerminalHost::new(
+            options.policy.terminal.clone(),
+        ));
+        let bundled_terminal_policy = options
+            .policy
+            .terminal
+            .grant_bundled
+            .then(|| bundled_terminal_policy(&options.policy));
         let nothing = crate::declaration::Declaration {
             name: "metadata".into(),
             toolset: "metadata".into(),
@@ -252,6 +268,9 @@ impl Registry {
         Ok(Self {
             runtime,
             linker,
+            terminal_linker,
+            terminal,
+            bundled_terminal_policy,
             entries: RwLock::new(BTreeMap::new()),
             policy: options.policy,
             secrets: options.secrets,
@@ -274,14 +293,28 @@ impl Registry {
         &self.runtime
     }
 
+    /// The terminal service: end a session's background processes and container with
+    /// [`crate::terminal::TerminalHost::end_session`], everything with
+    /// [`crate::terminal::TerminalHost::shutdown`] (also done when the registry drops).
+    pub fn terminal(&self) -> &Arc<crate::terminal::TerminalHost> {
+        &self.terminal
+    }
+
     /// Loads (but does not register) a component.
     ///
     /// # Errors
     /// A [`LoadError`] saying what is wrong with it.
     pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
+        // Only tools that declare the terminal are linked with it.
+        let declares_terminal =
+            component::read_declaration(bytes).is_ok_and(|d| d.capabilities.terminal);
         component::load(
             &self.runtime,
-            &self.linker,
+            if declares_terminal {
+                &self.terminal_linker
+            } else {
+                &self.linker
+            },
             bytes,
             source,
             &self.metadata_grants,
@@ -295,7 +328,11 @@ impl Registry {
     /// [`RegistryError::Collision`] when the name belongs to another toolset.
     pub fn register(&self, tool: LoadedTool) -> Result<Registered, RegistryError> {
         let mut scopes = HashMap::new();
-        let operator = policy::effective(&tool.declaration, &self.policy, None);
+        let policy = match (&self.bundled_terminal_policy, &tool.source) {
+            (Some(p), ToolSource::Bundled(_)) if tool.declaration.capabilities.terminal => p,
+            _ => &self.policy,
+        };
+        let operator = policy::effective(&tool.declaration, policy, None);
         let slots = Slots::new(operator.limits.max_concurrent);
         scopes.insert(
             String::new(),
@@ -304,8 +341,8 @@ impl Registry {
                 check: Mutex::default(),
             },
         );
-        for (id, tenant) in &self.policy.tenants {
-            let grants = policy::effective(&tool.declaration, &self.policy, Some((id, tenant)));
+        for (id, tenant) in &policy.tenants {
+            let grants = policy::effective(&tool.declaration, policy, Some((id, tenant)));
             scopes.insert(
                 id.clone(),
                 Scope {
@@ -689,6 +726,23 @@ impl Registry {
             "schema": entry.tool.schema,
         }))
     }
+}
+
+/// The embedded defaults' extra grant for the *bundled* terminal tools: the terminal,
+/// and a deadline ceiling above the longest foreground command
+/// ([`crate::terminal::config::MAX_TIMEOUT_SECS`]) so a command's own timeout, not the
+/// tool's, ends it.
+fn bundled_terminal_policy(policy: &OperatorPolicy) -> OperatorPolicy {
+    let mut p = policy.clone();
+    p.defaults.terminal = true;
+    let ceiling = (crate::terminal::config::MAX_TIMEOUT_SECS + 60) * 1000;
+    p.defaults.limits.max_timeout_ms = p.defaults.limits.max_timeout_ms.max(ceiling);
+    for t in p.tools.values_mut() {
+        if let Some(max) = t.limits.max_timeout_ms.as_mut() {
+            *max = (*max).max(ceiling);
+        }
+    }
+    p
 }
 
 /// Explains a `check()` that said no, naming required env vars that are granted but

@@ -225,16 +225,31 @@ fn definitions_filter_by_toolsets_and_disable() {
             .map(|d| d["function"]["name"].as_str().unwrap().to_owned())
             .collect()
     };
+    // Without a policy file the bundled terminal tools are available too.
     assert_eq!(
         names(&[]),
-        ["patch", "read_file", "search_files", "write_file"]
+        [
+            "patch",
+            "process",
+            "read_file",
+            "search_files",
+            "terminal",
+            "write_file"
+        ]
     );
     assert_eq!(
         names(&["--toolsets", "file_tools", "--disable", "file"]),
         Vec::<String>::new()
     );
     assert_eq!(
-        names(&["--toolsets", "all", "--disable", "weather"]),
+        names(&[
+            "--toolsets",
+            "all",
+            "--disable",
+            "weather",
+            "--disable",
+            "terminal"
+        ]),
         ["patch", "read_file", "search_files", "write_file"]
     );
 }

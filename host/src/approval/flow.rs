@@ -203,8 +203,32 @@ impl ApprovalGate {
         self.decide(ctx, command, detection)
     }
 
+    /// [`ApprovalGate::check`] with the approver of this one call (a call's TTY, MCP
+    /// client or approvals endpoint) instead of the gate's own. `None`: nobody can be
+    /// asked, so silence applies (the headless default). The gate's state — session
+    /// approvals, requests in flight — is shared by every approver.
+    pub fn check_with_approver(
+        &self,
+        ctx: &ApprovalContext,
+        command: &str,
+        approver: Option<&dyn Approver>,
+    ) -> Verdict {
+        let detection = self.detector.detect(command);
+        self.decide_with(ctx, command, detection, approver)
+    }
+
     /// The flow for an already-made detection.
     pub fn decide(&self, ctx: &ApprovalContext, command: &str, detection: Detection) -> Verdict {
+        self.decide_with(ctx, command, detection, self.approver.as_deref())
+    }
+
+    fn decide_with(
+        &self,
+        ctx: &ApprovalContext,
+        command: &str,
+        detection: Detection,
+        approver: Option<&dyn Approver>,
+    ) -> Verdict {
         let rules = detection.rule_ids();
         let base = |outcome: Outcome, decided_by: DecidedBy, approved: bool| Verdict {
             approved,
@@ -290,7 +314,11 @@ impl ApprovalGate {
                 .clone()
                 .unwrap_or_else(|| base(Outcome::ApproverError, DecidedBy::Nobody, false));
         }
-        let verdict = self.ask(&request, base(Outcome::Denied, DecidedBy::Nobody, false));
+        let verdict = self.ask(
+            &request,
+            base(Outcome::Denied, DecidedBy::Nobody, false),
+            approver,
+        );
         *flight.verdict.lock().unwrap_or_else(|p| p.into_inner()) = Some(verdict.clone());
         flight.done.notify_all();
         self.in_flight
@@ -301,7 +329,12 @@ impl ApprovalGate {
     }
 
     /// Steps 6–8: smart mode, a human, silence.
-    fn ask(&self, request: &ApprovalRequest, mut v: Verdict) -> Verdict {
+    fn ask(
+        &self,
+        request: &ApprovalRequest,
+        mut v: Verdict,
+        approver: Option<&dyn Approver>,
+    ) -> Verdict {
         // 6. Smart mode.
         if self.policy.mode == Mode::Smart
             && let Some(smart) = &self.smart
@@ -329,7 +362,7 @@ impl ApprovalGate {
             }
         }
         // 7. A human.
-        let answer = match &self.approver {
+        let answer = match approver {
             None => Ok(Answer::Unavailable),
             Some(approver) => {
                 self.notify_before(request, approver.name());

@@ -113,6 +113,7 @@ impl Registry {
             progress: options.progress.clone(),
             timeout: None,
             cancel: options.cancel.clone(),
+            terminal: grants.terminal.then(|| self.terminal_call(grants, options)),
         };
 
         let wait = Duration::from_millis(grants.limits.queue_timeout_ms);
@@ -172,6 +173,38 @@ impl Registry {
             Err(failure @ CallFailure::Output(_)) => limit_error("output", failure.to_string()),
             Err(failure) => sanitize::tool_error_json(&failure.to_string()),
         }
+    }
+
+    /// The terminal for one call of a tool granted it: the caller's tenant, session,
+    /// approver and cancel token, the tool's granted env, and its deadline.
+    fn terminal_call(
+        &self,
+        grants: &crate::EffectiveGrants,
+        options: &CallOptions,
+    ) -> Arc<crate::terminal::TerminalCall> {
+        let env = grants
+            .env
+            .iter()
+            .filter_map(|var| {
+                let value = self
+                    .secrets
+                    .get(var)
+                    .map(str::to_owned)
+                    .or_else(|| std::env::var(var).ok())?;
+                Some((var.clone(), value))
+            })
+            .collect();
+        Arc::new(crate::terminal::TerminalCall {
+            host: Arc::clone(&self.terminal),
+            tenant: options.tenant.clone(),
+            session: options.session.clone(),
+            approver: options.approver.clone(),
+            cancel: options.cancel.clone(),
+            env,
+            deadline: Some(
+                std::time::Instant::now() + Duration::from_millis(grants.limits.timeout_ms),
+            ),
+        })
     }
 
     /// [`Registry::call`] on a blocking worker thread, for async callers.

@@ -35,13 +35,26 @@ pub struct OperatorPolicy {
     pub tools: BTreeMap<String, GrantOverride>,
     /// Tenants, by id. Each can only narrow what the operator grants.
     pub tenants: BTreeMap<String, TenantPolicy>,
+    /// Terminal backends and approval settings (used only for tools granted the
+    /// terminal).
+    pub terminal: crate::terminal::TerminalSettings,
 }
 
 impl OperatorPolicy {
     /// The embedded default: a read-write `workspace` mount at `workspace` that every
-    /// tool may use, no env, no network, no terminal, default limits, no tenants.
+    /// tool may use, no env, no network, default limits, no tenants; the terminal only
+    /// for the *bundled* `terminal` and `process` tools (local backend in `workspace`,
+    /// approval mode manual — Hermes's defaults), never for other tools.
     pub fn with_workspace(workspace: PathBuf) -> Self {
         let mut mounts = BTreeMap::new();
+        let terminal = crate::terminal::TerminalSettings {
+            default: crate::terminal::TerminalConfig {
+                cwd: Some(workspace.clone()),
+                ..Default::default()
+            },
+            tenants: BTreeMap::new(),
+            grant_bundled: true,
+        };
         mounts.insert(
             "workspace".to_owned(),
             MountGrant {
@@ -57,6 +70,7 @@ impl OperatorPolicy {
             },
             tools: BTreeMap::new(),
             tenants: BTreeMap::new(),
+            terminal,
         }
     }
 

@@ -292,6 +292,7 @@ fn operator() -> impl Strategy<Value = OperatorPolicy> {
                 },
                 tools: BTreeMap::new(),
                 tenants: BTreeMap::new(),
+                terminal: Default::default(),
             },
         )
 }

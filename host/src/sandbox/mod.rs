@@ -4,6 +4,7 @@
 //! This module knows nothing of how grants were decided (see [`crate::policy`]).
 
 mod output;
+pub mod terminal;
 
 pub use output::CappedOutput;
 
@@ -113,6 +114,9 @@ pub struct CallState {
     pub stderr: CappedOutput,
     /// Set when the epoch callback stopped the guest because its token was cancelled.
     pub cancelled: bool,
+    /// The terminal, when this call's grants include it (`None` for every other tool:
+    /// no cost on the ordinary path).
+    terminal: Option<Arc<crate::terminal::TerminalCall>>,
 }
 
 impl WasiView for CallState {
@@ -265,6 +269,8 @@ pub struct CallSetup {
     pub timeout: Option<Duration>,
     /// Stops the call early when cancelled.
     pub cancel: Option<CancelToken>,
+    /// The terminal for this call, built only when the grants include it.
+    pub terminal: Option<Arc<crate::terminal::TerminalCall>>,
 }
 
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
@@ -333,6 +339,7 @@ pub fn store(
         stdout,
         stderr,
         cancelled: false,
+        terminal: setup.terminal,
     };
     let mut store = Store::new(runtime.engine(), state);
     if runtime.meters_fuel() {

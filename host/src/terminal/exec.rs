@@ -1,0 +1,410 @@
+//! Running a backend's process: merged stdout+stderr through one pipe, its own process
+//! group, a reader thread, timeouts and cancellation that kill the whole tree (locally
+//! with `killpg`, on the far side through the backend), and the marker lines the
+//! wrapped script prints (pid, final working directory) taken out of the output.
+
+use super::backend::{BackendError, TerminalBackend};
+use crate::approval::SessionKey;
+use std::io::Read;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How often a waiting loop looks at the clock, the child and the cancel token.
+pub(crate) const TICK: Duration = Duration::from_millis(50);
+/// After the shell exits, how long output from processes it left behind (holding the
+/// pipe open) is still collected.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+/// A started backend process.
+pub(crate) struct Spawned {
+    pub child: Child,
+    pub stdin: Option<ChildStdin>,
+    pub output: Receiver<Vec<u8>>,
+}
+
+/// Starts `cmd` in a new process group with stdout and stderr merged into one pipe.
+pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, BackendError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let err = |reason: String| BackendError::Spawn {
+        backend,
+        program: program.clone(),
+        reason,
+    };
+    let (mut reader, writer) = std::io::pipe().map_err(|e| err(e.to_string()))?;
+    let writer2 = writer.try_clone().map_err(|e| err(e.to_string()))?;
+    use std::os::unix::process::CommandExt;
+    cmd.stdout(writer)
+        .stderr(writer2)
+        .stdin(Stdio::piped())
+        // Its own group, so a timeout can kill everything the command started.
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| err(e.to_string()))?;
+    // `cmd` holds our copies of the pipe's write end: drop them, or EOF never comes.
+    drop(cmd);
+    let stdin = child.stdin.take();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("hermetic-terminal-read".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+        .map_err(|e| err(e.to_string()))?;
+    Ok(Spawned {
+        child,
+        stdin,
+        output: rx,
+    })
+}
+
+/// Something the wrapped script reported on a marker line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MarkerEvent {
+    /// The script's pid on the far side.
+    Pid(u32),
+    /// The working directory when the script exited.
+    Cwd(String),
+}
+
+/// Turns the byte stream into text: UTF-8 decoded across chunk boundaries, marker
+/// lines taken out and reported as events.
+pub(crate) struct StreamText {
+    marker: String,
+    pending: Vec<u8>,
+    line: String,
+    /// An empty line held back: the script prints one before its cwd marker line, and
+    /// it is only output if something other than that marker follows.
+    held_newline: bool,
+}
+
+impl StreamText {
+    pub(crate) fn new(marker: String) -> Self {
+        Self {
+            marker,
+            pending: Vec::new(),
+            line: String::new(),
+            held_newline: false,
+        }
+    }
+
+    /// Feeds bytes; appends visible text to `out` and reports marker lines.
+    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut String, events: &mut Vec<MarkerEvent>) {
+        self.pending.extend_from_slice(bytes);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(s) => s.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        let text = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+        self.pending.drain(..valid);
+        for c in text.chars() {
+            self.line.push(c);
+            if c == '\n' {
+                self.flush_line(out, events);
+            }
+        }
+        // A partial line that cannot become a marker line is shown right away.
+        if !self.line.is_empty()
+            && !self.marker.starts_with(self.line.as_str())
+            && !self.line.starts_with(self.marker.as_str())
+        {
+            self.release_newline(out);
+            out.push_str(&self.line);
+            self.line.clear();
+        }
+    }
+
+    fn release_newline(&mut self, out: &mut String) {
+        if std::mem::take(&mut self.held_newline) {
+            out.push('\n');
+        }
+    }
+
+    /// The end of the stream.
+    pub(crate) fn finish(&mut self, out: &mut String, events: &mut Vec<MarkerEvent>) {
+        if !self.pending.is_empty() {
+            let rest = String::from_utf8_lossy(&self.pending).into_owned();
+            self.pending.clear();
+            self.line.push_str(&rest);
+        }
+        self.flush_line(out, events);
+        self.release_newline(out);
+    }
+
+    fn flush_line(&mut self, out: &mut String, events: &mut Vec<MarkerEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if let Some(rest) = line.strip_prefix(self.marker.as_str()) {
+            let rest = rest.trim_end_matches(['\n', '\r']);
+            if let Some(pid) = rest.strip_prefix(" pid ") {
+                if let Ok(pid) = pid.trim().parse() {
+                    events.push(MarkerEvent::Pid(pid));
+                }
+                return;
+            }
+            if let Some(cwd) = rest.strip_prefix(" cwd ") {
+                events.push(MarkerEvent::Cwd(cwd.to_owned()));
+                // The script printed a newline before the marker: not the command's.
+                self.held_newline = false;
+                return;
+            }
+        }
+        self.release_newline(out);
+        if line == "\n" {
+            self.held_newline = true;
+            return;
+        }
+        out.push_str(&line);
+    }
+}
+
+/// Kills everything a command started: on the far side through the backend (when the
+/// script reported its pid), then the local process group.
+pub(crate) fn kill_tree(
+    backend: &dyn TerminalBackend,
+    session: &SessionKey,
+    child: &mut Child,
+    remote_pid: Option<u32>,
+) {
+    if let Some(pid) = remote_pid
+        && let Err(e) = backend.kill_remote(session, pid)
+    {
+        tracing::warn!(error = %e, "could not kill the remote process tree");
+    }
+    kill_group(child.id());
+    let _ = child.kill();
+}
+
+/// SIGKILL to a local process group (its leader's pid).
+pub(crate) fn kill_group(pgid: u32) {
+    if let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        && let Err(e) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+        && e != rustix::io::Errno::SRCH
+    {
+        tracing::warn!(error = %e, pgid, "could not kill the process group");
+    }
+}
+
+/// An exit status as a shell reports it: the code, or 128 + the signal.
+pub(crate) fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+/// How a foreground command ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    Exited(i32),
+    TimedOut,
+    Cancelled,
+}
+
+/// A foreground command's result before redaction and capping.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub output: super::output::HeadTail,
+    pub ending: Ending,
+    pub cwd: Option<String>,
+}
+
+/// Runs a spawned foreground command to its end, its timeout or its cancellation,
+/// handing every piece of visible output to `on_output` as it arrives.
+pub(crate) fn run_to_end(
+    backend: &dyn TerminalBackend,
+    session: &SessionKey,
+    mut spawned: Spawned,
+    marker: String,
+    stdin: Option<String>,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+    on_output: &mut dyn FnMut(&str),
+) -> Finished {
+    // Feed stdin on its own thread: a command that prints before reading would
+    // otherwise deadlock against us.
+    if let Some(mut pipe) = spawned.stdin.take()
+        && let Some(text) = stdin
+    {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = pipe.write_all(text.as_bytes());
+        });
+    }
+    let deadline = Instant::now() + timeout;
+    let mut stream = StreamText::new(marker);
+    let mut kept = super::output::HeadTail::default();
+    let mut events = Vec::new();
+    let mut remote_pid = None;
+    let mut cwd = None;
+    let mut exited: Option<(i32, Instant)> = None;
+    let mut eof = false;
+    let absorb = |bytes: Option<&[u8]>,
+                  stream: &mut StreamText,
+                  kept: &mut super::output::HeadTail,
+                  events: &mut Vec<MarkerEvent>,
+                  on_output: &mut dyn FnMut(&str)| {
+        let mut text = String::new();
+        match bytes {
+            Some(b) => stream.feed(b, &mut text, events),
+            None => stream.finish(&mut text, events),
+        }
+        if !text.is_empty() {
+            on_output(&text);
+            kept.push(&text);
+        }
+    };
+    let ending = loop {
+        if !eof {
+            match spawned.output.recv_timeout(TICK) {
+                Ok(bytes) => absorb(Some(&bytes), &mut stream, &mut kept, &mut events, on_output),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => eof = true,
+            }
+        } else {
+            std::thread::sleep(TICK);
+        }
+        for e in events.drain(..) {
+            match e {
+                MarkerEvent::Pid(p) => remote_pid = Some(p),
+                MarkerEvent::Cwd(c) => cwd = Some(c),
+            }
+        }
+        if exited.is_none()
+            && let Ok(Some(status)) = spawned.child.try_wait()
+        {
+            exited = Some((exit_code(status), Instant::now()));
+        }
+        if let Some((code, at)) = exited
+            && (eof || at.elapsed() >= DRAIN_AFTER_EXIT)
+        {
+            break Ending::Exited(code);
+        }
+        if exited.is_none() && Instant::now() >= deadline {
+            kill_tree(backend, session, &mut spawned.child, remote_pid);
+            break Ending::TimedOut;
+        }
+        if exited.is_none() && cancelled() {
+            kill_tree(backend, session, &mut spawned.child, remote_pid);
+            break Ending::Cancelled;
+        }
+    };
+    // Whatever is still buffered in the pipe (bounded: the writers are gone or dead).
+    let until = Instant::now() + DRAIN_AFTER_EXIT;
+    while !eof && Instant::now() < until {
+        match spawned.output.recv_timeout(TICK) {
+            Ok(bytes) => absorb(Some(&bytes), &mut stream, &mut kept, &mut events, on_output),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => eof = true,
+        }
+    }
+    absorb(None, &mut stream, &mut kept, &mut events, on_output);
+    for e in events.drain(..) {
+        if let MarkerEvent::Cwd(c) = e {
+            cwd = Some(c);
+        }
+    }
+    let _ = spawned.child.wait();
+    Finished {
+        output: kept,
+        ending,
+        cwd,
+    }
+}
+
+/// Runs a short helper command (container start/stop, remote kill) with a deadline;
+/// its output is returned on success.
+pub(crate) fn run_helper(
+    cmd: Command,
+    backend: &'static str,
+    timeout: Duration,
+) -> Result<String, BackendError> {
+    let Spawned {
+        mut child,
+        stdin,
+        output,
+    } = spawn(cmd, backend)?;
+    drop(stdin);
+    let mut out = String::new();
+    let deadline = Instant::now() + timeout;
+    let mut bytes = Vec::new();
+    loop {
+        match output.recv_timeout(TICK) {
+            Ok(b) => bytes.extend_from_slice(&b),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if Instant::now() >= deadline {
+            kill_group(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(BackendError::Setup {
+                backend,
+                reason: format!("helper command timed out after {}s", timeout.as_secs()),
+            });
+        }
+    }
+    out.push_str(&String::from_utf8_lossy(&bytes));
+    let status = child.wait().map_err(|e| BackendError::Setup {
+        backend,
+        reason: e.to_string(),
+    })?;
+    if status.success() {
+        Ok(out)
+    } else {
+        Err(BackendError::Setup {
+            backend,
+            reason: format!(
+                "helper command failed with exit code {}: {}",
+                exit_code(status),
+                out.trim()
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_lines_become_events_and_leave_the_output() {
+        let marker = "__M__".to_owned();
+        let mut s = StreamText::new(marker);
+        let mut out = String::new();
+        let mut ev = Vec::new();
+        s.feed(b"__M__ pid 42\nhel", &mut out, &mut ev);
+        s.feed(b"lo\n\n__M", &mut out, &mut ev);
+        s.feed(b"__ cwd /tmp/x\n", &mut out, &mut ev);
+        s.finish(&mut out, &mut ev);
+        assert_eq!(out, "hello\n");
+        assert_eq!(
+            ev,
+            vec![MarkerEvent::Pid(42), MarkerEvent::Cwd("/tmp/x".into())]
+        );
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_is_decoded() {
+        let mut s = StreamText::new("__M__".into());
+        let mut out = String::new();
+        let mut ev = Vec::new();
+        let bytes = "é".as_bytes();
+        s.feed(&bytes[..1], &mut out, &mut ev);
+        s.feed(&bytes[1..], &mut out, &mut ev);
+        s.finish(&mut out, &mut ev);
+        assert_eq!(out, "é");
+    }
+}

@@ -1,0 +1,568 @@
+//! Shell commands for agents, run by the host behind the approval gate.
+//!
+//! The `terminal` and `process` tools are guests; they call the host's `terminal`
+//! interface (linked only into tools that declare it and were granted it). For every
+//! command, foreground or background, on every backend:
+//!
+//! 1. the request is checked (timeout at most [`config::MAX_TIMEOUT_SECS`], a plain
+//!    `workdir`);
+//! 2. the tenant's [`ApprovalGate`] decides — hardline commands never run, dangerous
+//!    ones run only after a human (or the operator's policy) approves, and silence is
+//!    denial;
+//! 3. only then does the tenant's [`TerminalBackend`] see it: `local`, `bwrap`,
+//!    `docker` (any docker-compatible CLI) or `ssh`, chosen by the operator;
+//! 4. the output (stdout and stderr merged) is streamed as progress, then stripped of
+//!    ANSI escapes, redacted and capped ([`output`]).
+//!
+//! Background processes live in a [`process::ProcessRegistry`] per (tenant, session);
+//! [`TerminalHost::end_session`] and [`TerminalHost::shutdown`] kill them.
+
+pub mod backend;
+pub mod bwrap;
+pub mod config;
+pub mod docker;
+mod exec;
+pub mod local;
+pub mod output;
+pub mod process;
+pub mod ssh;
+
+pub use backend::{BackendError, Job, TerminalBackend};
+pub use config::{BackendKind, TerminalConfig, TerminalSettings};
+
+use crate::approval::{ApprovalContext, ApprovalGate, Approver, Outcome, SessionKey, Verdict};
+use crate::sandbox::CancelToken;
+use config::MAX_TIMEOUT_SECS;
+use process::{Action, ProcessRegistry};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// PATH for local and bwrap commands: the standard directories, not the host's PATH
+/// (which may point into a user's private bin directories).
+const COMMAND_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Kept back from the call's own deadline so a command's timeout ends before the tool's.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+
+/// A command as the guest sent it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandRequest {
+    /// The command line.
+    pub command: String,
+    /// Working directory (no shell metacharacters).
+    pub workdir: Option<String>,
+    /// Seconds before it is killed.
+    pub timeout_secs: Option<u32>,
+    /// Text for its standard input.
+    pub stdin: Option<String>,
+    /// Pseudo-terminal wanted.
+    pub pty: bool,
+}
+
+/// A `process` tool action, as the guest sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessRequest {
+    /// Every process of the session.
+    List,
+    /// Status and recent output.
+    Poll(String),
+    /// Output lines.
+    Log {
+        /// Process id.
+        id: String,
+        /// First line (0 or none: the newest lines).
+        offset: Option<u64>,
+        /// Most lines.
+        limit: Option<u64>,
+    },
+    /// Wait for the end.
+    Wait {
+        /// Process id.
+        id: String,
+        /// Seconds.
+        timeout_secs: Option<u32>,
+    },
+    /// Kill it.
+    Kill(String),
+    /// Write to its stdin.
+    Write {
+        /// Process id.
+        id: String,
+        /// Text.
+        data: String,
+    },
+    /// Write a line to its stdin.
+    Submit {
+        /// Process id.
+        id: String,
+        /// Text (a newline is added).
+        data: String,
+    },
+    /// Close its stdin.
+    Close(String),
+}
+
+/// Terminal set-up errors.
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    /// The tenant's approval settings do not compile.
+    #[error("approval settings of tenant {tenant:?}: {reason}")]
+    Approval {
+        /// Tenant id ("" = operator).
+        tenant: String,
+        /// Why.
+        reason: String,
+    },
+    /// The backend cannot be built.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// One tenant's compiled terminal: its backend and its approval gate.
+struct TenantTerminal {
+    config: TerminalConfig,
+    backend: Arc<dyn TerminalBackend>,
+    gate: ApprovalGate,
+}
+
+/// The host's terminal service: per-tenant backends and approval gates (built on first
+/// use), each session's working directory, and the background processes.
+///
+/// Dropping it (or [`TerminalHost::shutdown`]) kills every background process and
+/// removes every session container.
+pub struct TerminalHost {
+    settings: TerminalSettings,
+    host_cwd: PathBuf,
+    tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
+    cwds: Mutex<HashMap<SessionKey, String>>,
+    processes: ProcessRegistry,
+}
+
+impl std::fmt::Debug for TerminalHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalHost")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TerminalHost {
+    /// A terminal service for these settings. Nothing is started or compiled until a
+    /// command arrives, so a host whose tools never use the terminal pays nothing.
+    pub fn new(settings: TerminalSettings) -> Self {
+        Self {
+            settings,
+            host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            tenants: Mutex::new(HashMap::new()),
+            cwds: Mutex::new(HashMap::new()),
+            processes: ProcessRegistry::default(),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &TerminalSettings {
+        &self.settings
+    }
+
+    /// The background processes.
+    pub fn processes(&self) -> &ProcessRegistry {
+        &self.processes
+    }
+
+    fn tenant(&self, tenant: &str) -> Result<Arc<TenantTerminal>, TerminalError> {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tenants.get(tenant) {
+            return Ok(Arc::clone(t));
+        }
+        let config = self.settings.for_tenant(tenant).clone();
+        let cwd = config.cwd.as_ref().map(|p| p.display().to_string());
+        let local_cwd = || {
+            cwd.clone()
+                .unwrap_or_else(|| self.host_cwd.display().to_string())
+        };
+        let backend: Arc<dyn TerminalBackend> = match config.backend {
+            BackendKind::Local => Arc::new(local::LocalBackend::new(local_cwd())),
+            BackendKind::Bwrap => Arc::new(bwrap::BwrapBackend::new(&config.bwrap, local_cwd())),
+            BackendKind::Docker => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
+            BackendKind::Ssh => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
+        };
+        let gate = ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
+            tenant: tenant.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let t = Arc::new(TenantTerminal {
+            config,
+            backend,
+            gate,
+        });
+        tenants.insert(tenant.to_owned(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// The session ended: kill its background processes, forget its working directory,
+    /// and release what its backend holds (its container).
+    pub fn end_session(&self, tenant: &str, session: &str) {
+        let key = SessionKey::new(tenant, session);
+        self.processes.end_session(&key);
+        self.cwds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        let t = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tenant)
+            .cloned();
+        if let Some(t) = t {
+            t.backend.end_session(&key);
+        }
+    }
+
+    /// Host shutdown: kill every background process and release every backend.
+    pub fn shutdown(&self) {
+        self.processes.kill_all();
+        let tenants: Vec<Arc<TenantTerminal>> = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for t in tenants {
+            t.backend.shutdown();
+        }
+    }
+}
+
+impl Drop for TerminalHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One call's access to the terminal: who is calling, who can approve, what env the
+/// tool was granted. Built by dispatch only when the tool's grants include the terminal.
+pub struct TerminalCall {
+    /// The host's terminal service.
+    pub host: Arc<TerminalHost>,
+    /// Tenant id ("" = the operator).
+    pub tenant: String,
+    /// Agent session.
+    pub session: String,
+    /// Who answers approval requests (`None`: nobody; the headless default applies).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The call's cancel token: cancelling kills the running command.
+    pub cancel: Option<CancelToken>,
+    /// Granted env vars with their values (passed to commands, redacted from output).
+    pub env: Vec<(String, String)>,
+    /// When the calling tool's own deadline passes.
+    pub deadline: Option<Instant>,
+}
+
+impl std::fmt::Debug for TerminalCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalCall")
+            .field("tenant", &self.tenant)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+fn error_result(message: impl Into<String>) -> Value {
+    json!({"output": "", "exit_code": -1, "error": message.into()})
+}
+
+/// The gate's refusal in Hermes's shapes: `blocked` for a refusal (hardline, deny rule,
+/// a human's no), `pending_approval` when nobody has approved yet (no approver,
+/// timeout, approver failure). Either way the command did not run.
+fn refusal(verdict: &Verdict, command: &str) -> Value {
+    match verdict.outcome {
+        Outcome::NoApprover | Outcome::Timeout | Outcome::ApproverError => json!({
+            "output": "",
+            "exit_code": -1,
+            "error": verdict.message,
+            "status": "pending_approval",
+            "command": command,
+            "description": verdict.descriptions.join("; "),
+            "pattern_key": verdict.rules.first().map(|r| r.as_str()),
+        }),
+        _ => json!({
+            "output": "",
+            "exit_code": -1,
+            "error": verdict.message,
+            "status": "blocked",
+        }),
+    }
+}
+
+impl TerminalCall {
+    fn key(&self) -> SessionKey {
+        SessionKey::new(self.tenant.as_str(), self.session.as_str())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        self.env.iter().map(|(_, v)| v.clone()).collect()
+    }
+
+    /// Output for the agent: ANSI stripped, secrets redacted.
+    fn clean(&self, text: &str) -> String {
+        output::redact(&output::strip_ansi(text), &self.secrets())
+    }
+
+    /// Checks the request, then asks the gate. `Err` is the result to return.
+    fn admit(&self, request: &CommandRequest) -> Result<Arc<TenantTerminal>, Value> {
+        if request.command.trim().is_empty() {
+            return Err(error_result("command is empty"));
+        }
+        if let Some(dir) = &request.workdir
+            && !backend::valid_workdir(dir)
+        {
+            return Err(error_result(format!(
+                "workdir {dir:?} is not a plain path: shell metacharacters and control characters are not allowed"
+            )));
+        }
+        let t = self
+            .host
+            .tenant(&self.tenant)
+            .map_err(|e| error_result(format!("terminal unavailable: {e}")))?;
+        let verdict = t.gate.check_with_approver(
+            &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
+            &request.command,
+            self.approver.as_deref(),
+        );
+        if !verdict.approved {
+            tracing::info!(
+                tenant = %self.tenant,
+                session = %self.session,
+                outcome = ?verdict.outcome,
+                rules = ?verdict.rules,
+                "terminal command refused by the approval gate"
+            );
+            return Err(refusal(&verdict, &request.command));
+        }
+        Ok(t)
+    }
+
+    /// The command's environment: a fixed PATH, HOME, LANG and TERM, the operator's
+    /// pass-through variables, and the tool's granted env. Nothing else of the host's.
+    fn command_env(&self, config: &TerminalConfig) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("PATH".to_owned(), COMMAND_PATH.to_owned()),
+            (
+                "HOME".to_owned(),
+                std::env::var("HOME").unwrap_or_else(|_| "/".to_owned()),
+            ),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("TERM".to_owned(), "dumb".to_owned()),
+        ];
+        for var in &config.env {
+            if let Ok(v) = std::env::var(var) {
+                env.push((var.clone(), v));
+            }
+        }
+        env.extend(self.env.iter().cloned());
+        env
+    }
+
+    fn job(
+        &self,
+        t: &TenantTerminal,
+        request: &CommandRequest,
+        marker: &str,
+        foreground: bool,
+    ) -> Job {
+        let cwd = request.workdir.clone().unwrap_or_else(|| {
+            self.host
+                .cwds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&self.key())
+                .cloned()
+                .unwrap_or_else(|| t.backend.default_cwd())
+        });
+        Job {
+            script: backend::wrap_script(
+                &request.command,
+                &cwd,
+                marker,
+                t.backend.is_remote(),
+                foreground,
+            ),
+            env: self.command_env(&t.config),
+            cwd,
+            pty: request.pty && t.backend.supports_pty(),
+        }
+    }
+
+    /// Runs a command in the foreground. `on_output` receives its output (cleaned) as
+    /// it arrives. The result is Hermes's `{"output", "exit_code", "error"}`, or a
+    /// refusal (see the module docs).
+    pub fn run(&self, request: &CommandRequest, on_output: &mut dyn FnMut(&str)) -> Value {
+        let t = match self.admit(request) {
+            Ok(t) => t,
+            Err(v) => return v,
+        };
+        let requested = request
+            .timeout_secs
+            .map_or(t.config.timeout_secs.min(MAX_TIMEOUT_SECS), u64::from);
+        if requested > MAX_TIMEOUT_SECS {
+            return error_result(format!(
+                "timeout {requested}s is over the {MAX_TIMEOUT_SECS}s maximum for foreground commands; run long jobs with background=true and check on them with the process tool"
+            ));
+        }
+        let mut timeout = Duration::from_secs(requested.max(1));
+        if let Some(deadline) = self.deadline {
+            // The tool's own deadline bounds the command: better a clean timeout result
+            // than the whole call failing with a time limit.
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .saturating_sub(DEADLINE_MARGIN);
+            timeout = timeout.min(left.max(Duration::from_secs(1)));
+        }
+        let marker = backend::new_marker();
+        let job = self.job(&t, request, &marker, true);
+        let key = self.key();
+        let spawned = match t
+            .backend
+            .command(&key, &job)
+            .and_then(|cmd| exec::spawn(cmd, t.backend.name()))
+        {
+            Ok(s) => s,
+            Err(e) => return error_result(format!("could not run the command: {e}")),
+        };
+        let secrets = self.secrets();
+        let mut stream = |text: &str| {
+            on_output(&output::redact(&output::strip_ansi(text), &secrets));
+        };
+        let finished = exec::run_to_end(
+            t.backend.as_ref(),
+            &key,
+            spawned,
+            marker,
+            request.stdin.clone(),
+            timeout,
+            &|| self.cancelled(),
+            &mut stream,
+        );
+        if let Some(cwd) = finished.cwd {
+            self.host
+                .cwds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, cwd);
+        }
+        let (kept, total) = finished.output.into_parts();
+        let mut text = output::cap(&self.clean(&kept), total);
+        let exit_code = match finished.ending {
+            exec::Ending::Exited(code) => code,
+            exec::Ending::TimedOut => {
+                text.push_str(&format!(
+                    "\n[Command timed out after {}s]",
+                    timeout.as_secs()
+                ));
+                124
+            }
+            exec::Ending::Cancelled => {
+                text.push_str("\n[Command interrupted: the call was cancelled]");
+                130
+            }
+        };
+        let text = text.trim_end().to_owned();
+        let mut result = json!({"output": text, "exit_code": exit_code, "error": null});
+        if let Some(meaning) = output::exit_code_meaning(&request.command, exit_code) {
+            result["exit_code_meaning"] = json!(meaning);
+        }
+        if request.pty && !t.backend.supports_pty() {
+            result["pty_note"] = json!(format!(
+                "the {} backend has no PTY mode; the command ran without a pseudo-terminal",
+                t.backend.name()
+            ));
+        }
+        result
+    }
+
+    /// Starts a background process (after the same gate):
+    /// `{"output": "Background process started", "session_id", "pid"}`.
+    pub fn start(&self, request: &CommandRequest) -> Value {
+        let t = match self.admit(request) {
+            Ok(t) => t,
+            Err(v) => return v,
+        };
+        let key = self.key();
+        if let Err(e) = self.host.processes.reserve(&key) {
+            return error_result(e.to_string());
+        }
+        let marker = backend::new_marker();
+        let job = self.job(&t, request, &marker, false);
+        let mut spawned = match t
+            .backend
+            .command(&key, &job)
+            .and_then(|cmd| exec::spawn(cmd, t.backend.name()))
+        {
+            Ok(s) => s,
+            Err(e) => return error_result(format!("could not start the command: {e}")),
+        };
+        if let (Some(text), Some(pipe)) = (&request.stdin, spawned.stdin.as_mut()) {
+            use std::io::Write;
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        let (id, pid) = self.host.processes.add(
+            &key,
+            &request.command,
+            Arc::clone(&t.backend),
+            spawned,
+            marker,
+        );
+        json!({"output": "Background process started", "session_id": id, "pid": pid})
+    }
+
+    /// A `process` action on this session's background processes.
+    pub fn process(&self, request: &ProcessRequest) -> Value {
+        let action = match request {
+            ProcessRequest::List => Action::List,
+            ProcessRequest::Poll(id) => Action::Poll(id),
+            ProcessRequest::Log { id, offset, limit } => Action::Log {
+                id,
+                offset: *offset,
+                limit: *limit,
+            },
+            ProcessRequest::Wait { id, timeout_secs } => {
+                let secs = timeout_secs
+                    .map_or(config::DEFAULT_TIMEOUT_SECS, u64::from)
+                    .min(MAX_TIMEOUT_SECS);
+                let mut timeout = Duration::from_secs(secs);
+                if let Some(deadline) = self.deadline {
+                    let left = deadline
+                        .saturating_duration_since(Instant::now())
+                        .saturating_sub(DEADLINE_MARGIN);
+                    timeout = timeout.min(left);
+                }
+                Action::Wait { id, timeout }
+            }
+            ProcessRequest::Kill(id) => Action::Kill(id),
+            ProcessRequest::Write { id, data } => Action::Write {
+                id,
+                data,
+                newline: false,
+            },
+            ProcessRequest::Submit { id, data } => Action::Write {
+                id,
+                data,
+                newline: true,
+            },
+            ProcessRequest::Close(id) => Action::Close(id),
+        };
+        self.host
+            .processes
+            .action(&self.key(), action, &|text| self.clean(text), &|| {
+                self.cancelled()
+            })
+    }
+}

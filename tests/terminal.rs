@@ -1,0 +1,837 @@
+//! The terminal and process tools over every backend — local, bubblewrap, a
+//! docker-compatible CLI (podman + runc, a busybox image built here), and ssh (an sshd
+//! this suite starts on loopback) — through the real bundled components, the approval
+//! gate and the dispatch pipeline.
+//!
+//! A missing backend program is a failure with what to install, never a skip: CI
+//! (`.ci/run`) installs them all.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use hermetic::approval::{Answer, Approver, ScriptedApprover};
+use hermetic::terminal::config::{DockerConfig, SshConfig};
+use hermetic::terminal::{BackendKind, TerminalConfig};
+use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+fn require(program: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+        || Path::new(program).is_file();
+    assert!(
+        found,
+        "{program} is not installed: this suite needs the Debian package {package} (.ci/run installs it: apt-get install -y {package})"
+    );
+}
+
+/// A registry with the bundled tools whose terminal uses `config` (cwd = workspace).
+fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
+    let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
+    if config.cwd.is_none() && matches!(config.backend, BackendKind::Local | BackendKind::Bwrap) {
+        config.cwd = Some(workspace.to_path_buf());
+    }
+    policy.terminal.default = config;
+    let mut options = RegistryOptions::new(policy);
+    options.engine = hermetic_tests::engine_config();
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.add_bundled(), vec![]);
+    registry
+}
+
+fn opts(approver: Option<Arc<dyn Approver>>) -> CallOptions {
+    CallOptions {
+        session: "s1".into(),
+        approver,
+        ..CallOptions::default()
+    }
+}
+
+fn call(registry: &Registry, tool: &str, args: Value, options: &CallOptions) -> Value {
+    let out = registry.call(tool, &args.to_string(), options);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+fn run(registry: &Registry, args: Value) -> Value {
+    call(registry, "terminal", args, &opts(None))
+}
+
+/// Whether a process whose command line contains `token` is alive (not a zombie),
+/// anywhere on this machine (containers and ssh sessions share its kernel).
+fn alive(token: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        cmdline.contains(token)
+            && !cmdline.contains("cmdline")
+            && std::fs::read_to_string(e.path().join("stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+    })
+}
+
+fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what}: not within {limit:?}");
+}
+
+/// Every behaviour the issue lists, on one backend. `ws_in_backend` is the workspace
+/// as the backend's commands see it; markers go there and are checked on the host side.
+fn exercise(backend: &str, registry: &Registry, workspace: &Path, ws_in_backend: &str) {
+    let tag = format!("{}{}", backend.len(), std::process::id() % 1000);
+    // Echo.
+    let r = run(
+        registry,
+        json!({"command": "echo hello from $0 >&2; echo hello"}),
+    );
+    assert_eq!(r["exit_code"], 0, "{backend}: {r}");
+    assert!(
+        r["output"].as_str().unwrap().contains("hello"),
+        "{backend}: {r}"
+    );
+    assert_eq!(r["error"], Value::Null);
+
+    // A failing command's exit code, and the note for one that is not an error.
+    let r = run(registry, json!({"command": "echo out; exit 3"}));
+    assert_eq!(r["exit_code"], 3, "{backend}: {r}");
+    assert_eq!(r["output"], "out", "{backend}: {r}");
+    let r = run(registry, json!({"command": "echo abc | grep xyz"}));
+    assert_eq!(r["exit_code"], 1, "{backend}: {r}");
+    assert_eq!(r["exit_code_meaning"], "No matches found (not an error)");
+
+    // A timeout: 124, the notice, and the whole tree gone (a background child too).
+    let token = format!("{tag}7.5");
+    let started = Instant::now();
+    let r = run(
+        registry,
+        json!({"command": format!("sleep {token} & sleep {token}"), "timeout": 1}),
+    );
+    assert_eq!(r["exit_code"], 124, "{backend}: {r}");
+    assert!(
+        r["output"]
+            .as_str()
+            .unwrap()
+            .contains("[Command timed out after 1s]"),
+        "{backend}: {r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{backend}: timeout took {:?}",
+        started.elapsed()
+    );
+    eventually(
+        &format!("{backend}: timed-out processes gone"),
+        Duration::from_secs(10),
+        || !alive(&format!("sleep {token}")),
+    );
+
+    // Over the maximum: refused with a hint.
+    let r = run(registry, json!({"command": "true", "timeout": 601}));
+    assert!(
+        r["error"].as_str().unwrap().contains("background"),
+        "{backend}: {r}"
+    );
+
+    // A `cd` holds for the next call; an explicit workdir wins.
+    let r = run(registry, json!({"command": "mkdir -p sub && cd sub"}));
+    assert_eq!(r["exit_code"], 0, "{backend}: {r}");
+    let r = run(registry, json!({"command": "pwd"}));
+    assert_eq!(
+        r["output"],
+        format!("{ws_in_backend}/sub"),
+        "{backend}: {r}"
+    );
+    let r = run(
+        registry,
+        json!({"command": "pwd", "workdir": ws_in_backend}),
+    );
+    assert_eq!(r["output"], ws_in_backend, "{backend}: {r}");
+    let r = run(registry, json!({"command": "pwd", "workdir": "/tmp; id"}));
+    assert!(
+        r["error"].as_str().unwrap().contains("not a plain path"),
+        "{backend}: {r}"
+    );
+    run(
+        registry,
+        json!({"command": "cd ..", "workdir": format!("{ws_in_backend}/sub")}),
+    );
+
+    // A background process polled to completion.
+    let o = opts(None);
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": "echo started; sleep 1; echo finished", "background": true}),
+        &o,
+    );
+    assert_eq!(r["output"], "Background process started", "{backend}: {r}");
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("proc_"));
+    assert!(r["pid"].as_u64().unwrap() > 0);
+    let mut last = Value::Null;
+    eventually(
+        &format!("{backend}: background process finished"),
+        Duration::from_secs(30),
+        || {
+            last = call(
+                registry,
+                "process",
+                json!({"action": "poll", "session_id": id}),
+                &o,
+            );
+            last["status"] == "exited"
+        },
+    );
+    assert_eq!(last["exit_code"], 0, "{backend}: {last}");
+    assert!(
+        last["output_preview"]
+            .as_str()
+            .unwrap()
+            .contains("finished"),
+        "{backend}: {last}"
+    );
+    let log = call(
+        registry,
+        "process",
+        json!({"action": "log", "session_id": id, "limit": 1}),
+        &o,
+    );
+    assert_eq!(log["output"], "finished", "{backend}: {log}");
+    assert_eq!(log["total_lines"], 2, "{backend}: {log}");
+    let list = call(registry, "process", json!({"action": "list"}), &o);
+    assert!(
+        list["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["session_id"] == id)
+    );
+
+    // One killed (and really gone), one waited for, one fed through stdin.
+    let token = format!("{tag}8.5");
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": format!("sleep {token}"), "background": true}),
+        &o,
+    );
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    eventually(
+        &format!("{backend}: background sleep running"),
+        Duration::from_secs(10),
+        || alive(&format!("sleep {token}")),
+    );
+    let k = call(
+        registry,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+        &o,
+    );
+    assert_eq!(k["status"], "killed", "{backend}: {k}");
+    eventually(
+        &format!("{backend}: killed process gone"),
+        Duration::from_secs(10),
+        || !alive(&format!("sleep {token}")),
+    );
+    let w = call(
+        registry,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 10}),
+        &o,
+    );
+    assert_eq!(w["status"], "exited", "{backend}: {w}");
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": "read line; echo got:$line", "background": true}),
+        &o,
+    );
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    let s = call(
+        registry,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "ping"}),
+        &o,
+    );
+    assert_eq!(s["status"], "ok", "{backend}: {s}");
+    let w = call(
+        registry,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 20}),
+        &o,
+    );
+    assert_eq!(w["status"], "exited", "{backend}: {w}");
+    assert!(
+        w["output"].as_str().unwrap().contains("got:ping"),
+        "{backend}: {w}"
+    );
+    let nf = call(
+        registry,
+        "process",
+        json!({"action": "poll", "session_id": "proc_nope"}),
+        &o,
+    );
+    assert_eq!(nf["status"], "not_found", "{backend}: {nf}");
+
+    // A hardline command never reaches the backend, in the foreground or background,
+    // whatever the approver would say.
+    let hard = workspace.join("hardline-marker");
+    let cmd = format!("touch {ws_in_backend}/hardline-marker; rm -rf /");
+    let yes: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Once, Answer::Once]));
+    for background in [false, true] {
+        let r = call(
+            registry,
+            "terminal",
+            json!({"command": cmd, "background": background}),
+            &opts(Some(yes.clone())),
+        );
+        assert_eq!(
+            r,
+            json!({"output": "", "exit_code": -1, "error": r["error"], "status": "blocked"}),
+            "{backend}: {r}"
+        );
+        assert!(
+            r["error"].as_str().unwrap().contains("hardline"),
+            "{backend}: {r}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!hard.exists(), "{backend}: a hardline command ran");
+
+    // A dangerous command: refused after deny, timeout, or with nobody to ask; runs
+    // only after an approval.
+    let marker = workspace.join("danger-marker");
+    // Relative: the session's directory is the workspace again after the `cd ..` above.
+    let cmd = "rm -rf junk && touch danger-marker".to_owned();
+    for (answers, status) in [
+        (vec![Answer::Deny], "blocked"),
+        (vec![Answer::Timeout], "pending_approval"),
+        (vec![], "pending_approval"),
+    ] {
+        let approver = Arc::new(ScriptedApprover::new(answers));
+        let r = call(
+            registry,
+            "terminal",
+            json!({"command": cmd}),
+            &opts(Some(approver.clone())),
+        );
+        assert_eq!(r["status"], status, "{backend}: {r}");
+        assert_eq!(r["exit_code"], -1, "{backend}: {r}");
+        assert_eq!(
+            approver.requests().len(),
+            1,
+            "{backend}: the human was asked"
+        );
+        assert!(
+            !marker.exists(),
+            "{backend}: a refused dangerous command ran"
+        );
+    }
+    let r = run(registry, json!({"command": cmd}));
+    assert_eq!(
+        r["status"], "pending_approval",
+        "{backend}: no approver: {r}"
+    );
+    assert!(!marker.exists());
+    let approver = Arc::new(ScriptedApprover::new([Answer::Once]));
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": cmd}),
+        &opts(Some(approver.clone())),
+    );
+    assert_eq!(r["exit_code"], 0, "{backend}: {r}");
+    assert!(
+        marker.exists(),
+        "{backend}: the approved command did not run"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    // A background command passes the same gate.
+    let denied = Arc::new(ScriptedApprover::new([Answer::Deny]));
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": cmd, "background": true}),
+        &opts(Some(denied.clone())),
+    );
+    assert_eq!(r["status"], "blocked", "{backend}: {r}");
+    assert_eq!(denied.requests().len(), 1);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !marker.exists(),
+        "{backend}: a denied background command ran"
+    );
+    let approved = Arc::new(ScriptedApprover::new([Answer::Once]));
+    let r = call(
+        registry,
+        "terminal",
+        json!({"command": cmd, "background": true}),
+        &opts(Some(approved)),
+    );
+    assert!(r["session_id"].as_str().is_some(), "{backend}: {r}");
+    eventually(
+        &format!("{backend}: approved background command ran"),
+        Duration::from_secs(20),
+        || marker.exists(),
+    );
+
+    // Session end kills what is still running.
+    let token = format!("{tag}9.5");
+    call(
+        registry,
+        "terminal",
+        json!({"command": format!("sleep {token}"), "background": true}),
+        &o,
+    );
+    eventually(
+        &format!("{backend}: sleep running"),
+        Duration::from_secs(10),
+        || alive(&format!("sleep {token}")),
+    );
+    registry.terminal().end_session("", "s1");
+    eventually(
+        &format!("{backend}: session processes gone"),
+        Duration::from_secs(15),
+        || !alive(&format!("sleep {token}")),
+    );
+}
+
+#[test]
+fn local_backend() {
+    require("bash", "bash");
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let registry = registry(&ws_path, TerminalConfig::default());
+    exercise("local", &registry, &ws_path, ws_path.to_str().unwrap());
+
+    // The environment is scrubbed: the host's variables do not leak.
+    let r = run(&registry, json!({"command": "env"}));
+    let env = r["output"].as_str().unwrap();
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("CARGO"), "host env leaked: {env}");
+    // Output is streamed as progress.
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = seen.clone();
+    let options = CallOptions {
+        progress: Some(Arc::new(move |p: hermetic::Progress| {
+            sink.lock().unwrap().push_str(&p.message);
+        })),
+        ..opts(None)
+    };
+    let r = call(
+        &registry,
+        "terminal",
+        json!({"command": "echo one; echo two"}),
+        &options,
+    );
+    assert_eq!(r["output"], "one\ntwo");
+    assert_eq!(seen.lock().unwrap().as_str(), "one\ntwo\n");
+    // ANSI escapes are stripped, credentials redacted, long output capped.
+    let r = run(
+        &registry,
+        json!({"command": "printf '\\033[31mred\\033[0m AKIAABCDEFGHIJKLMNOP\\n'"}),
+    );
+    assert_eq!(r["output"], "red [REDACTED]");
+    let r = run(
+        &registry,
+        json!({"command": "head -c 120000 /dev/zero | tr '\\0' x"}),
+    );
+    let out = r["output"].as_str().unwrap();
+    assert!(
+        out.contains("[OUTPUT TRUNCATED - 70000 characters omitted out of 120000 total]"),
+        "{}",
+        &out[19_990..20_100]
+    );
+}
+
+#[test]
+fn local_cancellation_kills_the_command_with_130() {
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let registry = registry(&ws_path, TerminalConfig::default());
+    let token = hermetic::CancelToken::new();
+    let options = CallOptions {
+        cancel: Some(token.clone()),
+        ..opts(None)
+    };
+    let canceller = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    let out = registry.call(
+        "terminal",
+        &json!({"command": "sleep 4242.5"}).to_string(),
+        &options,
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The guest is interrupted as soon as the host call returns; the command is gone.
+    assert!(out.contains("cancelled") || out.contains("130"), "{out}");
+    eventually("cancelled command gone", Duration::from_secs(5), || {
+        !alive("sleep 4242.5")
+    });
+}
+
+#[test]
+fn bwrap_backend() {
+    require("bwrap", "bubblewrap");
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let config = TerminalConfig {
+        backend: BackendKind::Bwrap,
+        ..TerminalConfig::default()
+    };
+    let registry = registry(&ws_path, config);
+    exercise("bwrap", &registry, &ws_path, ws_path.to_str().unwrap());
+    // Read-only root, private /tmp, no network.
+    let r = run(&registry, json!({"command": "touch /usr/hermetic-probe"}));
+    assert_ne!(r["exit_code"], 0, "{r}");
+    let r = run(
+        &registry,
+        json!({"command": "ls -A /tmp | grep -v \"$(basename $PWD)\" | wc -l"}),
+    );
+    assert_eq!(r["output"], "0", "{r}");
+    let r = run(&registry, json!({"command": "cat /proc/net/dev | wc -l"}));
+    assert_eq!(r["output"], "3", "only lo: {r}");
+}
+
+/// Builds the busybox test image once (podman import of a local rootfs; no registry).
+fn busybox_image(conf: &Path) -> &'static str {
+    static IMAGE: OnceLock<()> = OnceLock::new();
+    const NAME: &str = "localhost/hermetic-test-busybox:latest";
+    IMAGE.get_or_init(|| {
+        let podman = || {
+            let mut c = Command::new("podman");
+            c.env("CONTAINERS_CONF", conf);
+            c
+        };
+        if podman()
+            .args(["image", "exists", NAME])
+            .status()
+            .unwrap()
+            .success()
+        {
+            return;
+        }
+        let dir = TempDir::new().unwrap();
+        let root = dir.path().join("rootfs");
+        for d in ["bin", "proc", "sys", "dev", "tmp", "workspace"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
+        let list = Command::new("/bin/busybox").arg("--list").output().unwrap();
+        for applet in String::from_utf8_lossy(&list.stdout).lines() {
+            if applet != "busybox" {
+                std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
+            }
+        }
+        let tar = dir.path().join("rootfs.tar");
+        assert!(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&root)
+                .arg("-cf")
+                .arg(&tar)
+                .arg(".")
+                .status()
+                .unwrap()
+                .success()
+        );
+        let out = podman()
+            .args(["import", "--change", "ENV PATH=/bin"])
+            .arg(&tar)
+            .arg(NAME)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "podman import: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    NAME
+}
+
+#[test]
+fn docker_compatible_backend_with_podman() {
+    require("podman", "podman");
+    require("runc", "runc");
+    require("/bin/busybox", "busybox-static");
+    let conf_dir = TempDir::new().unwrap();
+    let conf = conf_dir.path().join("containers.conf");
+    std::fs::write(
+        &conf,
+        "[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = \"cgroupfs\"\n",
+    )
+    .unwrap();
+    let image = busybox_image(&conf);
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let config = TerminalConfig {
+        backend: BackendKind::Docker,
+        docker: DockerConfig {
+            program: "podman".into(),
+            global_args: vec!["--runtime".into(), "runc".into()],
+            cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
+            image: image.into(),
+            memory: "256m".into(),
+            pids_limit: 64,
+            workspace: Some(ws_path.clone()),
+            ..DockerConfig::default()
+        },
+        ..TerminalConfig::default()
+    };
+    let registry = registry(&ws_path, config);
+    // No capabilities, no new privileges, no network.
+    let r = run(
+        &registry,
+        json!({"command": "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; cat /proc/net/dev | wc -l"}),
+    );
+    let out = r["output"].as_str().unwrap();
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    assert!(out.ends_with('3'), "only lo: {out}");
+    exercise("docker", &registry, &ws_path, "/workspace");
+    drop(registry);
+}
+
+struct Sshd {
+    child: std::process::Child,
+    _dir: TempDir,
+    key: PathBuf,
+    port: u16,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_sshd() -> Sshd {
+    require("/usr/sbin/sshd", "openssh-server");
+    require("ssh-keygen", "openssh-client");
+    let dir = TempDir::new().unwrap();
+    let keygen = |path: &Path| {
+        assert!(
+            Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(path)
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    let host_key = dir.path().join("host_key");
+    let user_key = dir.path().join("user_key");
+    keygen(&host_key);
+    keygen(&user_key);
+    let auth = dir.path().join("authorized_keys");
+    std::fs::copy(user_key.with_extension("pub"), &auth).unwrap();
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("/usr/sbin/sshd")
+        .args(["-D", "-e", "-f", "/dev/null", "-h"])
+        .arg(&host_key)
+        .args(["-p", &port.to_string(), "-o", "ListenAddress=127.0.0.1"])
+        .arg(format!("-oAuthorizedKeysFile={}", auth.display()))
+        .arg(format!("-oPidFile={}", dir.path().join("pid").display()))
+        .args([
+            "-o",
+            "StrictModes=no",
+            "-o",
+            "PasswordAuthentication=no",
+            "-o",
+            "MaxSessions=50",
+            "-o",
+            "MaxStartups=50",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("sshd listening", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Sshd {
+        child,
+        _dir: dir,
+        key: user_key,
+        port,
+    }
+}
+
+#[test]
+fn ssh_backend_against_a_loopback_sshd() {
+    require("ssh", "openssh-client");
+    let sshd = start_sshd();
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let config = TerminalConfig {
+        backend: BackendKind::Ssh,
+        cwd: Some(ws_path.clone()),
+        ssh: SshConfig {
+            host: "127.0.0.1".into(),
+            user: Some("root".into()),
+            port: sshd.port,
+            identity_file: Some(sshd.key.clone()),
+            known_hosts_file: Some("/dev/null".into()),
+            strict_host_key_checking: "no".into(),
+            ..SshConfig::default()
+        },
+        ..TerminalConfig::default()
+    };
+    let registry = registry(&ws_path, config);
+    let r = run(&registry, json!({"command": "echo $SSH_CONNECTION"}));
+    assert!(
+        r["output"].as_str().unwrap().starts_with("127.0.0.1 "),
+        "{r}"
+    );
+    exercise("ssh", &registry, &ws_path, ws_path.to_str().unwrap());
+    drop(registry);
+}
+
+#[test]
+fn a_tool_from_a_tools_dir_never_gets_the_terminal_without_a_grant() {
+    let ws = TempDir::new().unwrap();
+    let policy = OperatorPolicy::with_workspace(ws.path().to_path_buf());
+    let mut options = RegistryOptions::new(policy);
+    options.engine = hermetic_tests::engine_config();
+    let registry = Registry::new(options).unwrap();
+    // The very same component as the bundled `terminal`, but from a directory.
+    let dir = hermetic_tests::tools_dir(&["terminal"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    let status = registry.availability("terminal").unwrap();
+    assert!(!status.available);
+    assert!(status.reason.unwrap().contains("needs the terminal"), "");
+    let out = registry.call(
+        "terminal",
+        r#"{"command": "touch /tmp/never"}"#,
+        &CallOptions::default(),
+    );
+    assert!(out.contains("is unavailable"), "{out}");
+}
+
+#[test]
+fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
+    let ws = TempDir::new().unwrap();
+    let with_defaults = registry(ws.path(), TerminalConfig::default());
+    for tool in ["terminal", "process"] {
+        assert!(
+            with_defaults.availability(tool).unwrap().available,
+            "{tool}"
+        );
+    }
+    // A policy file grants nothing by default, bundled or not.
+    let loaded = hermetic::policy_file::parse(
+        "[mounts.workspace]\npath = \".\"\naccess = \"rw\"\n",
+        Path::new("policy.toml"),
+        ws.path(),
+        ws.path(),
+    )
+    .unwrap();
+    let mut options = RegistryOptions::new(loaded.policy);
+    options.engine = hermetic_tests::engine_config();
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.add_bundled(), vec![]);
+    for tool in ["terminal", "process"] {
+        let a = registry.availability(tool).unwrap();
+        assert!(!a.available, "{tool}");
+        assert!(a.reason.unwrap().contains("needs the terminal"));
+    }
+}
+
+#[test]
+fn a_component_importing_the_terminal_without_declaring_it_fails_to_load() {
+    let (_ws, options) = hermetic_tests::options();
+    let registry = Registry::new(options).unwrap();
+    let dir = hermetic_tests::tools_dir(&["undeclared_terminal"]);
+    let problems = registry.add_dir(dir.path()).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]
+            .reason
+            .contains("does not declare it: add `terminal = true`"),
+        "{}",
+        problems[0].reason
+    );
+}
+
+#[test]
+fn policy_file_terminal_keys_select_the_backend_per_tenant() {
+    let ws = TempDir::new().unwrap();
+    let text = r#"
+[mounts.workspace]
+path = "."
+access = "rw"
+
+[tools.terminal]
+terminal = true
+[tools.terminal.limits]
+max_timeout_ms = 660000
+
+[terminal]
+backend = "local"
+timeout_secs = 60
+[terminal.approval]
+mode = "manual"
+
+[tenants.acme]
+[terminal.tenants.acme]
+backend = "bwrap"
+[terminal.tenants.acme.bwrap]
+network = false
+"#;
+    let loaded =
+        hermetic::policy_file::parse(text, Path::new("p.toml"), ws.path(), ws.path()).unwrap();
+    let t = &loaded.policy.terminal;
+    assert_eq!(t.default.backend, BackendKind::Local);
+    assert_eq!(t.default.timeout_secs, 60);
+    assert_eq!(t.for_tenant("acme").backend, BackendKind::Bwrap);
+    assert_eq!(
+        t.for_tenant("acme").timeout_secs,
+        60,
+        "tenant tables merge onto the default"
+    );
+    assert!(!t.grant_bundled);
+    let err = |text: &str| {
+        hermetic::policy_file::parse(text, Path::new("p.toml"), ws.path(), ws.path())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("[terminal]\nbackend = \"modal\"").contains("modal"));
+    assert!(err("[terminal]\nshell = \"zsh\"").contains("shell"));
+    assert!(err("[terminal]\ntimeout_secs = 601").contains("timeout_secs"));
+    assert!(err("[terminal]\nbackend = \"ssh\"").contains("ssh.host"));
+    assert!(err("[terminal.tenants.nobody]\nbackend = \"local\"").contains("no such tenant"));
+}
