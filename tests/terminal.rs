@@ -102,7 +102,12 @@ fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 /// Every behaviour the issue lists, on one backend. `ws_in_backend` is the workspace
 /// as the backend's commands see it; markers go there and are checked on the host side.
 fn exercise(backend: &str, registry: &Registry, workspace: &Path, ws_in_backend: &str) {
-    let tag = format!("{}{}", backend.len(), std::process::id() % 1000);
+    // Distinct per backend: the suites run in parallel and `alive` looks machine-wide.
+    let n = ["local", "bwrap", "docker", "ssh"]
+        .iter()
+        .position(|b| *b == backend)
+        .unwrap();
+    let tag = format!("{n}{}", std::process::id() % 1000);
     // Echo.
     let r = run(
         registry,
@@ -429,6 +434,28 @@ fn local_backend() {
     let registry = registry(&ws_path, TerminalConfig::default());
     exercise("local", &registry, &ws_path, ws_path.to_str().unwrap());
 
+    // PTY mode: the command sees a terminal; without it, it does not.
+    let r = run(
+        &registry,
+        json!({"command": "[ -t 1 ] && tty", "pty": true}),
+    );
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert!(
+        r["output"].as_str().unwrap().starts_with("/dev/pts/"),
+        "{r}"
+    );
+    let r = run(&registry, json!({"command": "[ -t 1 ] || echo no-tty"}));
+    assert_eq!(r["output"], "no-tty", "{r}");
+    // A PTY command that outlives its timeout is killed like any other.
+    let r = run(
+        &registry,
+        json!({"command": "sleep 4343.5", "pty": true, "timeout": 1}),
+    );
+    assert_eq!(r["exit_code"], 124, "{r}");
+    eventually("pty command gone", Duration::from_secs(5), || {
+        !alive("sleep 4343.5")
+    });
+
     // The environment is scrubbed: the host's variables do not leak.
     let r = run(&registry, json!({"command": "env"}));
     let env = r["output"].as_str().unwrap();
@@ -715,6 +742,14 @@ fn ssh_backend_against_a_loopback_sshd() {
     let r = run(&registry, json!({"command": "echo $SSH_CONNECTION"}));
     assert!(
         r["output"].as_str().unwrap().starts_with("127.0.0.1 "),
+        "{r}"
+    );
+    let r = run(
+        &registry,
+        json!({"command": "[ -t 1 ] && tty", "pty": true}),
+    );
+    assert!(
+        r["output"].as_str().unwrap().starts_with("/dev/pts/"),
         "{r}"
     );
     exercise("ssh", &registry, &ws_path, ws_path.to_str().unwrap());

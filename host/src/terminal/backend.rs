@@ -51,6 +51,17 @@ pub struct Job {
     pub pty: bool,
 }
 
+/// How a backend honours `pty: true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtyMode {
+    /// It cannot: the command runs without a pseudo-terminal (and the result says so).
+    None,
+    /// The host runs the backend's process on a pseudo-terminal (local).
+    Host,
+    /// The backend allocates one on the far side itself (ssh `-tt`).
+    Backend,
+}
+
 /// Runs commands somewhere. Implementations are cheap to call and thread-safe.
 ///
 /// # Contract
@@ -67,9 +78,9 @@ pub trait TerminalBackend: Send + Sync {
     /// script must report its pid and a timeout must also kill there.
     fn is_remote(&self) -> bool;
 
-    /// Whether `job.pty` can be honoured.
-    fn supports_pty(&self) -> bool {
-        false
+    /// Who provides the pseudo-terminal when the agent asks for one.
+    fn pty_mode(&self) -> PtyMode {
+        PtyMode::None
     }
 
     /// The host process that runs `job` for `session` (preparing the session first,

@@ -131,9 +131,10 @@ impl TerminalBackend for DockerBackend {
         let mut cmd = self.cli();
         cmd.args(["exec", "-i"]);
         for (k, v) in &job.env {
-            // The image has its own PATH and HOME.
+            // The image has its own PATH and HOME. `-e NAME` takes the value from the
+            // CLI's own environment, so values never appear in the host's process list.
             if k != "PATH" && k != "HOME" {
-                cmd.arg("-e").arg(format!("{k}={v}"));
+                cmd.arg("-e").arg(k).env(k, v);
             }
         }
         cmd.args([name.as_str(), "sh", "-c", &job.script]);

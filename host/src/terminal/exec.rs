@@ -5,8 +5,8 @@
 
 use super::backend::{BackendError, TerminalBackend};
 use crate::approval::SessionKey;
-use std::io::Read;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -18,37 +18,80 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 
 /// A started backend process.
 pub(crate) struct Spawned {
-    pub child: Child,
-    pub stdin: Option<ChildStdin>,
+    pub child: ChildHandle,
+    pub stdin: Option<Box<dyn Write + Send>>,
     pub output: Receiver<Vec<u8>>,
 }
 
-/// Starts `cmd` in a new process group with stdout and stderr merged into one pipe.
-pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, BackendError> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let err = |reason: String| BackendError::Spawn {
-        backend,
-        program: program.clone(),
-        reason,
-    };
-    let (mut reader, writer) = std::io::pipe().map_err(|e| err(e.to_string()))?;
-    let writer2 = writer.try_clone().map_err(|e| err(e.to_string()))?;
-    use std::os::unix::process::CommandExt;
-    cmd.stdout(writer)
-        .stderr(writer2)
-        .stdin(Stdio::piped())
-        // Its own group, so a timeout can kill everything the command started.
-        .process_group(0);
-    let mut child = cmd.spawn().map_err(|e| err(e.to_string()))?;
-    // `cmd` holds our copies of the pipe's write end: drop them, or EOF never comes.
-    drop(cmd);
-    let stdin = child.stdin.take();
+/// A backend process: a plain child, or one running on a pseudo-terminal.
+pub(crate) enum ChildHandle {
+    /// Pipes for stdio.
+    Process(Child),
+    /// A pseudo-terminal for stdio (the master end is kept open while it runs).
+    Pty {
+        child: Box<dyn portable_pty::Child + Send + Sync>,
+        _master: Box<dyn portable_pty::MasterPty + Send>,
+    },
+}
+
+impl ChildHandle {
+    /// The local pid (also its process group: both kinds start a new group).
+    pub(crate) fn id(&self) -> u32 {
+        match self {
+            ChildHandle::Process(c) => c.id(),
+            ChildHandle::Pty { child, .. } => child.process_id().unwrap_or(0),
+        }
+    }
+
+    /// Its exit code, once it has exited.
+    pub(crate) fn try_wait(&mut self) -> Option<i32> {
+        match self {
+            ChildHandle::Process(c) => c.try_wait().ok().flatten().map(exit_code),
+            ChildHandle::Pty { child, .. } => child.try_wait().ok().flatten().map(|s| {
+                match s.signal() {
+                    // portable-pty names the signal but not its number: a killed child.
+                    Some(_) => 128 + 9,
+                    None => i32::try_from(s.exit_code()).unwrap_or(-1),
+                }
+            }),
+        }
+    }
+
+    pub(crate) fn kill(&mut self) {
+        match self {
+            ChildHandle::Process(c) => {
+                let _ = c.kill();
+            }
+            ChildHandle::Pty { child, .. } => {
+                let _ = child.kill();
+            }
+        }
+    }
+
+    pub(crate) fn wait(&mut self) {
+        match self {
+            ChildHandle::Process(c) => {
+                let _ = c.wait();
+            }
+            ChildHandle::Pty { child, .. } => {
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn read_into_channel(
+    mut reader: impl Read + Send + 'static,
+    backend: &'static str,
+    program: &str,
+) -> Result<Receiver<Vec<u8>>, BackendError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("hermetic-terminal-read".into())
         .spawn(move || {
             let mut buf = vec![0u8; 16 * 1024];
             loop {
+                // A pseudo-terminal reports EIO once the child side is closed: the end.
                 match reader.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
@@ -59,11 +102,95 @@ pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, 
                 }
             }
         })
+        .map_err(|e| BackendError::Spawn {
+            backend,
+            program: program.to_owned(),
+            reason: e.to_string(),
+        })?;
+    Ok(rx)
+}
+
+/// Size of the pseudo-terminal: wide, so tools do not wrap their lines.
+const PTY_SIZE: portable_pty::PtySize = portable_pty::PtySize {
+    rows: 50,
+    cols: 200,
+    pixel_width: 0,
+    pixel_height: 0,
+};
+
+/// Starts `cmd` on a new pseudo-terminal (its own session and process group), with
+/// exactly the environment `cmd` sets.
+pub(crate) fn spawn_pty(cmd: Command, backend: &'static str) -> Result<Spawned, BackendError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let err = |reason: String| BackendError::Spawn {
+        backend,
+        program: program.clone(),
+        reason,
+    };
+    let pair = portable_pty::native_pty_system()
+        .openpty(PTY_SIZE)
+        .map_err(|e| err(format!("cannot open a pseudo-terminal: {e}")))?;
+    let mut builder = portable_pty::CommandBuilder::new(cmd.get_program());
+    builder.args(cmd.get_args());
+    builder.env_clear();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            builder.env(k, v);
+        }
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        builder.cwd(dir);
+    }
+    let child = pair
+        .slave
+        .spawn_command(builder)
         .map_err(|e| err(e.to_string()))?;
+    // Our copy of the child's side: without dropping it the reader never sees the end.
+    drop(pair.slave);
+    let reader = pair
+        .master
+        .try_clone_reader()
+        .map_err(|e| err(e.to_string()))?;
+    let writer = pair.master.take_writer().map_err(|e| err(e.to_string()))?;
+    let output = read_into_channel(reader, backend, &program)?;
     Ok(Spawned {
-        child,
+        child: ChildHandle::Pty {
+            child,
+            _master: pair.master,
+        },
+        stdin: Some(writer),
+        output,
+    })
+}
+
+/// Starts `cmd` in a new process group with stdout and stderr merged into one pipe.
+pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, BackendError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let err = |reason: String| BackendError::Spawn {
+        backend,
+        program: program.clone(),
+        reason,
+    };
+    let (reader, writer) = std::io::pipe().map_err(|e| err(e.to_string()))?;
+    let writer2 = writer.try_clone().map_err(|e| err(e.to_string()))?;
+    use std::os::unix::process::CommandExt;
+    cmd.stdout(writer)
+        .stderr(writer2)
+        .stdin(Stdio::piped())
+        // Its own group, so a timeout can kill everything the command started.
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| err(e.to_string()))?;
+    // `cmd` holds our copies of the pipe's write end: drop them, or EOF never comes.
+    drop(cmd);
+    let stdin = child
+        .stdin
+        .take()
+        .map(|s| Box::new(s) as Box<dyn Write + Send>);
+    let output = read_into_channel(reader, backend, &program)?;
+    Ok(Spawned {
+        child: ChildHandle::Process(child),
         stdin,
-        output: rx,
+        output,
     })
 }
 
@@ -159,7 +286,7 @@ impl StreamText {
             }
         }
         self.release_newline(out);
-        if line == "\n" {
+        if line == "\n" || line == "\r\n" {
             self.held_newline = true;
             return;
         }
@@ -172,7 +299,7 @@ impl StreamText {
 pub(crate) fn kill_tree(
     backend: &dyn TerminalBackend,
     session: &SessionKey,
-    child: &mut Child,
+    child: &mut ChildHandle,
     remote_pid: Option<u32>,
 ) {
     if let Some(pid) = remote_pid
@@ -181,7 +308,7 @@ pub(crate) fn kill_tree(
         tracing::warn!(error = %e, "could not kill the remote process tree");
     }
     kill_group(child.id());
-    let _ = child.kill();
+    child.kill();
 }
 
 /// SIGKILL to a local process group (its leader's pid).
@@ -239,7 +366,6 @@ pub(crate) fn run_to_end(
         && let Some(text) = stdin
     {
         std::thread::spawn(move || {
-            use std::io::Write;
             let _ = pipe.write_all(text.as_bytes());
         });
     }
@@ -283,9 +409,9 @@ pub(crate) fn run_to_end(
             }
         }
         if exited.is_none()
-            && let Ok(Some(status)) = spawned.child.try_wait()
+            && let Some(code) = spawned.child.try_wait()
         {
-            exited = Some((exit_code(status), Instant::now()));
+            exited = Some((code, Instant::now()));
         }
         if let Some((code, at)) = exited
             && (eof || at.elapsed() >= DRAIN_AFTER_EXIT)
@@ -316,7 +442,7 @@ pub(crate) fn run_to_end(
             cwd = Some(c);
         }
     }
-    let _ = spawned.child.wait();
+    spawned.child.wait();
     Finished {
         output: kept,
         ending,
@@ -340,16 +466,24 @@ pub(crate) fn run_helper(
     let mut out = String::new();
     let deadline = Instant::now() + timeout;
     let mut bytes = Vec::new();
+    let mut exited_at = None;
     loop {
         match output.recv_timeout(TICK) {
             Ok(b) => bytes.extend_from_slice(&b),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
+        // A helper that daemonizes (`ssh -f`) may leave a child holding the pipe.
+        if exited_at.is_none() && child.try_wait().is_some() {
+            exited_at = Some(Instant::now());
+        }
+        if exited_at.is_some_and(|at| at.elapsed() >= DRAIN_AFTER_EXIT) {
+            break;
+        }
         if Instant::now() >= deadline {
             kill_group(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
+            child.wait();
             return Err(BackendError::Setup {
                 backend,
                 reason: format!("helper command timed out after {}s", timeout.as_secs()),
@@ -357,18 +491,28 @@ pub(crate) fn run_helper(
         }
     }
     out.push_str(&String::from_utf8_lossy(&bytes));
-    let status = child.wait().map_err(|e| BackendError::Setup {
-        backend,
-        reason: e.to_string(),
-    })?;
-    if status.success() {
+    let code = loop {
+        if let Some(code) = child.try_wait() {
+            break code;
+        }
+        if Instant::now() >= deadline {
+            kill_group(child.id());
+            child.kill();
+            child.wait();
+            return Err(BackendError::Setup {
+                backend,
+                reason: format!("helper command timed out after {}s", timeout.as_secs()),
+            });
+        }
+        std::thread::sleep(TICK);
+    };
+    if code == 0 {
         Ok(out)
     } else {
         Err(BackendError::Setup {
             backend,
             reason: format!(
-                "helper command failed with exit code {}: {}",
-                exit_code(status),
+                "helper command failed with exit code {code}: {}",
                 out.trim()
             ),
         })

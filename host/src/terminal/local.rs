@@ -31,6 +31,10 @@ impl TerminalBackend for LocalBackend {
         false
     }
 
+    fn pty_mode(&self) -> super::backend::PtyMode {
+        super::backend::PtyMode::Host
+    }
+
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
         let mut cmd = Command::new("bash");
         cmd.arg("-c")

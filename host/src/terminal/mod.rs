@@ -36,6 +36,7 @@ use config::MAX_TIMEOUT_SECS;
 use process::{Action, ProcessRegistry};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -397,7 +398,24 @@ impl TerminalCall {
             ),
             env: self.command_env(&t.config),
             cwd,
-            pty: request.pty && t.backend.supports_pty(),
+            pty: request.pty && t.backend.pty_mode() == backend::PtyMode::Backend,
+        }
+    }
+
+    /// The backend's process, on a host pseudo-terminal when asked and the backend
+    /// runs locally.
+    fn spawn(
+        &self,
+        t: &TenantTerminal,
+        key: &SessionKey,
+        job: &Job,
+        pty: bool,
+    ) -> Result<exec::Spawned, BackendError> {
+        let cmd = t.backend.command(key, job)?;
+        if pty && t.backend.pty_mode() == backend::PtyMode::Host {
+            exec::spawn_pty(cmd, t.backend.name())
+        } else {
+            exec::spawn(cmd, t.backend.name())
         }
     }
 
@@ -429,11 +447,7 @@ impl TerminalCall {
         let marker = backend::new_marker();
         let job = self.job(&t, request, &marker, true);
         let key = self.key();
-        let spawned = match t
-            .backend
-            .command(&key, &job)
-            .and_then(|cmd| exec::spawn(cmd, t.backend.name()))
-        {
+        let spawned = match self.spawn(&t, &key, &job, request.pty) {
             Ok(s) => s,
             Err(e) => return error_result(format!("could not run the command: {e}")),
         };
@@ -474,12 +488,17 @@ impl TerminalCall {
                 130
             }
         };
-        let text = text.trim_end().to_owned();
+        let mut text = text.trim_end();
+        if request.pty {
+            // A pseudo-terminal's line discipline adds blank lines of its own at the start.
+            text = text.trim_start_matches('\n');
+        }
+        let text = text.to_owned();
         let mut result = json!({"output": text, "exit_code": exit_code, "error": null});
         if let Some(meaning) = output::exit_code_meaning(&request.command, exit_code) {
             result["exit_code_meaning"] = json!(meaning);
         }
-        if request.pty && !t.backend.supports_pty() {
+        if request.pty && t.backend.pty_mode() == backend::PtyMode::None {
             result["pty_note"] = json!(format!(
                 "the {} backend has no PTY mode; the command ran without a pseudo-terminal",
                 t.backend.name()
@@ -501,16 +520,11 @@ impl TerminalCall {
         }
         let marker = backend::new_marker();
         let job = self.job(&t, request, &marker, false);
-        let mut spawned = match t
-            .backend
-            .command(&key, &job)
-            .and_then(|cmd| exec::spawn(cmd, t.backend.name()))
-        {
+        let mut spawned = match self.spawn(&t, &key, &job, request.pty) {
             Ok(s) => s,
             Err(e) => return error_result(format!("could not start the command: {e}")),
         };
         if let (Some(text), Some(pipe)) = (&request.stdin, spawned.stdin.as_mut()) {
-            use std::io::Write;
             let _ = pipe.write_all(text.as_bytes());
         }
         let (id, pid) = self.host.processes.add(

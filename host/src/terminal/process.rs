@@ -6,7 +6,7 @@ use super::exec::{self, MarkerEvent, Spawned, StreamText, TICK};
 use crate::approval::SessionKey;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::ChildStdin;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -44,11 +44,11 @@ pub(crate) struct Proc {
     started: Instant,
     state: Mutex<State>,
     changed: Condvar,
-    stdin: Mutex<Option<ChildStdin>>,
+    stdin: Mutex<Option<Box<dyn Write + Send>>>,
     backend: Arc<dyn TerminalBackend>,
     session: SessionKey,
     /// The backend process, until the watcher has reaped it.
-    child: Mutex<Option<std::process::Child>>,
+    child: Mutex<Option<exec::ChildHandle>>,
 }
 
 impl Proc {
@@ -340,7 +340,6 @@ impl ProcessRegistry {
                 let Some(pipe) = stdin.as_mut() else {
                     return json!({"status": "error", "error": "stdin is closed"});
                 };
-                use std::io::Write;
                 let mut bytes = data.as_bytes().to_vec();
                 if newline {
                     bytes.push(b'\n');
@@ -424,10 +423,8 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
         }
         if exited_at.is_none() {
             let mut child = p.child.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(c) = child.as_mut()
-                && let Ok(Some(status)) = c.try_wait()
-            {
-                exited_at = Some((exec::exit_code(status), Instant::now()));
+            if let Some(code) = child.as_mut().and_then(exec::ChildHandle::try_wait) {
+                exited_at = Some((code, Instant::now()));
             }
         }
         if let Some((code, at)) = exited_at

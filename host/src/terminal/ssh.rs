@@ -146,8 +146,8 @@ impl TerminalBackend for SshBackend {
         true
     }
 
-    fn supports_pty(&self) -> bool {
-        true
+    fn pty_mode(&self) -> super::backend::PtyMode {
+        super::backend::PtyMode::Backend
     }
 
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
