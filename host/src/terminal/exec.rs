@@ -348,16 +348,21 @@ pub(crate) struct Finished {
     pub cwd: Option<String>,
 }
 
+/// Where and how long a foreground command runs.
+pub(crate) struct Foreground<'a> {
+    pub backend: &'a dyn TerminalBackend,
+    pub session: &'a SessionKey,
+    pub timeout: Duration,
+    pub cancelled: &'a dyn Fn() -> bool,
+}
+
 /// Runs a spawned foreground command to its end, its timeout or its cancellation,
 /// handing every piece of visible output to `on_output` as it arrives.
 pub(crate) fn run_to_end(
-    backend: &dyn TerminalBackend,
-    session: &SessionKey,
+    ctx: &Foreground<'_>,
     mut spawned: Spawned,
     marker: String,
     stdin: Option<String>,
-    timeout: Duration,
-    cancelled: &dyn Fn() -> bool,
     on_output: &mut dyn FnMut(&str),
 ) -> Finished {
     // Feed stdin on its own thread: a command that prints before reading would
@@ -369,7 +374,8 @@ pub(crate) fn run_to_end(
             let _ = pipe.write_all(text.as_bytes());
         });
     }
-    let deadline = Instant::now() + timeout;
+    let (backend, session, cancelled) = (ctx.backend, ctx.session, ctx.cancelled);
+    let deadline = Instant::now() + ctx.timeout;
     let mut stream = StreamText::new(marker);
     let mut kept = super::output::HeadTail::default();
     let mut events = Vec::new();

@@ -456,13 +456,15 @@ impl TerminalCall {
             on_output(&output::redact(&output::strip_ansi(text), &secrets));
         };
         let finished = exec::run_to_end(
-            t.backend.as_ref(),
-            &key,
+            &exec::Foreground {
+                backend: t.backend.as_ref(),
+                session: &key,
+                timeout,
+                cancelled: &|| self.cancelled(),
+            },
             spawned,
             marker,
             request.stdin.clone(),
-            timeout,
-            &|| self.cancelled(),
             &mut stream,
         );
         if let Some(cwd) = finished.cwd {

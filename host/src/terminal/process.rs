@@ -70,7 +70,7 @@ impl Proc {
             .unwrap_or_else(|p| p.into_inner())
             .as_mut()
         {
-            let _ = child.kill();
+            child.kill();
         }
         self.lock().killed = true;
     }
