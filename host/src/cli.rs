@@ -180,6 +180,10 @@ fn build_registry(global: &Global) -> Result<Registry> {
         ),
     };
     if let Some(dir) = workspace {
+        // Without a policy file the terminal starts in the workspace too.
+        if global.policy.is_none() {
+            policy.terminal.default.cwd = Some(dir.clone());
+        }
         let mount =
             policy
                 .mounts

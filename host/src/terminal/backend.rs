@@ -142,7 +142,7 @@ pub fn wrap_script(
     }
     if track_cwd {
         s.push_str(&format!(
-            "trap '__hermetic_ec=$?; printf \"\\n%s cwd %s\\n\" {marker} \"$PWD\"; exit $__hermetic_ec' EXIT\n"
+            "trap '__hermetic_ec=$?; printf \"%s cwd %s\\n\" {marker} \"$PWD\"; exit $__hermetic_ec' EXIT\n"
         ));
     }
     s.push_str(&format!("cd -- {} || exit 126\n", shell_quote(cwd)));

@@ -198,3 +198,25 @@ impl TerminalSettings {
         self.tenants.get(tenant).unwrap_or(&self.default)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::{Headless, Mode};
+
+    #[test]
+    fn documented_defaults_hold() {
+        let c = TerminalConfig::default();
+        assert_eq!(c.backend, BackendKind::Local);
+        assert_eq!(c.cwd, None);
+        assert_eq!(c.timeout_secs, 180);
+        assert!(c.env.is_empty());
+        assert_eq!(c.approval.mode, Mode::Manual);
+        assert_eq!(c.approval.headless, Headless::Deny);
+        assert!(!c.bwrap.network);
+        assert!(!c.docker.network);
+        assert_eq!(c.docker.pids_limit, 256);
+        assert_eq!(c.ssh.strict_host_key_checking, "yes");
+        assert!(!TerminalSettings::default().grant_bundled);
+    }
+}

@@ -204,14 +204,13 @@ pub(crate) enum MarkerEvent {
 }
 
 /// Turns the byte stream into text: UTF-8 decoded across chunk boundaries, marker
-/// lines taken out and reported as events.
+/// lines taken out and reported as events. A marker may follow the command's own
+/// unterminated last line ("no newline at end"), so it is looked for anywhere in a
+/// line, and text that could be the start of a marker is held back until it is known.
 pub(crate) struct StreamText {
     marker: String,
     pending: Vec<u8>,
     line: String,
-    /// An empty line held back: the script prints one before its cwd marker line, and
-    /// it is only output if something other than that marker follows.
-    held_newline: bool,
 }
 
 impl StreamText {
@@ -220,7 +219,6 @@ impl StreamText {
             marker,
             pending: Vec::new(),
             line: String::new(),
-            held_newline: false,
         }
     }
 
@@ -240,21 +238,13 @@ impl StreamText {
                 self.flush_line(out, events);
             }
         }
-        // A partial line that cannot become a marker line is shown right away.
-        if !self.line.is_empty()
-            && !self.marker.starts_with(self.line.as_str())
-            && !self.line.starts_with(self.marker.as_str())
-        {
-            self.release_newline(out);
-            out.push_str(&self.line);
-            self.line.clear();
-        }
-    }
-
-    fn release_newline(&mut self, out: &mut String) {
-        if std::mem::take(&mut self.held_newline) {
-            out.push('\n');
-        }
+        // Show the partial line now, except what may be the start of a marker.
+        let keep_from = match self.line.find(self.marker.as_str()) {
+            Some(pos) => pos,
+            None => self.line.len() - self.marker_prefix_suffix(),
+        };
+        out.push_str(&self.line[..keep_from]);
+        self.line.drain(..keep_from);
     }
 
     /// The end of the stream.
@@ -265,32 +255,36 @@ impl StreamText {
             self.line.push_str(&rest);
         }
         self.flush_line(out, events);
-        self.release_newline(out);
+    }
+
+    /// Length of the longest end of the current line that is a start of the marker.
+    fn marker_prefix_suffix(&self) -> usize {
+        let max = self.marker.len().min(self.line.len());
+        (1..=max)
+            .rev()
+            .find(|&k| {
+                self.line.is_char_boundary(self.line.len() - k)
+                    && self.marker.is_char_boundary(k)
+                    && self.line.ends_with(&self.marker[..k])
+            })
+            .unwrap_or(0)
     }
 
     fn flush_line(&mut self, out: &mut String, events: &mut Vec<MarkerEvent>) {
         let line = std::mem::take(&mut self.line);
-        if let Some(rest) = line.strip_prefix(self.marker.as_str()) {
-            let rest = rest.trim_end_matches(['\n', '\r']);
-            if let Some(pid) = rest.strip_prefix(" pid ") {
-                if let Ok(pid) = pid.trim().parse() {
-                    events.push(MarkerEvent::Pid(pid));
-                }
-                return;
-            }
-            if let Some(cwd) = rest.strip_prefix(" cwd ") {
-                events.push(MarkerEvent::Cwd(cwd.to_owned()));
-                // The script printed a newline before the marker: not the command's.
-                self.held_newline = false;
-                return;
-            }
-        }
-        self.release_newline(out);
-        if line == "\n" || line == "\r\n" {
-            self.held_newline = true;
+        let Some(pos) = line.find(self.marker.as_str()) else {
+            out.push_str(&line);
             return;
+        };
+        out.push_str(&line[..pos]);
+        let rest = line[pos + self.marker.len()..].trim_end_matches(['\n', '\r']);
+        if let Some(pid) = rest.strip_prefix(" pid ") {
+            if let Ok(pid) = pid.trim().parse() {
+                events.push(MarkerEvent::Pid(pid));
+            }
+        } else if let Some(cwd) = rest.strip_prefix(" cwd ") {
+            events.push(MarkerEvent::Cwd(cwd.to_owned()));
         }
-        out.push_str(&line);
     }
 }
 
@@ -536,14 +530,34 @@ mod tests {
         let mut out = String::new();
         let mut ev = Vec::new();
         s.feed(b"__M__ pid 42\nhel", &mut out, &mut ev);
-        s.feed(b"lo\n\n__M", &mut out, &mut ev);
+        s.feed(b"lo\nno newline at end__M", &mut out, &mut ev);
+        assert_eq!(
+            out, "hello\nno newline at end",
+            "a possible marker start is held"
+        );
         s.feed(b"__ cwd /tmp/x\n", &mut out, &mut ev);
         s.finish(&mut out, &mut ev);
-        assert_eq!(out, "hello\n");
+        assert_eq!(out, "hello\nno newline at end");
         assert_eq!(
             ev,
             vec![MarkerEvent::Pid(42), MarkerEvent::Cwd("/tmp/x".into())]
         );
+    }
+
+    #[test]
+    fn a_marker_in_the_same_chunk_as_unterminated_output_is_found() {
+        let mut s = StreamText::new("__M__".into());
+        let mut out = String::new();
+        let mut ev = Vec::new();
+        s.feed(b"xxx__M__ cwd /y\n", &mut out, &mut ev);
+        s.feed(
+            b"_ text that only looks like __ a marker\n",
+            &mut out,
+            &mut ev,
+        );
+        s.finish(&mut out, &mut ev);
+        assert_eq!(out, "xxx_ text that only looks like __ a marker\n");
+        assert_eq!(ev, vec![MarkerEvent::Cwd("/y".into())]);
     }
 
     #[test]

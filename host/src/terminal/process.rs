@@ -33,7 +33,6 @@ struct State {
     exit_code: Option<i32>,
     finished: Option<Instant>,
     remote_pid: Option<u32>,
-    killed: bool,
 }
 
 /// One background process.
@@ -72,7 +71,6 @@ impl Proc {
         {
             child.kill();
         }
-        self.lock().killed = true;
     }
 }
 
