@@ -385,3 +385,24 @@ fn a_policy_file_and_a_tenant_narrow_what_the_cli_sees() {
     let (out, _) = run(hermetic(root.path()).args(["--policy", "missing.toml", "tools"]));
     assert_eq!(out.status.code(), Some(3));
 }
+
+#[test]
+fn call_terminal_runs_safe_commands_and_without_a_tty_never_runs_dangerous_ones() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let (out, stdout) = run(hermetic(&ws_path)
+        .args(["call", "terminal", r#"{"command": "echo hi; pwd"}"#])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(
+        json(&stdout),
+        serde_json::json!({"output": format!("hi\n{}", ws_path.display()), "exit_code": 0, "error": null})
+    );
+    std::fs::create_dir(ws_path.join("junk")).unwrap();
+    let (out, stdout) = run(hermetic(&ws_path)
+        .args(["call", "terminal", r#"{"command": "rm -rf junk"}"#])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(json(&stdout)["status"], "pending_approval");
+    assert!(ws_path.join("junk").exists(), "ran without approval");
+}
