@@ -131,3 +131,53 @@ impl Host for CallState {
         self.process(ProcessRequest::Close(id))
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::sandbox::{CallSetup, store};
+
+    /// The host re-checks the grant on every call: a store built without the terminal
+    /// (what dispatch builds for a tool not granted it) refuses every function, even if
+    /// a component somehow reached the import.
+    #[test]
+    fn without_the_grant_every_terminal_function_refuses() {
+        let runtime = Runtime::new(crate::EngineConfig::default()).unwrap();
+        let declaration = crate::Declaration {
+            name: "t".into(),
+            toolset: "t".into(),
+            description: String::new(),
+            emoji: None,
+            requires_env: Vec::new(),
+            max_result_chars: None,
+            timeout_ms: None,
+            memory_mb: None,
+            capabilities: Default::default(),
+        };
+        let grants =
+            crate::policy::effective(&declaration, &crate::OperatorPolicy::default(), None);
+        let mut store = store(
+            &runtime,
+            &std::sync::Arc::from("t"),
+            &grants,
+            &crate::Secrets::default(),
+            CallSetup::default(),
+        )
+        .unwrap();
+        let state = store.data_mut();
+        let request = || CommandRequest {
+            command: "touch /tmp/hermetic-never".into(),
+            workdir: None,
+            timeout_secs: None,
+            stdin: None,
+            pty: false,
+        };
+        let refused = not_granted();
+        assert_eq!(Host::run(state, request()), refused);
+        assert_eq!(Host::start(state, request()), refused);
+        assert_eq!(Host::list(state), refused);
+        assert_eq!(Host::kill(state, "proc_1".into()), refused);
+        assert_eq!(Host::write(state, "proc_1".into(), "x".into()), refused);
+    }
+}
