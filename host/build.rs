@@ -14,6 +14,7 @@ const BUNDLED: &[&str] = &[
     "patch",
     "search_files",
     "weather",
+    "web_extract",
 ];
 
 fn main() {

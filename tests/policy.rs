@@ -26,6 +26,7 @@ env = []
 
 [tools.weather]
 env = ["WEATHER_API_KEY"]
+network = ["https://api.weatherapi.com"]
 
 [tools.spin_long.limits]
 max_timeout_ms = 1000

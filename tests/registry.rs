@@ -26,14 +26,15 @@ fn bundled_tools_load_out_of_the_box() {
             "read_file",
             "search_files",
             "weather",
+            "web_extract",
             "write_file"
         ]
     );
     for t in &tools {
-        let expected = if t.name == "weather" {
-            "weather"
-        } else {
-            "file"
+        let expected = match t.name.as_str() {
+            "weather" => "weather",
+            "web_extract" => "web",
+            _ => "file",
         };
         assert_eq!(t.toolset, expected, "{}", t.name);
         assert!(t.source.starts_with("bundled:"), "{}", t.source);

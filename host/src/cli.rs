@@ -55,6 +55,12 @@ struct Global {
     #[arg(long = "allow-env", value_name = "VAR", global = true)]
     allow_env: Vec<String>,
 
+    /// Grant network destination DEST (e.g. `https://api.example.com`, `https://*.example.com`,
+    /// `http://127.0.0.1:8080`) to tools that declare it (repeatable). Loopback, private
+    /// and link-local addresses stay refused unless DEST names the address itself.
+    #[arg(long = "allow-net", value_name = "DEST", global = true, value_parser = parse_destination)]
+    allow_net: Vec<hermetic::policy::network::Destination>,
+
     /// Let tool NAME replace a registration from another toolset (repeatable).
     #[arg(long = "allow-override", value_name = "NAME", global = true)]
     allow_override: Vec<String>,
@@ -190,12 +196,19 @@ fn build_registry(global: &Global) -> Result<Registry> {
                 });
         mount.host_path = dir;
     }
-    // --allow-env is the operator speaking: it adds to the defaults and to every
-    // per-tool env list.
+    // --allow-env and --allow-net are the operator speaking: they add to the defaults and
+    // to every per-tool list.
     policy.defaults.env.extend(global.allow_env.iter().cloned());
+    policy
+        .defaults
+        .network
+        .extend(global.allow_net.iter().cloned());
     for tool in policy.tools.values_mut() {
         if let Some(env) = &mut tool.env {
             env.extend(global.allow_env.iter().cloned());
+        }
+        if let Some(network) = &mut tool.network {
+            network.extend(global.allow_net.iter().cloned());
         }
     }
     let mut options = RegistryOptions::new(policy);
@@ -467,4 +480,8 @@ fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serd
         "available": grants.unavailable_reason().is_none(),
         "reason": grants.unavailable_reason(),
     }))
+}
+
+fn parse_destination(s: &str) -> Result<hermetic::policy::network::Destination, String> {
+    hermetic::policy::network::Destination::parse(s).map_err(|e| e.to_string())
 }

@@ -6,12 +6,11 @@ use crate::declaration::{self, Declaration, DeclarationError};
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
-use crate::sandbox::{self, CallSetup, CallState, SandboxError};
+use crate::sandbox::{self, CallSetup, CallState, Linkers, SandboxError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::Linker;
 
 /// Deadline for `schema()` and `check()`: metadata calls must be quick.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
@@ -143,7 +142,7 @@ impl std::fmt::Debug for LoadedTool {
 /// See [`LoadError`]; every variant says what is wrong with the component.
 pub fn load(
     runtime: &Runtime,
-    linker: &Linker<CallState>,
+    linkers: &Linkers,
     bytes: &[u8],
     source: ToolSource,
     metadata_grants: &EffectiveGrants,
@@ -151,9 +150,10 @@ pub fn load(
     use sha2::Digest;
     let declaration = read_declaration(bytes)?;
     let component = runtime.compile(bytes)?;
-    let pre = linker
+    let pre = linkers
+        .for_declaration(&declaration)
         .instantiate_pre(&component)
-        .map_err(|e| LoadError::Link(format!("{e:#}")))?;
+        .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?;
     let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
@@ -213,6 +213,16 @@ pub fn load(
         digest: format!("{:x}", sha2::Sha256::digest(bytes)),
         name,
     })
+}
+
+/// Adds what to do about a missing import the host *can* provide when declared.
+fn link_hint(declaration: &Declaration, message: String) -> String {
+    if message.contains("wasi:http/") && declaration.capabilities.network.is_empty() {
+        return format!(
+            "{message} (wasi:http is only linked for tools that declare network destinations in `capabilities.network`)"
+        );
+    }
+    message
 }
 
 /// How a sandboxed call ended, short of returning.

@@ -6,8 +6,8 @@
 use crate::declaration::Access;
 use crate::policy::network::{Destination, DestinationError};
 use crate::policy::{
-    ClockPolicy, GrantOverride, GrantSet, LimitOverride, MountGrant, OperatorPolicy, TenantLimits,
-    TenantMount, TenantPolicy,
+    ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
+    OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -139,6 +139,17 @@ struct LimitsToml {
     max_concurrent: Option<usize>,
     queue_timeout_ms: Option<u64>,
     output_bytes: Option<usize>,
+    #[serde(default)]
+    http: HttpLimitsToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HttpLimitsToml {
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    between_bytes_timeout_ms: Option<u64>,
+    max_response_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -360,6 +371,12 @@ fn grant_override(
             max_concurrent: l.max_concurrent,
             queue_timeout_ms: l.queue_timeout_ms,
             output_bytes: l.output_bytes,
+            http: HttpLimitOverride {
+                connect_timeout_ms: l.http.connect_timeout_ms,
+                first_byte_timeout_ms: l.http.first_byte_timeout_ms,
+                between_bytes_timeout_ms: l.http.between_bytes_timeout_ms,
+                max_response_bytes: l.http.max_response_bytes,
+            },
         },
     })
 }

@@ -6,7 +6,7 @@ use crate::component::{self, LoadError, LoadedTool, ToolSource};
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::policy::{self, EffectiveGrants, OperatorPolicy};
 use crate::policy_file::Secrets;
-use crate::sandbox::{self, CallState, SandboxError};
+use crate::sandbox::{self, SandboxError};
 use crate::slots::Slots;
 use crate::toolsets::Toolsets;
 use serde::Serialize;
@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use wasmtime::component::Linker;
 
 /// How long a `check()` result is reused.
 pub const CHECK_TTL: Duration = Duration::from_secs(30);
@@ -195,7 +194,7 @@ impl Entry {
 /// The registry: loaded tools, their grants and availability. Cheap to share (`Arc`).
 pub struct Registry {
     pub(crate) runtime: Runtime,
-    linker: Linker<CallState>,
+    linkers: sandbox::Linkers,
     pub(crate) entries: RwLock<BTreeMap<String, Arc<Entry>>>,
     policy: OperatorPolicy,
     pub(crate) secrets: Secrets,
@@ -225,7 +224,7 @@ impl Registry {
     /// If the engine or linker cannot be built.
     pub fn new(options: RegistryOptions) -> Result<Self, RegistryError> {
         let runtime = Runtime::new(options.engine)?;
-        let linker = sandbox::linker(&runtime)?;
+        let linkers = sandbox::Linkers::new(&runtime)?;
         let nothing = crate::declaration::Declaration {
             name: "metadata".into(),
             toolset: "metadata".into(),
@@ -251,7 +250,7 @@ impl Registry {
             .collect();
         Ok(Self {
             runtime,
-            linker,
+            linkers,
             entries: RwLock::new(BTreeMap::new()),
             policy: options.policy,
             secrets: options.secrets,
@@ -281,7 +280,7 @@ impl Registry {
     pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
         component::load(
             &self.runtime,
-            &self.linker,
+            &self.linkers,
             bytes,
             source,
             &self.metadata_grants,
