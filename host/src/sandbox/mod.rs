@@ -97,6 +97,10 @@ pub enum SandboxError {
     /// Linking the host interfaces failed (a bug, not a guest problem).
     #[error("linking host interfaces: {0}")]
     Link(String),
+    /// The store refused the fuel budget (fuel metering misconfigured; not a guest
+    /// problem).
+    #[error("setting the fuel budget: {0}")]
+    Fuel(String),
 }
 
 /// Per-call state held by the [`Store`].
@@ -404,7 +408,7 @@ pub fn store(
     if runtime.meters_fuel() {
         store
             .set_fuel(grants.limits.fuel.unwrap_or(u64::MAX))
-            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+            .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
     }
     store.limiter(|s| &mut s.limiter);
     match setup.cancel {
