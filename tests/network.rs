@@ -11,8 +11,8 @@
 )]
 
 use hermetic::component::ToolSource;
-use hermetic::{CallOptions, Registry, RegistryOptions};
-use hermetic_tests::{call, engine_config, error_of, fixture, guest, tools_dir};
+use hermetic::{CallOptions, Registry};
+use hermetic_tests::{call, error_of, fixture, guest, policy_registry, tools_dir};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -146,14 +146,7 @@ fn registry(policy: &str) -> (tempfile::TempDir, Registry) {
         "WEATHER_API_KEY = \"k-123\"\n",
     )
     .unwrap();
-    let path = root.path().join("policy.toml");
-    std::fs::write(&path, policy).unwrap();
-    let loaded = hermetic::policy_file::load(&path, root.path()).unwrap();
-    let mut options = RegistryOptions::new(loaded.policy);
-    options.secrets = loaded.secrets;
-    options.engine = engine_config();
-    let registry = Registry::new(options).unwrap();
-    assert_eq!(registry.add_bundled(), vec![]);
+    let registry = policy_registry(root.path(), policy, true);
     let dir = tools_dir(&["netprobe", "echo"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     (root, registry)
