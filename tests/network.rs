@@ -18,7 +18,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 const PAGE: &str = "<!doctype html><html><head><title>Loopback page</title>\
     <script>document.write('script text')</script></head>\
@@ -28,6 +29,8 @@ const PAGE: &str = "<!doctype html><html><head><title>Loopback page</title>\
 struct Server {
     port: u16,
     connections: Arc<AtomicUsize>,
+    /// Told when a `/hang` request arrives, and again when its client hangs up.
+    hang: mpsc::Receiver<&'static str>,
 }
 
 impl Server {
@@ -37,14 +40,20 @@ impl Server {
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
         let count = connections.clone();
+        let (hang_tx, hang) = mpsc::channel();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 count.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || serve(stream, away));
+                let hang_tx = hang_tx.clone();
+                std::thread::spawn(move || serve(stream, away, &hang_tx));
             }
         });
-        Server { port, connections }
+        Server {
+            port,
+            connections,
+            hang,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -56,7 +65,7 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, away: Option<u16>) {
+fn serve(stream: TcpStream, away: Option<u16>, hang: &mpsc::Sender<&'static str>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() {
@@ -127,6 +136,14 @@ fn serve(stream: TcpStream, away: Option<u16>) {
             let _ = out.write_all(b"only ten b");
             let _ = out.flush();
             std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        }
+        "/hang" => {
+            // Never answer; report when the client gives up on the connection.
+            let _ = hang.send("request");
+            let mut rest = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut reader, &mut rest);
+            let _ = hang.send("closed");
             Ok(())
         }
         "/slow-head" => {
@@ -344,6 +361,35 @@ max_timeout_ms = 500
         error.contains("timeout: timed out") || error.contains("time limit exceeded"),
         "{error}"
     );
+    healthy(&registry);
+}
+
+#[test]
+fn cancelling_a_call_abandons_its_request_in_flight() {
+    let server = Server::start(None);
+    let (_root, registry) = registry(&format!(
+        "[tools.netprobe]\nnetwork = [\"http://127.0.0.1:{}\"]\n",
+        server.port
+    ));
+    let token = hermetic::CancelToken::new();
+    let options = CallOptions {
+        cancel: Some(token.clone()),
+        ..CallOptions::default()
+    };
+    let args = json!({"url": server.url("/hang")}).to_string();
+    std::thread::scope(|s| {
+        let call = s.spawn(|| registry.call("netprobe", &args, &options));
+        assert_eq!(server.hang.recv().unwrap(), "request");
+        let cancelled_at = Instant::now();
+        token.cancel();
+        let out: Value = serde_json::from_str(&call.join().unwrap()).unwrap();
+        assert!(error_of(&out).contains("cancelled"), "{out}");
+        // The guest sat in a host call, out of reach of epoch interruption: without the
+        // request watching the token, it would wait for the 30 s first-byte timeout.
+        // 15 s is a bound on that, not a speed goal.
+        assert!(cancelled_at.elapsed() < Duration::from_secs(15));
+        assert_eq!(server.hang.recv().unwrap(), "closed");
+    });
     healthy(&registry);
 }
 

@@ -20,6 +20,7 @@
 //! because that one resolves and connects by name in one step, leaving no point at
 //! which to vet the address.
 
+use super::CancelToken;
 use crate::policy::HttpLimits;
 use crate::policy::network::{Destination, HostPattern, Scheme};
 use bytes::Bytes;
@@ -44,12 +45,14 @@ pub struct HttpState {
 }
 
 impl HttpState {
-    /// State for a call that may reach `grants`, with `limits`, until `deadline`.
+    /// State for a call that may reach `grants`, with `limits`, until `deadline` or
+    /// until `cancel` is cancelled.
     pub fn new(
         tool: Arc<str>,
         grants: Vec<Destination>,
         limits: HttpLimits,
         deadline: Instant,
+        cancel: Option<CancelToken>,
     ) -> Self {
         Self {
             ctx: WasiHttpCtx::new(),
@@ -58,6 +61,7 @@ impl HttpState {
                 grants: grants.into(),
                 limits,
                 deadline,
+                cancel,
             },
         }
     }
@@ -65,7 +69,13 @@ impl HttpState {
     /// State that refuses every request (a tool linked with wasi:http whose call was
     /// granted no destination).
     pub fn deny_all(tool: Arc<str>) -> Self {
-        Self::new(tool, Vec::new(), HttpLimits::default(), Instant::now())
+        Self::new(
+            tool,
+            Vec::new(),
+            HttpLimits::default(),
+            Instant::now(),
+            None,
+        )
     }
 }
 
@@ -75,6 +85,24 @@ pub struct Egress {
     grants: Arc<[Destination]>,
     limits: HttpLimits,
     deadline: Instant,
+    cancel: Option<CancelToken>,
+}
+
+/// How often a request waiting on the network looks at its call's cancel token. A guest
+/// blocked in a host call is out of reach of epoch interruption, so the request itself
+/// has to notice.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// Resolves once `token` is cancelled; never without a token.
+async fn cancelled(token: Option<CancelToken>) {
+    match token {
+        Some(token) => {
+            while !token.is_cancelled() {
+                tokio::time::sleep(CANCEL_POLL).await;
+            }
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Where a vetted request goes.
@@ -112,17 +140,17 @@ impl WasiHttpHooks for Egress {
         let timeouts = Timeouts::new(&self.limits, options, self.deadline);
         let max_body = self.limits.max_response_bytes;
         let tool = self.tool.clone();
+        let cancel = self.cancel.clone();
         Box::new(async move {
             let target = target?;
             let deadline = tokio::time::Instant::from_std(timeouts.deadline);
-            match tokio::time::timeout_at(
+            let send = tokio::time::timeout_at(
                 deadline,
-                send(&tool, target, request, timeouts, max_body),
-            )
-            .await
-            {
-                Ok(result) => result,
-                Err(_) => Err(Error::HttpResponseTimeout),
+                send(&tool, target, request, timeouts, max_body, cancel.clone()),
+            );
+            tokio::select! {
+                result = send => result.unwrap_or(Err(Error::HttpResponseTimeout)),
+                () = cancelled(cancel) => Err(Error::ConnectionTerminated),
             }
         })
     }
@@ -195,6 +223,7 @@ async fn send(
     mut request: http::Request<WasiBody>,
     timeouts: Timeouts,
     max_body: u64,
+    cancel: Option<CancelToken>,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -277,6 +306,7 @@ async fn send(
             between_bytes: timeouts.between_bytes,
             idle: Box::pin(tokio::time::sleep(timeouts.between_bytes)),
             total: Box::pin(tokio::time::sleep_until(deadline)),
+            cancel: cancel.map(|token| (token, Box::pin(tokio::time::interval(CANCEL_POLL)))),
         }
         .boxed_unsync()
     });
@@ -339,7 +369,7 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector, Error> {
 }
 
 /// A response body that fails once it passes `max` bytes, goes quiet for longer than
-/// `between_bytes`, or reaches the call's deadline.
+/// `between_bytes`, reaches the call's deadline, or its call is cancelled.
 struct CappedBody {
     inner: hyper::body::Incoming,
     remaining: u64,
@@ -347,6 +377,7 @@ struct CappedBody {
     between_bytes: Duration,
     idle: Pin<Box<tokio::time::Sleep>>,
     total: Pin<Box<tokio::time::Sleep>>,
+    cancel: Option<(CancelToken, Pin<Box<tokio::time::Interval>>)>,
 }
 
 impl Body for CappedBody {
@@ -379,6 +410,14 @@ impl Body for CappedBody {
                 }
                 if this.idle.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(Some(Err(Error::ConnectionReadTimeout)));
+                }
+                if let Some((token, tick)) = &mut this.cancel {
+                    // Each ready tick re-arms the timer; the loop leaves it pending.
+                    while tick.as_mut().poll_tick(cx).is_ready() {
+                        if token.is_cancelled() {
+                            return Poll::Ready(Some(Err(Error::ConnectionTerminated)));
+                        }
+                    }
                 }
                 Poll::Pending
             }
@@ -500,6 +539,7 @@ mod tests {
                 .collect(),
             HttpLimits::default(),
             Instant::now() + Duration::from_secs(5),
+            None,
         )
         .hooks
     }

@@ -401,6 +401,7 @@ pub fn store(
                 grants.network.clone(),
                 grants.limits.http,
                 Instant::now() + timeout,
+                setup.cancel.clone(),
             ))
         }),
     };

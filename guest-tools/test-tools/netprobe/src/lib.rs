@@ -62,7 +62,7 @@ hermetic_sdk::export_tool!(
 name = "netprobe"
 toolset = "test"
 description = "Fetch a URL (hostile network test tool)"
-timeout_ms = 10000
+timeout_ms = 120000
 
 [capabilities]
 network = ["http://*:*", "https://*:*"]
