@@ -6,7 +6,7 @@ use crate::declaration::{self, Declaration, DeclarationError};
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
-use crate::sandbox::{self, CallSetup, CallState, Linkers, SandboxError};
+use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -276,7 +276,9 @@ impl LoadedTool {
         let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
             u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
         });
-        if setup.cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+        let cancel = setup.cancel.clone();
+        let is_cancelled = || cancel.as_ref().is_some_and(CancelToken::is_cancelled);
+        if is_cancelled() {
             return Err(CallFailure::Cancelled);
         }
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
@@ -286,6 +288,12 @@ impl LoadedTool {
             .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
         let result = result.map_err(|e| classify(e, store.data(), grants, timeout_ms));
         log_output(&self.name, store.data());
+        // A guest woken from a host call by the cancellation (an abandoned HTTP request)
+        // may return — an error, or a result built around the failed request — before
+        // the next epoch tick: the call was still cancelled, and says so.
+        if result.is_ok() && is_cancelled() {
+            return Err(CallFailure::Cancelled);
+        }
         result
     }
 
