@@ -850,7 +850,7 @@ fn http_requests_without_a_known_token_are_401_with_a_bearer_challenge() {
         &Target::Http(&server),
         &["--token", "hmt_not_a_token"],
     ));
-    assert_eq!(running.report(), json!({"refused": true, "saw_401": true}));
+    assert_eq!(running.report(), json!({"refused": true, "statuses": [401]}));
 }
 
 #[test]
@@ -1003,8 +1003,9 @@ fn serve_refuses_a_non_loopback_address_without_tokens() {
     );
 }
 
-#[test]
-fn http_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+/// SIGTERM while spin_long runs: the call finishes with its own result, the server
+/// exits 0.
+fn shutdown_lets_the_call_finish(mode: &str) {
     let dirs = Dirs::new(TEST_TOOLS);
     // spin_long runs until its deadline: 3 s here, well inside the shutdown grace.
     let policy = tenants_policy(&dirs, "[tools.spin_long.limits]\nmax_timeout_ms = 3000\n");
@@ -1012,7 +1013,7 @@ fn http_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
         HttpServer::start_with(policy_args(&dirs, &policy), &["--shutdown-grace", "60"]);
     let mut running = Running::spawn(client_with(
         "long_call",
-        "auto",
+        mode,
         &Target::Http(&server),
         &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
     ));
@@ -1028,6 +1029,16 @@ fn http_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
         "{}",
         server.log.text()
     );
+}
+
+#[test]
+fn http_modern_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("auto");
+}
+
+#[test]
+fn http_legacy_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("legacy");
 }
 
 /// Runs `hermetic audit verify` on `file`: (exit code, stdout).

@@ -53,6 +53,10 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8788";
 /// epoch tick, so this only bounds a wedged host call.
 const CALLS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long, after the calls in flight ended at shutdown, their responses may take to
+/// reach the clients before the sessions (and their streams) end.
+const RESPONSES_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Pause after a failed `accept` before the next one.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -152,6 +156,9 @@ struct Front {
     mcp: StreamableHttpService<super::McpHandler, LocalSessionManager>,
     allow: AllowList,
     sessions: SessionOwners,
+    /// POST responses not yet fully sent (a call's result may still be on its way
+    /// after the call ended): shutdown waits for them before ending the sessions.
+    responses: tokio_util::task::TaskTracker,
 }
 
 /// Serves MCP at `http://<listener address>/mcp` (and the approvals endpoint) until
@@ -185,6 +192,7 @@ pub async fn serve(
             pruned_at: Mutex::new(0),
             manager,
         },
+        responses: tokio_util::task::TaskTracker::new(),
     });
     loop {
         let stream = tokio::select! {
@@ -235,7 +243,11 @@ pub async fn serve(
         "shutting down: waiting up to {} s for calls in flight",
         grace.as_secs_f64()
     );
-    server.drain(grace).await;
+    if server.drain(grace).await {
+        // The calls returned; let their results reach the clients.
+        front.responses.close();
+        let _ = tokio::time::timeout(RESPONSES_GRACE, front.responses.wait()).await;
+    }
     // Ends the sessions, which cancels the calls still running; let them finish so
     // their sandboxes are torn down before we return.
     sessions_end.cancel();
@@ -313,6 +325,7 @@ impl Front {
         }
         request.extensions_mut().insert(Tenant(tenant.id.clone()));
         let delete = request.method() == Method::DELETE;
+        let post = request.method() == Method::POST;
         let mut response = if tenant.limiter.is_some() && request.method() == Method::POST {
             let (parts, body) = request.into_parts();
             let body = match Limited::new(body, MAX_BODY).collect().await {
@@ -353,6 +366,19 @@ impl Front {
             if response.status() == StatusCode::ACCEPTED {
                 *response.status_mut() = StatusCode::NO_CONTENT;
             }
+        }
+        if post {
+            // Counted until hyper drops the body, i.e. until it was sent (or the
+            // client went away). GET streams are left out: they last as long as
+            // their session.
+            let sending = self.responses.token();
+            response = response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _ = &sending;
+                    frame
+                })
+                .boxed()
+            });
         }
         response
     }
