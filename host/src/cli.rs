@@ -492,6 +492,14 @@ fn serve(
         }
         anyhow::Ok(())
     });
+    if let Some(audit) = server.audit() {
+        // The head to record elsewhere: `audit verify --head` then catches a cut tail.
+        let (lines, head) = audit.head();
+        eprintln!(
+            "hermetic: audit log {}: {lines} lines, head {head}",
+            audit.path().display()
+        );
+    }
     // Calls still running were cancelled with their sessions (after the shutdown
     // grace); do not wait for blocked stdin reads.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -547,6 +547,59 @@ mod tests {
     }
 
     #[test]
+    fn the_example_s_server_keys_parse_into_the_server_policy() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("secrets.toml"), "").unwrap();
+        let server = parse_in(dir.path(), include_str!("../policy.example.toml"))
+            .unwrap()
+            .server;
+        let digest = |token: &str| -> TokenDigest {
+            use sha2::Digest;
+            sha2::Sha256::digest(token.as_bytes()).into()
+        };
+        assert_eq!(
+            server.tenant_tokens["acme"],
+            [digest("hmt_example_acme_token_do_not_use")]
+        );
+        assert_eq!(
+            server.admin_tokens,
+            [digest("hmt_example_admin_token_do_not_use")]
+        );
+        assert_eq!(server.calls_per_minute["acme"], 120);
+        assert_eq!(server.allowed_hosts, ["mcp.example.com"]);
+        assert_eq!(server.allowed_origins, ["https://console.example.com"]);
+        assert_eq!(server.audit_file, Some(dir.path().join("audit.jsonl")));
+        assert_eq!(server.shutdown_grace_secs, Some(30));
+    }
+
+    #[test]
+    fn bad_server_keys_are_load_errors_that_say_what_to_write() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let err = |text: &str| parse_in(dir.path(), text).unwrap_err().to_string();
+        let digest = "a".repeat(64);
+        assert!(err("[tenants.a]\ntoken_sha256 = [\"abc\"]").contains("hermetic token hash"));
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{}\"]",
+                "g".repeat(64)
+            ))
+            .contains("only hex digits")
+        );
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{digest}\"]\n[server]\nadmin_token_sha256 = [\"{digest}\"]"
+            ))
+            .contains("used twice")
+        );
+        assert!(err("[tenants.a.limits]\ncalls_per_minute = 0").contains("at least 1"));
+        assert!(err("[server]\nlisten = \"0.0.0.0:80\"").contains("listen"));
+        // Without any of them: no tokens, nothing else.
+        let none = parse_in(dir.path(), "").unwrap().server;
+        assert_eq!(none, ServerPolicy::default());
+    }
+
+    #[test]
     fn mount_paths_are_canonical() {
         let dir = tempfile::TempDir::new().unwrap();
         std::fs::create_dir_all(dir.path().join("a/b")).unwrap();

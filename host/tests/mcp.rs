@@ -850,7 +850,10 @@ fn http_requests_without_a_known_token_are_401_with_a_bearer_challenge() {
         &Target::Http(&server),
         &["--token", "hmt_not_a_token"],
     ));
-    assert_eq!(running.report(), json!({"refused": true, "statuses": [401]}));
+    assert_eq!(
+        running.report(),
+        json!({"refused": true, "statuses": [401]})
+    );
 }
 
 #[test]

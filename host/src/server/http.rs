@@ -373,10 +373,10 @@ impl Front {
             // their session.
             let sending = self.responses.token();
             response = response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _ = &sending;
-                    frame
-                })
+                Tracked {
+                    inner: body,
+                    _sending: sending,
+                }
                 .boxed()
             });
         }
@@ -482,6 +482,34 @@ impl Front {
                 response
             }
         }
+    }
+}
+
+/// A response body that holds a [`TaskTracker`](tokio_util::task::TaskTracker) token
+/// until it is dropped (sent in full, or abandoned). Forwards the size hint, so a JSON
+/// response keeps its `Content-Length`.
+struct Tracked {
+    inner: Body,
+    _sending: tokio_util::task::task_tracker::TaskTrackerToken,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

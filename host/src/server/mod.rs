@@ -9,6 +9,12 @@
 //! registry in step with the tools directories and [`McpServer::notify_tools_changed`]
 //! tells connected clients.
 //!
+//! Over HTTP, [`auth`] maps bearer tokens to tenants, rate-limits tools/call and holds
+//! the `Host`/`Origin` allow-list; [`audit`] writes the hash-chained audit log;
+//! [`approvals`] asks a human about dangerous commands through MCP elicitation or the
+//! operator console's HTTP endpoint. A shutdown lets calls in flight finish
+//! ([`McpServer::drain`]) and runs the [`McpServer::on_shutdown`] hooks.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use hermetic::server::{McpServer, ServeOptions};
