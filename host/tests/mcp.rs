@@ -1156,3 +1156,39 @@ fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_line
     assert_eq!(audit_verify(&cut, &["--min-lines", "4"]).0, 1);
     assert_eq!(audit_verify(&audit, &["--head", head]).0, 0);
 }
+
+#[test]
+fn http_a_tenant_over_its_max_concurrent_calls_gets_a_concurrency_error() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let policy = tenants_policy(
+        &dirs,
+        "[tenants.globex.limits]\nmax_concurrent = 1\n[defaults.limits]\nqueue_timeout_ms = 100\n",
+    );
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    // spin_long holds globex's only slot until it is cancelled.
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        "auto",
+        &Target::Http(&server),
+        &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
+    ));
+    running.wait_line("STARTED");
+    let call = |token: &str| {
+        let reply = mcp_raw(
+            &server,
+            Some(token),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+            &[],
+        );
+        let reply: Value = serde_json::from_str(reply.body.trim()).unwrap();
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let refused = call(GLOBEX_TOKEN);
+    assert_eq!(refused["limit"], "concurrency", "{refused}");
+    let _ = running.child.kill();
+}
