@@ -411,6 +411,24 @@ mod tests {
     }
 
     #[test]
+    fn the_gate_waits_for_the_console_through_the_mcp_approver() {
+        use crate::approval::{ApprovalConfig, ApprovalContext, ApprovalGate, Outcome};
+        let broker = Arc::new(ApprovalBroker::new());
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(Arc::new(McpApprover::new(None, Some(broker.clone()))));
+        let checker = std::thread::spawn(move || {
+            gate.check(&ApprovalContext::new("acme", "s1"), "rm -rf build")
+        });
+        let pending = wait_pending(&broker);
+        assert_eq!(pending.command, "rm -rf build");
+        broker.answer(pending.id, Answer::Deny).unwrap();
+        let verdict = checker.join().unwrap();
+        assert!(!verdict.approved);
+        assert_eq!(verdict.outcome, Outcome::Denied);
+    }
+
+    #[test]
     fn with_nobody_to_ask_the_answer_is_unavailable() {
         let approver = McpApprover::new(None, None);
         let answer = approver

@@ -613,6 +613,46 @@ mod tests {
     }
 
     #[test]
+    fn the_observer_records_the_gate_s_request_and_answer_with_secrets_redacted() {
+        use crate::approval::{
+            Answer, ApprovalConfig, ApprovalContext, ApprovalGate, ScriptedApprover,
+        };
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = std::sync::Arc::new(AuditLog::open(&path).unwrap().with_redactions(["hunter2"]));
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(std::sync::Arc::new(
+                ScriptedApprover::new([Answer::Once]).asynchronous(),
+            ))
+            .with_observer(std::sync::Arc::new(AuditObserver(log.clone())));
+        let verdict = gate.check(
+            &ApprovalContext::new("acme", "s1"),
+            "rm -rf build --password=hunter2",
+        );
+        assert!(verdict.approved);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("hunter2"), "{text}");
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), 2, "{text}");
+        assert_eq!(records[0]["kind"], "approval_request");
+        assert_eq!(records[0]["tenant"], "acme");
+        assert_eq!(records[0]["session"], "s1");
+        assert_eq!(
+            records[0]["detail"]["command"],
+            "rm -rf build --password=[REDACTED]"
+        );
+        assert_eq!(records[0]["detail"]["rules"][0], "fs.rm_recursive");
+        assert_eq!(records[1]["kind"], "approval_answer");
+        assert_eq!(records[1]["outcome"], "approved_once");
+        assert_eq!(records[1]["detail"]["approved"], true);
+        assert_eq!(verify(&path).unwrap().lines, 2);
+    }
+
+    #[test]
     fn times_are_rfc3339_utc() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_028_526_123);
         assert_eq!(rfc3339(t), "2026-11-30T08:48:46.123Z");

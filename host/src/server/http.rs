@@ -73,30 +73,44 @@ type Body = BoxBody<Bytes, Infallible>;
 
 /// The rmcp tower service for `server`: one [`super::McpHandler`] per session (or per
 /// request for sessionless clients), without the front described in the module docs
-/// (no tokens, allow-list, session ownership or rate limit: set a [`Tenant`] extension
-/// yourself). Mount it at [`MCP_PATH`] in your own HTTP stack, or use [`serve`].
+/// (no tokens, session ownership or rate limit: set a [`Tenant`] extension yourself).
+/// It keeps rmcp's own DNS-rebinding check: only loopback `Host` names. Mount it at
+/// [`MCP_PATH`] in your own HTTP stack, or use [`serve`].
 pub fn service(
     server: &McpServer,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<super::McpHandler, LocalSessionManager> {
-    service_with(server, shutdown, Arc::new(LocalSessionManager::default()))
+    let config = config(shutdown);
+    let factory = server.clone();
+    StreamableHttpService::new(
+        move || Ok(factory.handler(None)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
 }
 
-fn service_with(
+fn config(shutdown: CancellationToken) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
+        // Sessionless requests whose handler emits nothing before the result get a
+        // plain JSON response instead of an SSE stream: cheaper for both sides.
+        .with_json_response(true)
+        .with_cancellation_token(shutdown)
+}
+
+/// [`service`] behind [`serve`]'s front, which checks `Host` against the operator's
+/// allow-list (which may name more than loopback): rmcp's fixed loopback check would
+/// undo that, so it is off here.
+fn fronted_service(
     server: &McpServer,
     shutdown: CancellationToken,
     sessions: Arc<LocalSessionManager>,
 ) -> StreamableHttpService<super::McpHandler, LocalSessionManager> {
     let factory = server.clone();
-    let config = StreamableHttpServerConfig::default()
-        // Sessionless requests whose handler emits nothing before the result get a
-        // plain JSON response instead of an SSE stream: cheaper for both sides.
-        .with_json_response(true)
-        .with_cancellation_token(shutdown)
-        // The front checks Host against the operator's allow-list (which may name
-        // more than loopback); rmcp's fixed loopback check would undo that.
-        .disable_allowed_hosts();
-    StreamableHttpService::new(move || Ok(factory.handler(None)), sessions, config)
+    StreamableHttpService::new(
+        move || Ok(factory.handler(None)),
+        sessions,
+        config(shutdown).disable_allowed_hosts(),
+    )
 }
 
 /// Which tenant created each legacy MCP session, so no other tenant can use it.
@@ -185,7 +199,7 @@ pub async fn serve(
     let sessions_end = CancellationToken::new();
     let front = Arc::new(Front {
         server: server.clone(),
-        mcp: service_with(server, sessions_end.clone(), manager.clone()),
+        mcp: fronted_service(server, sessions_end.clone(), manager.clone()),
         allow: AllowList::new(bound, &access.allowed_hosts, &access.allowed_origins),
         sessions: SessionOwners {
             owners: Mutex::new(HashMap::new()),
