@@ -217,3 +217,178 @@ fn shutdown_hooks_run_when_the_server_stops() {
     running.stop();
     assert!(ran.load(Ordering::SeqCst));
 }
+
+// ── Elicitation with the official Python SDK ─────────────────────────────────────────
+//
+// No tool on this branch raises approvals yet (the terminal tool will), so a small MCP
+// server whose one tool asks the question through `McpApprover` — exactly what a call
+// does when the gate asks its `CallOptions::approver` — stands in for it. The client
+// is tests/mcp/client.py's `elicit` scenario, the same one that will drive the
+// terminal tool.
+
+mod elicitation {
+    use super::*;
+    use hyper_util::rt::TokioIo;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::RequestContext;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::{ErrorData, RoleServer, ServerHandler};
+    use std::path::Path;
+    use std::process::Command;
+
+    #[derive(Clone)]
+    struct Asker;
+
+    impl ServerHandler for Asker {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let schema = json!({"type": "object", "properties": {}});
+            let schema = schema.as_object().unwrap().clone();
+            Ok(ListToolsResult::with_all_items(vec![Tool::new_with_raw(
+                "approve_me",
+                None,
+                Arc::new(schema),
+            )]))
+        }
+
+        async fn call_tool(
+            &self,
+            _request: CallToolRequestParams,
+            context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            // No console: a client that cannot be asked gets Unavailable.
+            let approver = McpApprover::new(Some(&context.peer), None);
+            let answer = tokio::task::spawn_blocking(move || {
+                approver.request(&request("rm -rf build"), Instant::now() + HANG_GUARD)
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            let text = json!({ "answer": answer }).to_string();
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        }
+    }
+
+    /// Serves [`Asker`] on loopback; returns the URL. The runtime lives as long as the
+    /// test process.
+    fn start() -> String {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let service = StreamableHttpService::new(
+                    || Ok(Asker),
+                    Arc::new(LocalSessionManager::default()),
+                    StreamableHttpServerConfig::default(),
+                );
+                loop {
+                    let (stream, _) = listener.accept().await.unwrap();
+                    let service = service.clone();
+                    tokio::spawn(async move {
+                        let route = hyper::service::service_fn(move |request| {
+                            let service = service.clone();
+                            async move {
+                                Ok::<_, std::convert::Infallible>(service.handle(request).await)
+                            }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), route)
+                            .await;
+                    });
+                }
+            });
+        });
+        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
+        format!("http://{addr}/mcp")
+    }
+
+    /// Runs the `elicit` scenario; returns its report.
+    fn elicit(mode: &str, answer: &str) -> Value {
+        let url = start();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py");
+        let out = Command::new("python3")
+            .arg(script)
+            .args([
+                "elicit",
+                mode,
+                "--url",
+                &url,
+                "--call",
+                "approve_me",
+                "--elicit",
+                answer,
+            ])
+            .output()
+            .expect("python3 with the MCP SDK (.ci/run installs it)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_client_that_elicits_approves_once() {
+        let report = elicit("legacy", "once");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "once"}),
+            "{report:#}"
+        );
+        let seen = &report["elicitations"][0];
+        assert!(
+            seen["message"].as_str().unwrap().contains("rm -rf build"),
+            "{report:#}"
+        );
+        assert!(
+            seen["message"]
+                .as_str()
+                .unwrap()
+                .contains("fs.rm_recursive"),
+            "{report:#}"
+        );
+    }
+
+    #[test]
+    fn a_client_that_declines_denies() {
+        let report = elicit("legacy", "decline");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "deny"}),
+            "{report:#}"
+        );
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_2026_client_cannot_be_asked_mid_call_so_nobody_answers() {
+        // 2026-07-28 forbids server-to-client requests: no elicitation is sent, and
+        // with no console the answer is Unavailable (the gate then denies).
+        let report = elicit("auto", "once");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "unavailable"}),
+            "{report:#}"
+        );
+        assert_eq!(report["elicitations"], json!([]));
+    }
+}
