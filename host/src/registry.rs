@@ -268,6 +268,11 @@ impl Registry {
         &self.policy
     }
 
+    /// The secret values env grants draw from (e.g. to redact them from logs).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// The engine runtime.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
@@ -479,6 +484,16 @@ impl Registry {
     /// cached answer is older than [`CHECK_TTL`]. `None` for an unknown tool.
     pub fn availability(&self, name: &str) -> Option<Availability> {
         self.availability_for(name, "")
+    }
+
+    /// The grants a tool's calls run with for `tenant` (as decided at registration);
+    /// `None` when the tenant may not see the tool or it does not exist. For audit
+    /// records and diagnostics: the call path uses them in place.
+    pub fn grants_for(&self, name: &str, tenant: &str) -> Option<EffectiveGrants> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        Some(self.entry(name)?.scope(tenant)?.grants.clone())
     }
 
     /// [`Registry::availability`] for a tenant; `None` also when the tenant may not see
