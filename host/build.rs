@@ -16,6 +16,7 @@ const BUNDLED: &[&str] = &[
     "weather",
     "terminal",
     "process",
+    "web_extract",
 ];
 
 fn main() {

@@ -7,8 +7,8 @@
     reason = "tests"
 )]
 
-use hermetic::{CallOptions, Registry, RegistryOptions};
-use hermetic_tests::{call, engine_config, error_of, tools_dir};
+use hermetic::{CallOptions, Registry};
+use hermetic_tests::{call, error_of, policy_registry, tools_dir};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ env = []
 
 [tools.weather]
 env = ["WEATHER_API_KEY"]
+network = ["https://api.weatherapi.com"]
 
 [tools.spin_long.limits]
 max_timeout_ms = 1000
@@ -69,18 +70,7 @@ fn setup(policy: &str) -> Setup {
         "WEATHER_API_KEY = \"sekrit\"\n",
     )
     .unwrap();
-    let path = root.path().join("policy.toml");
-    std::fs::write(&path, policy).unwrap();
-    let loaded = hermetic::policy_file::load(&path, root.path()).unwrap();
-    let mut options = RegistryOptions::new(loaded.policy);
-    options.secrets = loaded.secrets;
-    let fuel = options.engine.fuel;
-    options.engine = hermetic::EngineConfig {
-        fuel,
-        ..engine_config()
-    };
-    let registry = Registry::new(options).unwrap();
-    assert_eq!(registry.add_bundled(), vec![]);
+    let registry = policy_registry(root.path(), policy, true);
     let dir = tools_dir(&["echo", "spin", "spin_long", "clock"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     Setup {

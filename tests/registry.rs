@@ -28,6 +28,7 @@ fn bundled_tools_load_out_of_the_box() {
             "search_files",
             "terminal",
             "weather",
+            "web_extract",
             "write_file"
         ]
     );
@@ -35,6 +36,7 @@ fn bundled_tools_load_out_of_the_box() {
         let expected = match t.name.as_str() {
             "weather" => "weather",
             "terminal" | "process" => "terminal",
+            "web_extract" => "web",
             _ => "file",
         };
         assert_eq!(t.toolset, expected, "{}", t.name);

@@ -55,6 +55,12 @@ struct Global {
     #[arg(long = "allow-env", value_name = "VAR", global = true)]
     allow_env: Vec<String>,
 
+    /// Grant network destination DEST (e.g. `https://api.example.com`, `https://*.example.com`,
+    /// `http://127.0.0.1:8080`) to tools that declare it (repeatable). Loopback, private
+    /// and link-local addresses stay refused unless DEST names the address itself.
+    #[arg(long = "allow-net", value_name = "DEST", global = true, value_parser = parse_destination)]
+    allow_net: Vec<hermetic::policy::network::Destination>,
+
     /// Let tool NAME replace a registration from another toolset (repeatable).
     #[arg(long = "allow-override", value_name = "NAME", global = true)]
     allow_override: Vec<String>,
@@ -110,6 +116,12 @@ enum Command {
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
     Approval(crate::cli_approval::ApprovalCommand),
+    /// Make and hash bearer tokens for `hermetic serve --http` (see `token_sha256`).
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Check audit logs.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Serve the tools to agents over MCP: streamable HTTP on 127.0.0.1:8788 unless
     /// told otherwise (the URL is printed on stderr).
     ///
@@ -119,10 +131,29 @@ enum Command {
         /// Serve one client on stdin/stdout (for clients that spawn the host).
         #[arg(long, conflicts_with = "http")]
         stdio: bool,
-        /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). Only
-        /// loopback Host names (localhost, 127.0.0.1, ::1) are accepted.
+        /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). A
+        /// non-loopback ADDR needs tenant tokens in the policy. Accepted Host values:
+        /// localhost, 127.0.0.1 and [::1] with the bound port, the bound address, and
+        /// --allow-host / [server] allowed_hosts.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        /// Also accept this Host header value (`name` or `name:port`; repeatable;
+        /// adds to the policy's [server] allowed_hosts).
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+        /// Also accept this Origin (`scheme://host[:port]`; repeatable; adds to the
+        /// policy's [server] allowed_origins).
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
+        /// Append an audit record per call, policy decision and approval to FILE
+        /// (hash-chained; check it with `hermetic audit verify`). Overrides the
+        /// policy's [server] audit_file.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// On SIGINT/SIGTERM, let calls in flight finish for up to SECS before
+        /// cancelling them (default: the policy's [server] shutdown_grace_secs, else 30).
+        #[arg(long, value_name = "SECS")]
+        shutdown_grace: Option<u64>,
         /// Only these toolsets (comma-separated; default all).
         #[arg(long, value_delimiter = ',', value_name = "A,B")]
         toolsets: Option<Vec<String>>,
@@ -132,6 +163,35 @@ enum Command {
         /// Do not watch the tools directories for changes.
         #[arg(long)]
         no_watch: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Print a fresh random token and the policy line that grants it.
+    New {
+        /// The tenant the line is for (default: a placeholder to fill in).
+        #[arg(long, value_name = "ID")]
+        tenant: Option<String>,
+    },
+    /// Read a token on stdin and print its SHA-256 (what `token_sha256` lists).
+    Hash,
+}
+
+#[derive(Subcommand, Debug)]
+enum AuditCommand {
+    /// Verify an audit log's hash chain. Exit 0 when intact, 1 with the first bad line
+    /// otherwise.
+    Verify {
+        /// The audit log.
+        file: PathBuf,
+        /// Also require the chain to end at this hash (the head recorded earlier:
+        /// catches lines cut off the end).
+        #[arg(long, value_name = "HASH")]
+        head: Option<String>,
+        /// Also require at least N lines (catches lines cut off the end).
+        #[arg(long, value_name = "N")]
+        min_lines: Option<u64>,
     },
 }
 
@@ -194,12 +254,19 @@ fn build_registry(global: &Global) -> Result<Registry> {
                 });
         mount.host_path = dir;
     }
-    // --allow-env is the operator speaking: it adds to the defaults and to every
-    // per-tool env list.
+    // --allow-env and --allow-net are the operator speaking: they add to the defaults and
+    // to every per-tool list.
     policy.defaults.env.extend(global.allow_env.iter().cloned());
+    policy
+        .defaults
+        .network
+        .extend(global.allow_net.iter().cloned());
     for tool in policy.tools.values_mut() {
         if let Some(env) = &mut tool.env {
             env.extend(global.allow_env.iter().cloned());
+        }
+        if let Some(network) = &mut tool.network {
+            network.extend(global.allow_net.iter().cloned());
         }
     }
     let mut options = RegistryOptions::new(policy);
@@ -228,6 +295,12 @@ fn build_registry(global: &Global) -> Result<Registry> {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Approval(command) => return crate::cli_approval::run(command),
+        Command::Token(command) => return token(command),
+        Command::Audit(AuditCommand::Verify {
+            file,
+            head,
+            min_lines,
+        }) => return audit_verify(&file, head.as_deref(), min_lines),
         Command::Tools { json } => {
             let registry = build_registry(&cli.global)?;
             let tools = registry.tools_for(&cli.global.tenant);
@@ -323,17 +396,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             stdio,
             http,
+            allow_hosts,
+            allow_origins,
+            audit,
+            shutdown_grace,
             toolsets,
             disable,
             no_watch,
         } => {
             let registry = std::sync::Arc::new(build_registry(&cli.global)?);
+            // The server's keys of the policy file (tokens, limits, allow-lists).
+            let mut access = match &cli.global.policy {
+                Some(file) => {
+                    let cwd = std::env::current_dir()?;
+                    hermetic::policy_file::load(file, &cwd)?.server
+                }
+                None => hermetic::policy_file::ServerPolicy::default(),
+            };
+            access.allowed_hosts.extend(allow_hosts);
+            access.allowed_origins.extend(allow_origins);
+            let audit = match audit.or_else(|| access.audit_file.clone()) {
+                Some(file) => Some(std::sync::Arc::new(
+                    hermetic::server::audit::AuditLog::open(&file)?
+                        .with_redactions(registry.secrets().values()),
+                )),
+                None => None,
+            };
+            let shutdown_grace = shutdown_grace.or(access.shutdown_grace_secs).map_or(
+                hermetic::server::DEFAULT_SHUTDOWN_GRACE,
+                std::time::Duration::from_secs,
+            );
             let options = hermetic::server::ServeOptions {
                 tenant: cli.global.tenant.clone(),
                 selection: Selection {
                     enabled: toolsets,
                     disabled: disable,
                 },
+                access,
+                audit,
+                shutdown_grace,
             };
             let watch = (!no_watch).then(|| cli.global.tools_dirs.clone());
             let transport = if stdio {
@@ -396,14 +497,16 @@ fn serve(
         match transport {
             Transport::Stdio => stdio::serve(&server, shutdown).await?,
             Transport::Http(addr) => {
+                if !addr.ip().is_loopback() && !server.requires_tokens() {
+                    // Checked again by http::serve; refused here before anything binds.
+                    return Err(hermetic::server::ServeError::Unprotected(addr).into());
+                }
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("cannot listen on {addr}"))?;
                 let bound = listener.local_addr()?;
-                if !bound.ip().is_loopback() {
-                    eprintln!(
-                        "warning: listening on {bound}, but only loopback Host names are accepted"
-                    );
+                if let Some(audit) = server.audit() {
+                    eprintln!("hermetic: audit log {}", audit.path().display());
                 }
                 eprintln!("hermetic: serving MCP at http://{bound}{}", http::MCP_PATH);
                 http::serve(&server, listener, shutdown).await?;
@@ -411,10 +514,95 @@ fn serve(
         }
         anyhow::Ok(())
     });
-    // Calls still running were cancelled with their sessions; do not wait for
-    // blocked stdin reads.
+    if let Some(audit) = server.audit() {
+        // The head to record elsewhere: `audit verify --head` then catches a cut tail.
+        let (lines, head) = audit.head();
+        eprintln!(
+            "hermetic: audit log {}: {lines} lines, head {head}",
+            audit.path().display()
+        );
+    }
+    // Calls still running were cancelled with their sessions (after the shutdown
+    // grace); do not wait for blocked stdin reads.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// `hermetic token new|hash`.
+fn token(command: TokenCommand) -> Result<ExitCode> {
+    use hermetic::server::auth;
+    match command {
+        TokenCommand::New { tenant } => {
+            let token = auth::new_token()
+                .map_err(|e| anyhow::anyhow!("reading the OS random source: {e}"))?;
+            let digest = auth::hex(&auth::digest(&token));
+            let tenant = tenant.unwrap_or_else(|| "TENANT".to_owned());
+            println!("token: {token}");
+            println!(
+                "# give the token to the client (Authorization: Bearer <token>); put this in the policy:"
+            );
+            println!("[tenants.{tenant}]");
+            println!("token_sha256 = [\"{digest}\"]");
+        }
+        TokenCommand::Hash => {
+            let mut token = String::new();
+            std::io::stdin()
+                .read_to_string(&mut token)
+                .context("reading the token from stdin")?;
+            let token = token.trim();
+            if token.is_empty() {
+                bail!("no token on stdin");
+            }
+            println!("{}", auth::hex(&auth::digest(token)));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hermetic audit verify`: exit 0 when the chain holds, 1 naming the first bad line.
+fn audit_verify(
+    file: &std::path::Path,
+    head: Option<&str>,
+    min_lines: Option<u64>,
+) -> Result<ExitCode> {
+    use hermetic::server::audit::{VerifyError, verify};
+    match verify(file) {
+        Ok(verified) => {
+            if let Some(expected) = head
+                && !expected.eq_ignore_ascii_case(&verified.head)
+            {
+                println!(
+                    "{}: chain intact but ends at {} (line {}), not at the expected head {expected}: lines were cut off the end",
+                    file.display(),
+                    verified.head,
+                    verified.lines
+                );
+                return Ok(ExitCode::from(1));
+            }
+            if let Some(min) = min_lines
+                && verified.lines < min
+            {
+                println!(
+                    "{}: chain intact but has {} lines, fewer than {min}: lines were cut off the end",
+                    file.display(),
+                    verified.lines
+                );
+                return Ok(ExitCode::from(1));
+            }
+            println!(
+                "{}: ok, {} lines, head {}",
+                file.display(),
+                verified.lines,
+                verified.head
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ VerifyError::Line { .. }) => {
+            println!("{}: tampered: {e}", file.display());
+            Ok(ExitCode::from(1))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Cancels `shutdown` on Ctrl-C or SIGTERM.
@@ -476,4 +664,8 @@ fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serd
         "available": grants.unavailable_reason().is_none(),
         "reason": grants.unavailable_reason(),
     }))
+}
+
+fn parse_destination(s: &str) -> Result<hermetic::policy::network::Destination, String> {
+    hermetic::policy::network::Destination::parse(s).map_err(|e| e.to_string())
 }

@@ -6,12 +6,11 @@ use crate::declaration::{self, Declaration, DeclarationError};
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
-use crate::sandbox::{self, CallSetup, CallState, SandboxError};
+use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::Linker;
 
 /// Deadline for `schema()` and `check()`: metadata calls must be quick.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
@@ -143,7 +142,7 @@ impl std::fmt::Debug for LoadedTool {
 /// See [`LoadError`]; every variant says what is wrong with the component.
 pub fn load(
     runtime: &Runtime,
-    linker: &Linker<CallState>,
+    linkers: &Linkers,
     bytes: &[u8],
     source: ToolSource,
     metadata_grants: &EffectiveGrants,
@@ -151,16 +150,10 @@ pub fn load(
     use sha2::Digest;
     let declaration = read_declaration(bytes)?;
     let component = runtime.compile(bytes)?;
-    let pre = linker.instantiate_pre(&component).map_err(|e| {
-        let message = format!("{e:#}");
-        if message.contains(sandbox::terminal::INTERFACE) && !declaration.capabilities.terminal {
-            LoadError::Link(format!(
-                "{message} (the component imports the terminal but does not declare it: add `terminal = true` under [capabilities])"
-            ))
-        } else {
-            LoadError::Link(message)
-        }
-    })?;
+    let pre = linkers
+        .for_declaration(&declaration)
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?;
     let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
@@ -223,6 +216,21 @@ pub fn load(
     })
 }
 
+/// Adds what to do about a missing import the host *can* provide when declared.
+fn link_hint(declaration: &Declaration, message: String) -> String {
+    if message.contains("wasi:http/") && declaration.capabilities.network.is_empty() {
+        return format!(
+            "{message} (wasi:http is only linked for tools that declare network destinations in `capabilities.network`)"
+        );
+    }
+    if message.contains(sandbox::terminal::INTERFACE) && !declaration.capabilities.terminal {
+        return format!(
+            "{message} (the component imports the terminal but does not declare it: add `terminal = true` under [capabilities])"
+        );
+    }
+    message
+}
+
 /// How a sandboxed call ended, short of returning.
 #[derive(Debug, thiserror::Error)]
 pub enum CallFailure {
@@ -274,7 +282,9 @@ impl LoadedTool {
         let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
             u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
         });
-        if setup.cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+        let cancel = setup.cancel.clone();
+        let is_cancelled = || cancel.as_ref().is_some_and(CancelToken::is_cancelled);
+        if is_cancelled() {
             return Err(CallFailure::Cancelled);
         }
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
@@ -284,6 +294,12 @@ impl LoadedTool {
             .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
         let result = result.map_err(|e| classify(e, store.data(), grants, timeout_ms));
         log_output(&self.name, store.data());
+        // A guest woken from a host call by the cancellation (an abandoned HTTP request)
+        // may return — an error, or a result built around the failed request — before
+        // the next epoch tick: the call was still cancelled, and says so.
+        if result.is_ok() && is_cancelled() {
+            return Err(CallFailure::Cancelled);
+        }
         result
     }
 

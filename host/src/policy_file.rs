@@ -6,8 +6,8 @@
 use crate::declaration::Access;
 use crate::policy::network::{Destination, DestinationError};
 use crate::policy::{
-    ClockPolicy, GrantOverride, GrantSet, LimitOverride, MountGrant, OperatorPolicy, TenantLimits,
-    TenantMount, TenantPolicy,
+    ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
+    OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +77,60 @@ pub struct LoadedPolicy {
     pub policy: OperatorPolicy,
     /// Secret values for env grants.
     pub secrets: Secrets,
+    /// Settings of `hermetic serve`: tokens, rate limits, allow-lists, audit.
+    pub server: ServerPolicy,
+}
+
+/// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
+/// Only digests are stored, so reading the policy file never reveals a token.
+pub type TokenDigest = [u8; 32];
+
+/// What `hermetic serve` takes from the policy file: the `[server]` section and the
+/// tenants' `token_sha256` and `limits.calls_per_minute` keys. Plain data; the server
+/// compiles it at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Tenant id → digests of the bearer tokens that act as it (several, so tokens can
+    /// be rotated). Tenants without tokens cannot be reached over HTTP.
+    pub tenant_tokens: BTreeMap<String, Vec<TokenDigest>>,
+    /// Tenant id → tools/call requests per minute over HTTP (absent: unlimited).
+    pub calls_per_minute: BTreeMap<String, u32>,
+    /// Digests of the admin tokens of the approvals endpoint (empty: endpoint off).
+    pub admin_tokens: Vec<TokenDigest>,
+    /// Extra `Host` values accepted besides loopback names (`name` or `name:port`).
+    pub allowed_hosts: Vec<String>,
+    /// Extra `Origin` values accepted besides loopback origins (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// Audit log file (relative: to the policy file's directory).
+    pub audit_file: Option<PathBuf>,
+    /// How long a shutdown waits for calls in flight, in seconds.
+    pub shutdown_grace_secs: Option<u64>,
+}
+
+/// Parses a token digest written as 64 hex digits (either case).
+///
+/// # Errors
+/// A message saying what to write instead.
+pub fn parse_token_digest(text: &str) -> Result<TokenDigest, String> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return Err(format!(
+            "{text:?} is not a SHA-256 digest: write the 64 hex digits `hermetic token hash` prints"
+        ));
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let digit = |b: u8| (b as char).to_digit(16);
+        match (digit(pair[0]), digit(pair[1])) {
+            (Some(hi), Some(lo)) => out[i] = (hi * 16 + lo) as u8,
+            _ => {
+                return Err(format!(
+                    "{text:?} is not a SHA-256 digest: only hex digits 0-9 a-f are allowed"
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -95,6 +149,21 @@ struct FileToml {
     /// Checked by hand (see [`terminal_settings`]): per-tenant tables merge onto it.
     #[serde(default)]
     terminal: Option<toml::Table>,
+    #[serde(default)]
+    server: ServerToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ServerToml {
+    #[serde(default)]
+    admin_token_sha256: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    audit_file: Option<PathBuf>,
+    shutdown_grace_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +211,17 @@ struct LimitsToml {
     max_concurrent: Option<usize>,
     queue_timeout_ms: Option<u64>,
     output_bytes: Option<usize>,
+    #[serde(default)]
+    http: HttpLimitsToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HttpLimitsToml {
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    between_bytes_timeout_ms: Option<u64>,
+    max_response_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -152,6 +232,8 @@ struct TenantToml {
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
     terminal: Option<bool>,
+    #[serde(default)]
+    token_sha256: Vec<String>,
     #[serde(default)]
     limits: TenantLimitsToml,
 }
@@ -171,6 +253,7 @@ struct TenantLimitsToml {
     result_chars: Option<usize>,
     fuel: Option<u64>,
     max_concurrent: Option<usize>,
+    calls_per_minute: Option<u32>,
 }
 
 /// Reads and validates a policy file. Relative mount paths resolve against `base_dir`
@@ -255,6 +338,45 @@ pub fn parse(
         tools.insert(name, o);
     }
 
+    let mut server = ServerPolicy::default();
+    // Every digest, to refuse one token acting as two principals.
+    let mut seen: BTreeSet<TokenDigest> = BTreeSet::new();
+    let mut digests = |at: &str, texts: &[String]| -> Result<Vec<TokenDigest>, PolicyFileError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for text in texts {
+            let digest = parse_token_digest(text).map_err(|e| invalid(format!("{at}: {e}")))?;
+            if !seen.insert(digest) {
+                return Err(invalid(format!(
+                    "{at}: token digest {text} is used twice (each token must name one tenant)"
+                )));
+            }
+            out.push(digest);
+        }
+        Ok(out)
+    };
+    server.admin_tokens = digests("server.admin_token_sha256", &raw.server.admin_token_sha256)?;
+    for (id, t) in &raw.tenants {
+        let tokens = digests(&format!("tenants.{id}.token_sha256"), &t.token_sha256)?;
+        if !tokens.is_empty() {
+            server.tenant_tokens.insert(id.clone(), tokens);
+        }
+        match t.limits.calls_per_minute {
+            Some(0) => {
+                return Err(invalid(format!(
+                    "tenants.{id}.limits.calls_per_minute must be at least 1 (omit it for no limit)"
+                )));
+            }
+            Some(n) => {
+                server.calls_per_minute.insert(id.clone(), n);
+            }
+            None => {}
+        }
+    }
+    server.allowed_hosts = raw.server.allowed_hosts;
+    server.allowed_origins = raw.server.allowed_origins;
+    server.audit_file = raw.server.audit_file.map(|f| file_dir.join(f));
+    server.shutdown_grace_secs = raw.server.shutdown_grace_secs;
+
     let mut tenants = BTreeMap::new();
     for (id, t) in raw.tenants {
         if id.is_empty() {
@@ -319,6 +441,7 @@ pub fn parse(
             terminal,
         },
         secrets,
+        server,
     })
 }
 
@@ -458,6 +581,12 @@ fn grant_override(
             max_concurrent: l.max_concurrent,
             queue_timeout_ms: l.queue_timeout_ms,
             output_bytes: l.output_bytes,
+            http: HttpLimitOverride {
+                connect_timeout_ms: l.http.connect_timeout_ms,
+                first_byte_timeout_ms: l.http.first_byte_timeout_ms,
+                between_bytes_timeout_ms: l.http.between_bytes_timeout_ms,
+                max_response_bytes: l.http.max_response_bytes,
+            },
         },
     })
 }
@@ -530,6 +659,59 @@ mod tests {
         assert!(err("[defaults]\nmounts = [\"nope\"]").contains("no mount named `nope`"));
         assert!(err("[tenants.a.mounts.nope]\naccess = \"ro\"").contains("no such mount"));
         assert!(err("[mounts.w]\npath = \".\"\naccess = \"rwx\"").contains("access"));
+    }
+
+    #[test]
+    fn the_example_s_server_keys_parse_into_the_server_policy() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("secrets.toml"), "").unwrap();
+        let server = parse_in(dir.path(), include_str!("../policy.example.toml"))
+            .unwrap()
+            .server;
+        let digest = |token: &str| -> TokenDigest {
+            use sha2::Digest;
+            sha2::Sha256::digest(token.as_bytes()).into()
+        };
+        assert_eq!(
+            server.tenant_tokens["acme"],
+            [digest("hmt_example_acme_token_do_not_use")]
+        );
+        assert_eq!(
+            server.admin_tokens,
+            [digest("hmt_example_admin_token_do_not_use")]
+        );
+        assert_eq!(server.calls_per_minute["acme"], 120);
+        assert_eq!(server.allowed_hosts, ["mcp.example.com"]);
+        assert_eq!(server.allowed_origins, ["https://console.example.com"]);
+        assert_eq!(server.audit_file, Some(dir.path().join("audit.jsonl")));
+        assert_eq!(server.shutdown_grace_secs, Some(30));
+    }
+
+    #[test]
+    fn bad_server_keys_are_load_errors_that_say_what_to_write() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let err = |text: &str| parse_in(dir.path(), text).unwrap_err().to_string();
+        let digest = "a".repeat(64);
+        assert!(err("[tenants.a]\ntoken_sha256 = [\"abc\"]").contains("hermetic token hash"));
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{}\"]",
+                "g".repeat(64)
+            ))
+            .contains("only hex digits")
+        );
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{digest}\"]\n[server]\nadmin_token_sha256 = [\"{digest}\"]"
+            ))
+            .contains("used twice")
+        );
+        assert!(err("[tenants.a.limits]\ncalls_per_minute = 0").contains("at least 1"));
+        assert!(err("[server]\nlisten = \"0.0.0.0:80\"").contains("listen"));
+        // Without any of them: no tokens, nothing else.
+        let none = parse_in(dir.path(), "").unwrap().server;
+        assert_eq!(none, ServerPolicy::default());
     }
 
     #[test]

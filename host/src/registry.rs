@@ -6,7 +6,7 @@ use crate::component::{self, LoadError, LoadedTool, ToolSource};
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::policy::{self, EffectiveGrants, OperatorPolicy};
 use crate::policy_file::Secrets;
-use crate::sandbox::{self, CallState, SandboxError};
+use crate::sandbox::{self, SandboxError};
 use crate::slots::Slots;
 use crate::toolsets::Toolsets;
 use serde::Serialize;
@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use wasmtime::component::Linker;
 
 /// How long a `check()` result is reused.
 pub const CHECK_TTL: Duration = Duration::from_secs(30);
@@ -195,9 +194,7 @@ impl Entry {
 /// The registry: loaded tools, their grants and availability. Cheap to share (`Arc`).
 pub struct Registry {
     pub(crate) runtime: Runtime,
-    linker: Linker<CallState>,
-    /// The linker for tools that declare the terminal (the plain one + `terminal`).
-    terminal_linker: Linker<CallState>,
+    linkers: sandbox::Linkers,
     /// The terminal service (backends, approval gates, background processes).
     pub(crate) terminal: Arc<crate::terminal::TerminalHost>,
     /// The policy bundled terminal tools get without a policy file (see
@@ -232,8 +229,7 @@ impl Registry {
     /// If the engine or linker cannot be built.
     pub fn new(options: RegistryOptions) -> Result<Self, RegistryError> {
         let runtime = Runtime::new(options.engine)?;
-        let linker = sandbox::linker(&runtime)?;
-        let terminal_linker = sandbox::terminal::linker(&runtime)?;
+        let linkers = sandbox::Linkers::new(&runtime)?;
         let terminal = Arc::new(crate::terminal::TerminalHost::new(
             options.policy.terminal.clone(),
         ));
@@ -267,8 +263,7 @@ impl Registry {
             .collect();
         Ok(Self {
             runtime,
-            linker,
-            terminal_linker,
+            linkers,
             terminal,
             bundled_terminal_policy,
             entries: RwLock::new(BTreeMap::new()),
@@ -288,6 +283,11 @@ impl Registry {
         &self.policy
     }
 
+    /// The secret values env grants draw from (e.g. to redact them from logs).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// The engine runtime.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
@@ -305,16 +305,9 @@ impl Registry {
     /// # Errors
     /// A [`LoadError`] saying what is wrong with it.
     pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
-        // Only tools that declare the terminal are linked with it.
-        let declares_terminal =
-            component::read_declaration(bytes).is_ok_and(|d| d.capabilities.terminal);
         component::load(
             &self.runtime,
-            if declares_terminal {
-                &self.terminal_linker
-            } else {
-                &self.linker
-            },
+            &self.linkers,
             bytes,
             source,
             &self.metadata_grants,
@@ -517,6 +510,16 @@ impl Registry {
     /// cached answer is older than [`CHECK_TTL`]. `None` for an unknown tool.
     pub fn availability(&self, name: &str) -> Option<Availability> {
         self.availability_for(name, "")
+    }
+
+    /// The grants a tool's calls run with for `tenant` (as decided at registration);
+    /// `None` when the tenant may not see the tool or it does not exist. For audit
+    /// records and diagnostics: the call path uses them in place.
+    pub fn grants_for(&self, name: &str, tenant: &str) -> Option<EffectiveGrants> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        Some(self.entry(name)?.scope(tenant)?.grants.clone())
     }
 
     /// [`Registry::availability`] for a tenant; `None` also when the tenant may not see

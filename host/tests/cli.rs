@@ -74,7 +74,12 @@ fn weather_becomes_available_once_its_key_is_granted_and_set() {
             .unwrap()
             .clone()
     };
-    let granted_unset = weather(hermetic(ws.path()).args(["--allow-env", "WEATHER_API_KEY"]));
+    let granted_unset = weather(hermetic(ws.path()).args([
+        "--allow-env",
+        "WEATHER_API_KEY",
+        "--allow-net",
+        "https://api.weatherapi.com",
+    ]));
     assert_eq!(granted_unset["available"], false);
     assert_eq!(
         granted_unset["reason"],
@@ -82,27 +87,28 @@ fn weather_becomes_available_once_its_key_is_granted_and_set() {
     );
     let set_not_granted = weather(hermetic(ws.path()).env("WEATHER_API_KEY", "k"));
     assert_eq!(set_not_granted["available"], false);
-    let granted = weather(
+    let no_network = weather(
         hermetic(ws.path())
             .env("WEATHER_API_KEY", "k")
             .args(["--allow-env", "WEATHER_API_KEY"]),
     );
-    assert_eq!(granted["available"], true, "{granted}");
-    // Network is not available in this build: the call is a clear JSON error.
-    let (out, stdout) = run(hermetic(ws.path()).env("WEATHER_API_KEY", "k").args([
+    assert_eq!(
+        no_network["reason"],
+        "needs network access, which the operator does not grant"
+    );
+    let granted = weather(hermetic(ws.path()).env("WEATHER_API_KEY", "k").args([
         "--allow-env",
         "WEATHER_API_KEY",
-        "call",
-        "weather",
-        r#"{"location": "Paris"}"#,
+        "--allow-net",
+        "https://api.weatherapi.com",
     ]));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(granted["available"], true, "{granted}");
+    let (out, _) = run(hermetic(ws.path()).args(["--allow-net", "ftp://x", "tools"]));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        json(&stdout)["error"]
-            .as_str()
-            .unwrap()
-            .contains("network access"),
-        "{stdout}"
+        stderr.contains("the scheme must be http or https"),
+        "{stderr}"
     );
 }
 

@@ -208,6 +208,11 @@ enum Target<'a> {
 
 /// The Python client for one scenario, with stdout and stderr piped.
 fn client(scenario: &str, mode: &str, target: &Target<'_>) -> Command {
+    client_with(scenario, mode, target, &[])
+}
+
+/// [`client`] with extra client arguments (`--token`, `--call`, …).
+fn client_with(scenario: &str, mode: &str, target: &Target<'_>, extra: &[&str]) -> Command {
     let probe = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -218,7 +223,7 @@ fn client(scenario: &str, mode: &str, target: &Target<'_>) -> Command {
         String::from_utf8_lossy(&probe.stderr)
     );
     let mut cmd = Command::new("python3");
-    cmd.arg(client_script()).args([scenario, mode]);
+    cmd.arg(client_script()).args([scenario, mode]).args(extra);
     match target {
         Target::Http(server) => {
             cmd.args(["--url", &server.url]);
@@ -586,4 +591,604 @@ fn a_toolset_selection_limits_what_is_listed_and_callable() {
         called["content"][0]["text"],
         json!({"error": "Unknown tool: echo"}).to_string()
     );
+}
+
+// ── Multi-tenant HTTP: tokens, isolation, rate limits, allow-lists, shutdown, audit ──
+
+/// Tokens of the two tenants in [`tenants_policy`] (their SHA-256 digests are what
+/// the policy holds).
+const ACME_TOKEN: &str = "hmt_acme_test_token";
+const GLOBEX_TOKEN: &str = "hmt_globex_test_token";
+
+fn sha256_hex(token: &str) -> String {
+    hermetic::server::auth::hex(&hermetic::server::auth::digest(token))
+}
+
+/// A policy file with two tenants: `acme` sees the bundled file tools and may make 2
+/// tools/call per minute; `globex` sees the test tools. `extra` is appended.
+fn tenants_policy(dirs: &Dirs, extra: &str) -> PathBuf {
+    let path = dirs.workspace.path().join("policy.toml");
+    let text = format!(
+        r#"[mounts.workspace]
+path = "{workspace}"
+access = "rw"
+
+[tenants.acme]
+toolsets = ["file"]
+token_sha256 = ["{acme}"]
+[tenants.acme.limits]
+calls_per_minute = 2
+
+[tenants.globex]
+toolsets = ["test"]
+token_sha256 = ["{globex}"]
+{extra}"#,
+        workspace = dirs.workspace.path().display(),
+        acme = sha256_hex(ACME_TOKEN),
+        globex = sha256_hex(GLOBEX_TOKEN),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Global arguments for a server with the bundled tools, `dirs`' tools and `policy`.
+fn policy_args(dirs: &Dirs, policy: &Path) -> Vec<String> {
+    let mut args: Vec<String> = dirs
+        .global_args()
+        .into_iter()
+        .filter(|a| a != "--no-bundled")
+        .collect();
+    args.extend(["--policy".to_owned(), policy.display().to_string()]);
+    args
+}
+
+impl HttpServer {
+    /// `host:port` of the listener.
+    fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < HANG_GUARD,
+                "the server did not exit:\n{}",
+                self.log.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A raw HTTP/1.1 response.
+struct Raw {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// One request on a fresh connection. `headers` may override `Host`.
+fn raw(server: &HttpServer, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Raw {
+    let addr = server.addr();
+    let mut request = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Raw {
+        status: head[9..12].parse().unwrap(),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// A sessionless (2026-07-28) JSON-RPC request to /mcp with a bearer token.
+fn mcp_raw(
+    server: &HttpServer,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> Raw {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let authorization = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = &name {
+        headers.push(("Mcp-Name", name));
+    }
+    if let Some(authorization) = &authorization {
+        headers.push(("Authorization", authorization));
+    }
+    headers.extend_from_slice(extra);
+    raw(server, "POST", "/mcp", &headers, &body)
+}
+
+#[test]
+fn http_tenants_see_and_call_only_their_own_tools() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let calls = [
+        "--call",
+        r#"echo={"message": "hi"}"#,
+        "--call",
+        r#"read_file={"path": "nothing.txt"}"#,
+    ];
+    // acme over the legacy handshake, globex over 2026-07-28 discovery.
+    let mut extra = vec!["--token", ACME_TOKEN];
+    extra.extend(calls);
+    let (acme, _) = {
+        let mut running = Running::spawn(client_with(
+            "tenant",
+            "legacy",
+            &Target::Http(&server),
+            &extra,
+        ));
+        (running.report(), running)
+    };
+    assert_eq!(
+        acme["tools"],
+        json!(["patch", "read_file", "search_files", "write_file"]),
+        "{acme:#}"
+    );
+    assert_eq!(
+        acme["calls"]["echo"],
+        json!({"is_error": true, "text": {"error": "Unknown tool: echo"}})
+    );
+    assert_ne!(
+        acme["calls"]["read_file"]["text"]["error"],
+        json!("Unknown tool: read_file"),
+        "{acme:#}"
+    );
+    let mut extra = vec!["--token", GLOBEX_TOKEN];
+    extra.extend(calls);
+    let mut running = Running::spawn(client_with(
+        "tenant",
+        "auto",
+        &Target::Http(&server),
+        &extra,
+    ));
+    let globex = running.report();
+    assert_eq!(
+        globex["tools"],
+        json!(["echo", "fail", "progress", "spin_long"]),
+        "{globex:#}"
+    );
+    assert_eq!(
+        globex["calls"]["echo"],
+        json!({"is_error": false, "text": {"echo": "hi", "tenant": "globex"}})
+    );
+    assert_eq!(
+        globex["calls"]["read_file"],
+        json!({"is_error": true, "text": {"error": "Unknown tool: read_file"}})
+    );
+}
+
+#[test]
+fn http_requests_without_a_known_token_are_401_with_a_bearer_challenge() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let missing = mcp_raw(&server, None, "tools/list", json!({}), &[]);
+    assert_eq!(missing.status, 401, "{}", missing.body);
+    assert_eq!(
+        missing.header("www-authenticate").as_deref(),
+        Some("Bearer realm=\"hermetic\"")
+    );
+    let wrong = mcp_raw(
+        &server,
+        Some("hmt_not_a_token"),
+        "tools/list",
+        json!({}),
+        &[],
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    assert!(
+        wrong
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer ")
+    );
+    // A client cannot pick its tenant with a header: only the token counts.
+    let spoofed = mcp_raw(
+        &server,
+        None,
+        "tools/list",
+        json!({}),
+        &[("X-Tenant", "globex"), ("Tenant", "globex")],
+    );
+    assert_eq!(spoofed.status, 401);
+    // The official SDK sees the 401 too.
+    let mut running = Running::spawn(client_with(
+        "unauthorized",
+        "auto",
+        &Target::Http(&server),
+        &["--token", "hmt_not_a_token"],
+    ));
+    assert_eq!(
+        running.report(),
+        json!({"refused": true, "statuses": [401]})
+    );
+}
+
+#[test]
+fn http_a_session_belongs_to_the_tenant_that_created_it() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}
+    }})
+    .to_string();
+    let bearer = |t: &str| format!("Bearer {t}");
+    let (globex, acme) = (bearer(GLOBEX_TOKEN), bearer(ACME_TOKEN));
+    let common = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let mut headers = common.to_vec();
+    headers.push(("Authorization", &globex));
+    let created = raw(&server, "POST", "/mcp", &headers, &initialize);
+    assert_eq!(created.status, 200, "{}", created.body);
+    let session = created.header("mcp-session-id").expect("a session id");
+    // Another tenant with the id: as if it did not exist.
+    let delete_as = |authorization: &str| {
+        raw(
+            &server,
+            "DELETE",
+            "/mcp",
+            &[
+                ("Authorization", authorization),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            "",
+        )
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).to_string();
+    let mut headers = common.to_vec();
+    headers.extend([
+        ("Authorization", acme.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]);
+    assert_eq!(raw(&server, "POST", "/mcp", &headers, &list).status, 404);
+    assert_eq!(delete_as(&acme).status, 404);
+    // A made-up id is refused the same way.
+    let mut headers = common.to_vec();
+    headers.extend([
+        ("Authorization", globex.as_str()),
+        ("Mcp-Session-Id", "made-up"),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]);
+    assert_eq!(raw(&server, "POST", "/mcp", &headers, &list).status, 404);
+    // Its owner can end it.
+    assert_eq!(delete_as(&globex).status, 204);
+}
+
+#[test]
+fn http_tools_call_over_the_rate_limit_is_429_with_retry_after() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let call = || {
+        mcp_raw(
+            &server,
+            Some(ACME_TOKEN),
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"path": "x"}}),
+            &[],
+        )
+    };
+    assert_eq!(call().status, 200);
+    assert_eq!(call().status, 200);
+    let limited = call();
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    // 2 per minute: the next call is allowed 30 s after the burst.
+    let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    // Only tools/call counts, and only for this tenant.
+    assert_eq!(
+        mcp_raw(&server, Some(ACME_TOKEN), "tools/list", json!({}), &[]).status,
+        200
+    );
+    let other = mcp_raw(
+        &server,
+        Some(GLOBEX_TOKEN),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "x"}}),
+        &[],
+    );
+    assert_eq!(other.status, 200);
+}
+
+#[test]
+fn http_a_host_or_origin_off_the_allow_list_is_403() {
+    let dirs = Dirs::new(&["echo"]);
+    let server = HttpServer::start_with(
+        dirs.global_args(),
+        &[
+            "--allow-host",
+            "mcp.example.test",
+            "--allow-origin",
+            "https://console.example.test",
+        ],
+    );
+    let list =
+        |extra: &[(&str, &str)]| mcp_raw(&server, None, "tools/list", json!({}), extra).status;
+    assert_eq!(list(&[]), 200);
+    assert_eq!(list(&[("Host", "evil.example")]), 403);
+    assert_eq!(list(&[("Host", "localhost:1")]), 403);
+    let port = server.addr().rsplit(':').next().unwrap().to_owned();
+    assert_eq!(list(&[("Host", &format!("localhost:{port}"))]), 200);
+    assert_eq!(list(&[("Host", "mcp.example.test")]), 200);
+    assert_eq!(list(&[("Origin", "http://evil.example")]), 403);
+    assert_eq!(
+        list(&[("Origin", &format!("http://localhost:{port}"))]),
+        200
+    );
+    assert_eq!(list(&[("Origin", "https://console.example.test")]), 200);
+    // Every path is behind the check, not only /mcp.
+    assert_eq!(
+        raw(
+            &server,
+            "GET",
+            "/approvals",
+            &[("Host", "evil.example")],
+            ""
+        )
+        .status,
+        403
+    );
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_tokens() {
+    let dirs = Dirs::new(&["echo"]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    let out = hermetic_env(&mut cmd)
+        .args(dirs.global_args())
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without bearer tokens"),
+        "{stderr}"
+    );
+}
+
+/// SIGTERM while spin_long runs: the call finishes with its own result, the server
+/// exits 0.
+fn shutdown_lets_the_call_finish(mode: &str) {
+    let dirs = Dirs::new(TEST_TOOLS);
+    // spin_long runs until its deadline: 3 s here, well inside the shutdown grace.
+    let policy = tenants_policy(&dirs, "[tools.spin_long.limits]\nmax_timeout_ms = 3000\n");
+    let mut server =
+        HttpServer::start_with(policy_args(&dirs, &policy), &["--shutdown-grace", "60"]);
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        mode,
+        &Target::Http(&server),
+        &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
+    ));
+    running.wait_line("STARTED");
+    let status = server.terminate();
+    let report = running.report();
+    // The call ran to its own end (its time limit), not to a cancellation.
+    assert_eq!(report["result"]["is_error"], true, "{report:#}");
+    assert_eq!(report["result"]["text"]["limit"], "time", "{report:#}");
+    assert!(status.success(), "{status}\n{}", server.log.text());
+    assert!(
+        !server.log.text().contains(CANCELLED_LOG),
+        "{}",
+        server.log.text()
+    );
+}
+
+#[test]
+fn http_modern_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("auto");
+}
+
+#[test]
+fn http_legacy_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("legacy");
+}
+
+/// Runs `hermetic audit verify` on `file`: (exit code, stdout).
+fn audit_verify(file: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .args(["audit", "verify"])
+        .arg(file)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_lines() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let audit = dirs.workspace.path().join("audit.jsonl");
+    let policy = tenants_policy(&dirs, "");
+    let mut server = HttpServer::start_with(
+        policy_args(&dirs, &policy),
+        &["--audit", audit.to_str().unwrap()],
+    );
+    let call = |token: &str, name: &str, args: Value| {
+        mcp_raw(
+            &server,
+            Some(token),
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+            &[],
+        )
+        .status
+    };
+    assert_eq!(call(GLOBEX_TOKEN, "echo", json!({"message": "one"})), 200);
+    assert_eq!(
+        call(
+            GLOBEX_TOKEN,
+            "fail",
+            json!({"mode": "error", "message": "x"})
+        ),
+        200
+    );
+    assert_eq!(
+        call(ACME_TOKEN, "echo", json!({"message": "not yours"})),
+        200
+    );
+    assert_eq!(call(GLOBEX_TOKEN, "echo", json!({"message": "two"})), 200);
+    assert!(server.terminate().success());
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    let records: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String, String, String)> = records
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("kind"), s("tenant"), s("tool"), s("outcome"))
+        })
+        .collect();
+    let row = |k: &str, t: &str, tool: &str, o: &str| {
+        (k.to_owned(), t.to_owned(), tool.to_owned(), o.to_owned())
+    };
+    assert_eq!(
+        summary,
+        [
+            row("call", "globex", "echo", "ok"),
+            row("call", "globex", "fail", "error"),
+            row("decision", "acme", "echo", "unknown_tool"),
+            row("call", "globex", "echo", "ok"),
+        ]
+    );
+    assert_eq!(records[0]["args_sha256"].as_str().unwrap().len(), 64);
+    assert_ne!(records[0]["args_sha256"], records[3]["args_sha256"]);
+    assert_eq!(records[0]["grants"]["terminal"], false);
+    assert!(records[0]["duration_ms"].as_f64().is_some());
+
+    let (code, out) = audit_verify(&audit, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok, 4 lines"), "{out}");
+    let head = records[3]["hash"].as_str().unwrap();
+
+    let tampered = |name: &str, lines: &[&str]| {
+        let path = dirs.workspace.path().join(name);
+        std::fs::write(
+            &path,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        path
+    };
+    let edited_line = lines[1].replace("\"error\"", "\"ok\"");
+    let edited = tampered("edited", &[lines[0], &edited_line, lines[2], lines[3]]);
+    let (code, out) = audit_verify(&edited, &[]);
+    assert_eq!((code, out.contains("line 2:")), (1, true), "{out}");
+    let deleted = tampered("deleted", &[lines[0], lines[1], lines[3]]);
+    let (code, out) = audit_verify(&deleted, &[]);
+    assert_eq!((code, out.contains("line 3:")), (1, true), "{out}");
+    let reordered = tampered("reordered", &[lines[0], lines[2], lines[1], lines[3]]);
+    let (code, out) = audit_verify(&reordered, &[]);
+    assert_eq!((code, out.contains("line 2:")), (1, true), "{out}");
+    // Cutting the last line leaves a valid shorter chain: the recorded head or line
+    // count catches it.
+    let cut = tampered("cut", &lines[..3]);
+    assert_eq!(audit_verify(&cut, &[]).0, 0);
+    assert_eq!(audit_verify(&cut, &["--head", head]).0, 1);
+    assert_eq!(audit_verify(&cut, &["--min-lines", "4"]).0, 1);
+    assert_eq!(audit_verify(&audit, &["--head", head]).0, 0);
+}
+
+#[test]
+fn http_a_tenant_over_its_max_concurrent_calls_gets_a_concurrency_error() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let policy = tenants_policy(
+        &dirs,
+        "[tenants.globex.limits]\nmax_concurrent = 1\n[defaults.limits]\nqueue_timeout_ms = 100\n",
+    );
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    // spin_long holds globex's only slot until it is cancelled.
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        "auto",
+        &Target::Http(&server),
+        &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
+    ));
+    running.wait_line("STARTED");
+    let call = |token: &str| {
+        let reply = mcp_raw(
+            &server,
+            Some(token),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+            &[],
+        );
+        let reply: Value = serde_json::from_str(reply.body.trim()).unwrap();
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let refused = call(GLOBEX_TOKEN);
+    assert_eq!(refused["limit"], "concurrency", "{refused}");
+    let _ = running.child.kill();
 }

@@ -70,6 +70,26 @@ pub fn fixture(bundled: bool, test_tools: &[&str]) -> Fixture {
     }
 }
 
+/// A registry under the policy file `policy` (TOML, written to `root/policy.toml`, so
+/// relative paths in it resolve against `root`), with the bundled tools when `bundled`,
+/// on the shared test cache (keeping the engine settings the policy implies, e.g. fuel).
+pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
+    let path = root.join("policy.toml");
+    std::fs::write(&path, policy).unwrap();
+    let loaded = hermetic::policy_file::load(&path, root).unwrap();
+    let mut options = RegistryOptions::new(loaded.policy);
+    options.secrets = loaded.secrets;
+    options.engine = EngineConfig {
+        fuel: options.engine.fuel,
+        ..engine_config()
+    };
+    let registry = Registry::new(options).unwrap();
+    if bundled {
+        assert_eq!(registry.add_bundled(), vec![]);
+    }
+    registry
+}
+
 /// Calls a tool and parses the JSON result.
 pub fn call(registry: &Registry, name: &str, args: serde_json::Value) -> serde_json::Value {
     let out = registry.call(name, &args.to_string(), &hermetic::CallOptions::default());

@@ -1,7 +1,7 @@
 """Drives a hermetic MCP server with the official Python SDK (`mcp` on PyPI).
 
 Usage:
-    client.py SCENARIO MODE --url URL
+    client.py SCENARIO MODE --url URL [--token TOKEN] [--call NAME=JSON]... [--elicit ANSWER]
     client.py SCENARIO MODE --stdio COMMAND [ARG...]
 
 MODE is the SDK's connect mode: `legacy` (initialize handshake) or `auto` (2026-07-28
@@ -21,11 +21,27 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+# HTTP statuses the transport saw (with --token), for scenarios about refusals: the
+# SDK reports a refused request without its status.
+STATUSES: list[int] = []
+
+
+async def record_status(response: Any) -> None:
+    STATUSES.append(response.status_code)
 
 
 def connect(args: argparse.Namespace, **kwargs: Any) -> Client:
-    if args.url:
-        server: Any = args.url
+    if args.url and args.token:
+        # A tenant's bearer token on every request of the transport.
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {args.token}"})
+        http.event_hooks["response"].append(record_status)
+        server: Any = streamable_http_client(args.url, http_client=http)
+    elif args.url:
+        server = args.url
     else:
         # The SDK gives a stdio server only a minimal environment; pass ours so the
         # server finds its compiled-code cache.
@@ -144,7 +160,85 @@ async def list_changed(args: argparse.Namespace) -> dict[str, Any]:
         return {"protocol": client.session.protocol_version, "lists": lists}
 
 
-SCENARIOS = {"basic": basic, "cancel": cancel, "abandon": abandon, "list_changed": list_changed}
+def calls_of(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """The `--call NAME=JSON` arguments (JSON defaults to {})."""
+    out = []
+    for spec in args.call or []:
+        name, _, raw = spec.partition("=")
+        out.append((name, json.loads(raw) if raw else {}))
+    return out
+
+
+async def tenant(args: argparse.Namespace) -> dict[str, Any]:
+    """Lists the tools this token's tenant sees and makes each `--call`."""
+    async with connect(args) as client:
+        tools = sorted(t.name for t in (await client.list_tools()).tools)
+        calls = {}
+        for name, arguments in calls_of(args):
+            calls[name] = outcome(await client.call_tool(name, arguments))
+        return {"tools": tools, "calls": calls}
+
+
+async def unauthorized(args: argparse.Namespace) -> dict[str, Any]:
+    """Tries to list tools (with --token); reports whether it failed and the HTTP
+    statuses the transport saw."""
+    try:
+        async with connect(args) as client:
+            await client.list_tools()
+    except Exception:  # noqa: BLE001 - the SDK wraps transport errors in groups
+        return {"refused": True, "statuses": sorted(set(STATUSES))}
+    return {"refused": False, "statuses": sorted(set(STATUSES))}
+
+
+async def long_call(args: argparse.Namespace) -> dict[str, Any]:
+    """Calls the `--call` tool with a progress callback, prints STARTED at the first
+    progress report (the call is running), and reports the call's result."""
+    [(name, arguments)] = calls_of(args)
+    async with connect(args) as client:
+        started = False
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal started
+            if not started:
+                started = True
+                emit("STARTED")
+
+        result = await client.call_tool(name, arguments, progress_callback=on_progress)
+        return {"result": outcome(result)}
+
+
+async def elicit(args: argparse.Namespace) -> dict[str, Any]:
+    """Makes each `--call` while answering approval elicitations with `--elicit`:
+    `once`, `session`, `always` or `deny` (accept with that answer), or `decline` /
+    `cancel` (the matching actions). Reports every elicitation seen and the results.
+    Ready for a tool that raises approvals (the terminal tool); use MODE `legacy`:
+    2026-07-28 forbids server-to-client requests, so those calls go to the operator
+    console instead."""
+    seen: list[dict[str, Any]] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append({"message": params.message, "schema": getattr(params, "requested_schema", None)})
+        if args.elicit in ("decline", "cancel"):
+            return types.ElicitResult(action=args.elicit)
+        return types.ElicitResult(action="accept", content={"answer": args.elicit})
+
+    async with connect(args, elicitation_callback=on_elicit) as client:
+        calls = {}
+        for name, arguments in calls_of(args):
+            calls[name] = outcome(await client.call_tool(name, arguments))
+        return {"elicitations": seen, "calls": calls}
+
+
+SCENARIOS = {
+    "basic": basic,
+    "cancel": cancel,
+    "abandon": abandon,
+    "list_changed": list_changed,
+    "tenant": tenant,
+    "unauthorized": unauthorized,
+    "long_call": long_call,
+    "elicit": elicit,
+}
 
 
 def main() -> None:
@@ -154,6 +248,14 @@ def main() -> None:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--url")
     target.add_argument("--stdio", nargs=argparse.REMAINDER)
+    parser.add_argument("--token", help="bearer token (HTTP)")
+    parser.add_argument("--call", action="append", help="NAME=JSON arguments (repeatable)")
+    parser.add_argument(
+        "--elicit",
+        choices=["once", "session", "always", "deny", "decline", "cancel"],
+        default="deny",
+        help="how the elicit scenario answers",
+    )
     args = parser.parse_args()
     report = anyio.run(SCENARIOS[args.scenario], args)
     emit(json.dumps(report))

@@ -34,6 +34,8 @@
 //! `target/wasm32-wasip2/release/` is the component. Drop it in a `--tools-dir`.
 
 pub mod fs;
+#[cfg(feature = "http")]
+pub mod http;
 
 /// Generated bindings for the `hermetic:tool` world. Tool authors rarely need these.
 #[doc(hidden)]

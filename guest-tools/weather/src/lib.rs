@@ -2,15 +2,18 @@
 //! "Adding Tools" guide (website/docs/developer-guide/adding-tools.md, `weather_tool.py`).
 //!
 //! Same schema (`location`, `units` = metric | imperial), the same availability check
-//! (`WEATHER_API_KEY` set and non-empty) and the same `WEATHER_API_KEY not configured`
-//! error. The guide's handler calls weatherapi.com; outbound HTTP is not enabled in this
-//! hermetic build, so after validating its arguments the handler says so instead of
-//! calling out (no `wasi:http` import).
-use hermetic_sdk::{Context, Tool, ToolError, Value, json};
+//! (`WEATHER_API_KEY` set and non-empty), the same `WEATHER_API_KEY not configured`
+//! error, and the same call: weatherapi.com's `/v1/current.json`, reduced to
+//! `{location, temperature, units, condition, humidity}`. The request goes through the
+//! host's wasi:http, so it only leaves when the operator grants
+//! `https://api.weatherapi.com` to this tool.
+use hermetic_sdk::{Context, Tool, ToolError, Value, http, json};
 
 /// The API the guide's tool talks to (declared in `capabilities.network`).
 const API_ORIGIN: &str = "https://api.weatherapi.com";
 const KEY_VAR: &str = "WEATHER_API_KEY";
+/// weatherapi.com's current-weather answers are a few KiB.
+const MAX_RESPONSE_BYTES: usize = 256 * 1024;
 
 #[derive(serde::Deserialize)]
 struct Args {
@@ -57,9 +60,21 @@ impl Tool for Weather {
         if !key_configured(std::env::var(KEY_VAR).ok().as_deref()) {
             return Err(ToolError::new(format!("{KEY_VAR} not configured")));
         }
-        Err(ToolError::new(format!(
-            "network access to {API_ORIGIN} is not available: outbound HTTP is not enabled in this hermetic build (weather for {location:?} in {units} units was not fetched)"
-        )))
+        let key = std::env::var(KEY_VAR).unwrap_or_default();
+        let url = format!(
+            "{API_ORIGIN}/v1/current.json?key={}&q={}&aqi=no",
+            http::encode_query_value(key.trim()),
+            http::encode_query_value(&location)
+        );
+        let response =
+            http::get(&url, MAX_RESPONSE_BYTES).map_err(|e| ToolError::new(redact(&e.to_string(), &key)))?;
+        let data: Value = hermetic_sdk::serde_json::from_slice(&response.body).map_err(|_| {
+            ToolError::new(format!(
+                "weatherapi.com answered HTTP {} with a body that is not JSON",
+                response.status
+            ))
+        })?;
+        summarize(response.status, &data, &units)
     }
 }
 
@@ -80,6 +95,42 @@ network = ["https://api.weatherapi.com"]
 env = ["WEATHER_API_KEY"]
 "#
 );
+
+/// The guide's result shape, or the API's own error message.
+fn summarize(status: u16, data: &Value, units: &str) -> hermetic_sdk::Result<Value> {
+    if let Some(message) = data["error"]["message"].as_str() {
+        return Err(ToolError::new(format!("weatherapi.com: {message}")));
+    }
+    if !(200..300).contains(&status) {
+        return Err(ToolError::new(format!("weatherapi.com answered HTTP {status}")));
+    }
+    let current = &data["current"];
+    let temperature = if units == "imperial" {
+        &current["temp_f"]
+    } else {
+        &current["temp_c"]
+    };
+    if !temperature.is_number() {
+        return Err(ToolError::new("weatherapi.com's answer has no current temperature"));
+    }
+    Ok(json!({
+        "location": data["location"]["name"],
+        "temperature": temperature,
+        "units": units,
+        "condition": current["condition"]["text"],
+        "humidity": current["humidity"],
+    }))
+}
+
+/// Error texts carry the URL, which carries the key: never show it.
+fn redact(text: &str, key: &str) -> String {
+    let key = key.trim();
+    if key.is_empty() {
+        return text.to_owned();
+    }
+    text.replace(&http::encode_query_value(key), "[REDACTED]")
+        .replace(key, "[REDACTED]")
+}
 
 /// Whether the key is usable: set and not blank.
 fn key_configured(value: Option<&str>) -> bool {
@@ -129,6 +180,24 @@ mod tests {
             validate(args(json!({"location": " London "}))).unwrap(),
             ("London".to_owned(), "metric".to_owned())
         );
+    }
+
+    #[test]
+    fn answers_reduce_to_the_guides_shape() {
+        let data = json!({
+            "location": {"name": "London"},
+            "current": {"temp_c": 11.0, "temp_f": 51.8, "humidity": 82,
+                        "condition": {"text": "Light rain"}}
+        });
+        assert_eq!(
+            summarize(200, &data, "imperial").unwrap(),
+            json!({"location": "London", "temperature": 51.8, "units": "imperial",
+                   "condition": "Light rain", "humidity": 82})
+        );
+        let err = summarize(400, &json!({"error": {"code": 1006, "message": "No matching location found."}}), "metric");
+        assert_eq!(err.unwrap_err().0, "weatherapi.com: No matching location found.");
+        assert!(summarize(200, &json!({}), "metric").is_err());
+        assert_eq!(redact("GET https://x/?key=a%20b failed", "a b"), "GET https://x/?key=[REDACTED] failed");
     }
 
     #[test]

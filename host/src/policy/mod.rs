@@ -10,7 +10,7 @@
 //! | mount (`fs`) | tool **unavailable** (it cannot reach its files) |
 //! | required env (`requires_env`) | tool **unavailable** |
 //! | optional env (`capabilities.env`) | absent: the tool does not see it |
-//! | network destination | absent (this build links no wasi:http yet, so a component importing it fails to load; issue 3) |
+//! | network destination | absent: a request to it is refused (`HTTP-request-denied` to the guest); when *none* of a tool's destinations is granted, the tool is **unavailable** |
 //! | terminal | tool **unavailable** |
 //!
 //! Limits are wishes: the declaration asks, the operator's per-tool value or default
@@ -178,6 +178,63 @@ pub struct LimitPolicy {
     pub queue_timeout_ms: u64,
     /// Bytes of guest stdout/stderr kept (for logs) per call; the rest is dropped.
     pub output_bytes: usize,
+    /// Outbound HTTP limits (for tools granted network destinations).
+    pub http: HttpLimits,
+}
+
+/// Limits on each outbound HTTP request. A request also never outlives its call's
+/// deadline, whatever these say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HttpLimits {
+    /// Name resolution, TCP connect, TLS and HTTP handshake together.
+    pub connect_timeout_ms: u64,
+    /// From sending the request to the response head.
+    pub first_byte_timeout_ms: u64,
+    /// Longest silence between two pieces of the response body.
+    pub between_bytes_timeout_ms: u64,
+    /// Largest response body; a longer one fails with a body-size error.
+    pub max_response_bytes: u64,
+}
+
+impl Default for HttpLimits {
+    /// 10 s to connect, 30 s to the first byte, 30 s between bytes, 10 MiB of body.
+    fn default() -> Self {
+        Self {
+            connect_timeout_ms: 10_000,
+            first_byte_timeout_ms: 30_000,
+            between_bytes_timeout_ms: 30_000,
+            max_response_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+/// Individual HTTP limit replacements; `None` keeps the value below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct HttpLimitOverride {
+    /// See [`HttpLimits::connect_timeout_ms`].
+    pub connect_timeout_ms: Option<u64>,
+    /// See [`HttpLimits::first_byte_timeout_ms`].
+    pub first_byte_timeout_ms: Option<u64>,
+    /// See [`HttpLimits::between_bytes_timeout_ms`].
+    pub between_bytes_timeout_ms: Option<u64>,
+    /// See [`HttpLimits::max_response_bytes`].
+    pub max_response_bytes: Option<u64>,
+}
+
+impl HttpLimitOverride {
+    /// `base` with every field set here replaced.
+    pub fn apply_to(&self, base: HttpLimits) -> HttpLimits {
+        HttpLimits {
+            connect_timeout_ms: self.connect_timeout_ms.unwrap_or(base.connect_timeout_ms),
+            first_byte_timeout_ms: self
+                .first_byte_timeout_ms
+                .unwrap_or(base.first_byte_timeout_ms),
+            between_bytes_timeout_ms: self
+                .between_bytes_timeout_ms
+                .unwrap_or(base.between_bytes_timeout_ms),
+            max_response_bytes: self.max_response_bytes.unwrap_or(base.max_response_bytes),
+        }
+    }
 }
 
 impl Default for LimitPolicy {
@@ -196,6 +253,7 @@ impl Default for LimitPolicy {
             max_concurrent: 64,
             queue_timeout_ms: 5_000,
             output_bytes: 64 * 1024,
+            http: HttpLimits::default(),
         }
     }
 }
@@ -223,6 +281,8 @@ pub struct LimitOverride {
     pub queue_timeout_ms: Option<u64>,
     /// See [`LimitPolicy::output_bytes`].
     pub output_bytes: Option<usize>,
+    /// See [`LimitPolicy::http`].
+    pub http: HttpLimitOverride,
 }
 
 impl LimitOverride {
@@ -241,6 +301,7 @@ impl LimitOverride {
             max_concurrent: self.max_concurrent.unwrap_or(base.max_concurrent),
             queue_timeout_ms: self.queue_timeout_ms.unwrap_or(base.queue_timeout_ms),
             output_bytes: self.output_bytes.unwrap_or(base.output_bytes),
+            http: self.http.apply_to(base.http),
         }
     }
 }
@@ -344,6 +405,8 @@ pub struct EffectiveLimits {
     pub queue_timeout_ms: u64,
     /// Captured guest output bytes.
     pub output_bytes: usize,
+    /// Outbound HTTP limits.
+    pub http: HttpLimits,
 }
 
 /// A capability asked for and not granted.
@@ -479,10 +542,11 @@ pub fn effective(
     }
 
     let declared = declared_network(decl, &mut denials);
-    let mut network = network::intersect_all(&declared, &grants.network);
-    if let Some(allowed) = tenant_policy.and_then(|t| t.network.as_ref()) {
-        network = network::intersect_all(&network, allowed);
-    }
+    let operator_network = network::intersect_all(&declared, &grants.network);
+    let network = match tenant_policy.and_then(|t| t.network.as_ref()) {
+        Some(allowed) => network::intersect_all(&operator_network, allowed),
+        None => operator_network.clone(),
+    };
     for d in &declared {
         if !network.iter().any(|g| d.covers(g)) {
             denials.push(Denial {
@@ -491,6 +555,20 @@ pub fn effective(
                 blocks: false,
             });
         }
+    }
+    // A tool that needs the network and may reach nothing at all cannot work: hide it
+    // (as Hermes hides tools whose check fails) rather than offer it to fail every call.
+    if !decl.capabilities.network.is_empty() && network.is_empty() {
+        let by = if operator_network.is_empty() {
+            "the operator".to_owned()
+        } else {
+            who.clone()
+        };
+        denials.push(Denial {
+            capability: "network".to_owned(),
+            reason: format!("needs network access, which {by} does not grant"),
+            blocks: true,
+        });
     }
 
     let mut terminal = false;
@@ -541,6 +619,7 @@ pub fn effective(
         max_concurrent: l.max_concurrent.max(1),
         queue_timeout_ms: l.queue_timeout_ms,
         output_bytes: l.output_bytes,
+        http: l.http,
     };
 
     EffectiveGrants {

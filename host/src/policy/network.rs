@@ -1,6 +1,13 @@
-//! Network destinations: `scheme://host[:port]` patterns with `*.domain` wildcards, the
-//! "covers" order between them, and their intersection. Pure data; the sandbox's egress
-//! hooks do the matching against real requests and resolved addresses.
+//! Network destinations: `scheme://host[:port]` patterns with `*.domain` wildcards, `*`
+//! for any host and `:*` for any port, the "covers" order between them, and their
+//! intersection. Pure data; the sandbox's egress hooks do the matching against real
+//! requests and resolved addresses.
+//!
+//! `*` and `:*` exist for declarations: a tool like `web_extract` declares
+//! `https://*` ("any host I am pointed at") and the operator's grant, intersected with
+//! it, decides which hosts that really is. An operator who grants `https://*` allows
+//! every *public* host: private, loopback and link-local addresses are still refused
+//! unless a grant names the address itself.
 
 use serde::Serialize;
 use std::net::IpAddr;
@@ -14,7 +21,29 @@ pub struct Destination {
     /// The host: an exact name, a `*.domain` wildcard, or an IP literal.
     pub host: HostPattern,
     /// The port (the scheme's default when the pattern names none).
-    pub port: u16,
+    pub port: Port,
+}
+
+/// The port part of a destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Port {
+    /// Exactly this port.
+    Exact(u16),
+    /// Any port (`:*`).
+    Any,
+}
+
+impl Port {
+    fn covers(self, other: Port) -> bool {
+        self == Port::Any || self == other
+    }
+
+    fn intersect(self, other: Port) -> Option<Port> {
+        match (self, other) {
+            (Port::Any, p) | (p, Port::Any) => Some(p),
+            (a, b) => (a == b).then_some(a),
+        }
+    }
 }
 
 /// URL scheme of a destination.
@@ -53,6 +82,31 @@ pub enum HostPattern {
     Wildcard(String),
     /// This IP address. Naming an address is how a grant opts into private ranges.
     Ip(IpAddr),
+    /// Any host (`*`); private addresses are still refused unless named.
+    Any,
+}
+
+impl HostPattern {
+    fn covers(&self, other: &HostPattern) -> bool {
+        match (self, other) {
+            (HostPattern::Any, _) => true,
+            (HostPattern::Exact(a), HostPattern::Exact(b)) => a == b,
+            (HostPattern::Ip(a), HostPattern::Ip(b)) => a == b,
+            (HostPattern::Wildcard(suffix), HostPattern::Exact(name)) => in_domain(name, suffix),
+            (HostPattern::Wildcard(a), HostPattern::Wildcard(b)) => a == b || in_domain(b, a),
+            _ => false,
+        }
+    }
+
+    fn intersect(&self, other: &HostPattern) -> Option<HostPattern> {
+        if self.covers(other) {
+            Some(other.clone())
+        } else if other.covers(self) {
+            Some(self.clone())
+        } else {
+            None
+        }
+    }
 }
 
 /// A destination pattern that does not parse.
@@ -90,15 +144,19 @@ impl Destination {
         }
         let (host, port) = split_host_port(rest).ok_or_else(|| err("malformed host or port"))?;
         let port = match port {
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| err("bad port"))?,
-            None => scheme.default_port(),
+            Some("*") => Port::Any,
+            Some(p) => Port::Exact(
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| err("bad port"))?,
+            ),
+            None => Port::Exact(scheme.default_port()),
         };
         let host = host.to_ascii_lowercase();
-        let host = if let Ok(ip) = host
+        let host = if host == "*" {
+            HostPattern::Any
+        } else if let Ok(ip) = host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse::<IpAddr>()
@@ -121,38 +179,30 @@ impl Destination {
 
     /// Whether every request this pattern allows is also allowed by `self`.
     pub fn covers(&self, other: &Destination) -> bool {
-        if self.scheme != other.scheme || self.port != other.port {
-            return false;
-        }
-        match (&self.host, &other.host) {
-            (HostPattern::Exact(a), HostPattern::Exact(b)) => a == b,
-            (HostPattern::Ip(a), HostPattern::Ip(b)) => a == b,
-            (HostPattern::Wildcard(suffix), HostPattern::Exact(name)) => in_domain(name, suffix),
-            (HostPattern::Wildcard(a), HostPattern::Wildcard(b)) => a == b || in_domain(b, a),
-            _ => false,
-        }
+        self.scheme == other.scheme && self.port.covers(other.port) && self.host.covers(&other.host)
     }
 
-    /// The narrower of two patterns when one covers the other; `None` when they do not
-    /// nest (for these patterns that means nothing satisfies both... except a wildcard
-    /// pair like `*.a.com` / `*.b.a.com`, which nest and are handled by `covers`).
+    /// The destinations both patterns match, if any (each part narrowed on its own:
+    /// `http://*:8080` ∩ `http://127.0.0.1:*` = `http://127.0.0.1:8080`).
     pub fn intersect(&self, other: &Destination) -> Option<Destination> {
-        if self.covers(other) {
-            Some(other.clone())
-        } else if other.covers(self) {
-            Some(self.clone())
-        } else {
-            None
+        if self.scheme != other.scheme {
+            return None;
         }
+        Some(Destination {
+            scheme: self.scheme,
+            host: self.host.intersect(&other.host)?,
+            port: self.port.intersect(other.port)?,
+        })
     }
 
     /// Whether this pattern allows a request to `host` (lower-case name or IP literal)
     /// on `scheme` and `port`.
     pub fn allows(&self, scheme: Scheme, host: &str, port: u16) -> bool {
-        if self.scheme != scheme || self.port != port {
+        if self.scheme != scheme || !self.port.covers(Port::Exact(port)) {
             return false;
         }
         match &self.host {
+            HostPattern::Any => true,
             HostPattern::Exact(name) => name == host,
             HostPattern::Wildcard(suffix) => in_domain(host, suffix),
             HostPattern::Ip(ip) => host
@@ -172,9 +222,12 @@ impl std::fmt::Display for Destination {
             HostPattern::Wildcard(s) => write!(f, "*.{s}")?,
             HostPattern::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
             HostPattern::Ip(ip) => write!(f, "{ip}")?,
+            HostPattern::Any => f.write_str("*")?,
         }
-        if self.port != self.scheme.default_port() {
-            write!(f, ":{}", self.port)?;
+        match self.port {
+            Port::Any => f.write_str(":*")?,
+            Port::Exact(p) if p != self.scheme.default_port() => write!(f, ":{p}")?,
+            Port::Exact(_) => {}
         }
         Ok(())
     }
@@ -301,5 +354,35 @@ mod tests {
             [d("https://api.example.com")]
         );
         assert!(intersect_all(&declared, &[]).is_empty());
+    }
+
+    #[test]
+    fn any_host_and_any_port_narrow_to_the_other_side() {
+        let any = d("https://*");
+        assert_eq!(any.to_string(), "https://*");
+        assert!(any.covers(&d("https://api.example.com")));
+        assert!(any.covers(&d("https://*.example.com")));
+        assert!(any.covers(&d("https://10.0.0.1")));
+        assert!(!any.covers(&d("https://api.example.com:8443")));
+        assert!(!any.covers(&d("http://api.example.com")));
+        let any_port = d("http://127.0.0.1:*");
+        assert_eq!(any_port.to_string(), "http://127.0.0.1:*");
+        assert!(any_port.allows(Scheme::Http, "127.0.0.1", 41234));
+        assert!(!any_port.allows(Scheme::Http, "127.0.0.2", 41234));
+        assert_eq!(
+            d("http://*:8080").intersect(&any_port),
+            Some(d("http://127.0.0.1:8080"))
+        );
+        assert_eq!(
+            d("http://*:*").intersect(&d("http://a.example.com")),
+            Some(d("http://a.example.com"))
+        );
+        assert_eq!(d("https://*").intersect(&d("http://a.example.com")), None);
+        assert_eq!(
+            d("https://a.example.com").intersect(&d("https://b.example.com")),
+            None
+        );
+        assert!(Destination::parse("https://*x").is_err());
+        assert!(Destination::parse("https://a.com:**").is_err());
     }
 }

@@ -194,27 +194,52 @@ fn terminal_needs_declaration_operator_and_tenant() {
 }
 
 #[test]
-fn ungranted_network_is_a_non_blocking_denial() {
+fn ungranted_destinations_are_absent_and_no_destination_at_all_hides_the_tool() {
     let d = decl(
         "name='t'\ntoolset='x'\n[capabilities]\nnetwork=['https://a.example.com', 'not a url!']",
     );
-    let g = effective(&d, &op(), None);
+    let mut op = op();
+    op.defaults.network.push(dest("https://b.example.com"));
+    let g = effective(&d, &op, None);
     assert!(g.network.is_empty());
+    assert_eq!(
+        g.unavailable_reason(),
+        Some("needs network access, which the operator does not grant")
+    );
+    let d = decl(
+        "name='t'\ntoolset='x'\n[capabilities]\nnetwork=['https://a.example.com', 'https://b.example.com']",
+    );
+    let g = effective(&d, &op, None);
+    assert_eq!(g.network, [dest("https://b.example.com")]);
     assert_eq!(g.unavailable_reason(), None);
-    assert_eq!(g.denials.len(), 2);
+    assert_eq!(g.denials.len(), 1);
+    assert!(!g.denials[0].blocks);
+    let tenant = TenantPolicy {
+        network: Some(vec![]),
+        ..TenantPolicy::default()
+    };
+    let g = effective(&d, &op, Some(("acme", &tenant)));
+    assert_eq!(
+        g.unavailable_reason(),
+        Some("needs network access, which tenant acme does not grant")
+    );
 }
 
 // ---- property: effective grants are never wider than any of the three inputs ----
 
 const MOUNTS: [&str; 3] = ["workspace", "data", "cache"];
 const VARS: [&str; 4] = ["A", "B", "C", "D"];
-const DESTS: [&str; 6] = [
+const DESTS: [&str; 10] = [
     "https://api.example.com",
     "https://*.example.com",
     "https://x.api.example.com",
     "http://api.example.com",
     "https://other.net:8443",
     "http://127.0.0.1:8080",
+    "https://*",
+    "http://*:*",
+    "http://127.0.0.1:*",
+    "http://*:8080",
 ];
 
 fn access() -> impl Strategy<Value = Access> {

@@ -3,13 +3,15 @@
 //!
 //! This module knows nothing of how grants were decided (see [`crate::policy`]).
 
+pub mod egress;
 mod output;
 pub mod terminal;
 
+pub use egress::HttpState;
 pub use output::CappedOutput;
 
 use crate::bindings::{self, Level};
-use crate::declaration::Access;
+use crate::declaration::{Access, Declaration};
 use crate::engine::Runtime;
 use crate::policy::{ClockPolicy, EffectiveGrants};
 use crate::policy_file::Secrets;
@@ -96,6 +98,10 @@ pub enum SandboxError {
     /// Linking the host interfaces failed (a bug, not a guest problem).
     #[error("linking host interfaces: {0}")]
     Link(String),
+    /// The store refused the fuel budget (fuel metering misconfigured; not a guest
+    /// problem).
+    #[error("setting the fuel budget: {0}")]
+    Fuel(String),
 }
 
 /// Per-call state held by the [`Store`].
@@ -117,6 +123,25 @@ pub struct CallState {
     /// The terminal, when this call's grants include it (`None` for every other tool:
     /// no cost on the ordinary path).
     terminal: Option<Arc<crate::terminal::TerminalCall>>,
+    /// wasi:http state, for tools granted network destinations (`None` otherwise: no
+    /// cost on the common path).
+    http: Option<Box<HttpState>>,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        // Only tools linked with wasi:http get here; one whose call was granted no
+        // destination gets a state that refuses every request.
+        let tool = &self.tool;
+        let state = self
+            .http
+            .get_or_insert_with(|| Box::new(HttpState::deny_all(tool.clone())));
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut state.ctx,
+            table: &mut self.table,
+            hooks: &mut state.hooks,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -203,8 +228,58 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Builds the linker shared by every tool: the WASI interfaces (each deny-by-default
-/// through the per-call [`WasiCtx`]) and the host interface. Built once per engine.
+/// The linkers tools are instantiated with, built once per engine: which one a tool
+/// gets depends on what it *declares*, so an interface is only ever linked into tools
+/// that asked for it (and each call's grants still decide what it may do).
+pub struct Linkers {
+    plain: Linker<CallState>,
+    http: Linker<CallState>,
+    /// Plain + the host `terminal` interface (tools that declare the terminal).
+    terminal: Linker<CallState>,
+    /// wasi:http + `terminal` (tools that declare both).
+    http_terminal: Linker<CallState>,
+}
+
+impl Linkers {
+    /// Builds every linker.
+    ///
+    /// # Errors
+    /// [`SandboxError::Link`] on a wasmtime linking failure.
+    pub fn new(runtime: &Runtime) -> Result<Self, SandboxError> {
+        let link = |e: wasmtime::Error| SandboxError::Link(format!("{e:#}"));
+        let plain = linker(runtime)?;
+        let mut http = linker(runtime)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut http).map_err(link)?;
+        let terminal = terminal::linker(runtime)?;
+        let mut http_terminal = terminal::linker(runtime)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut http_terminal).map_err(link)?;
+        Ok(Self {
+            plain,
+            http,
+            terminal,
+            http_terminal,
+        })
+    }
+
+    /// The linker for a tool with this declaration: wasi:http only when it declares
+    /// network destinations. A component that imports wasi:http without declaring any
+    /// fails to load.
+    ///
+    /// Likewise the host `terminal` interface is linked only when the tool declares the
+    /// terminal: a component importing it without declaring it fails to load.
+    pub fn for_declaration(&self, declaration: &Declaration) -> &Linker<CallState> {
+        let network = !declaration.capabilities.network.is_empty();
+        match (network, declaration.capabilities.terminal) {
+            (false, false) => &self.plain,
+            (true, false) => &self.http,
+            (false, true) => &self.terminal,
+            (true, true) => &self.http_terminal,
+        }
+    }
+}
+
+/// Builds the linker every tool gets: the WASI interfaces (each deny-by-default through
+/// the per-call [`WasiCtx`]) and the host interface.
 ///
 /// # Errors
 /// [`SandboxError::Link`] on a wasmtime linking failure.
@@ -225,8 +300,9 @@ impl HasData for HasIo {
 
 /// Links the WASI interfaces a tool may use — io, clocks, random, filesystem, cli —
 /// and deliberately *not* wasi:sockets: a component that imports sockets fails to load
-/// ("… matching implementation was not found in the linker"), so no HTTP or other grant
-/// can ever be turned into raw sockets. What each linked interface may reach is decided
+/// ("… matching implementation was not found in the linker"), so no HTTP grant can ever
+/// be turned into raw sockets (wasi:http, linked only for tools that declare network
+/// destinations, sends requests through [`egress`] and nothing else). What each linked interface may reach is decided
 /// per call by the [`WasiCtx`] (no preopens, no env unless granted).
 fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
@@ -321,6 +397,9 @@ pub fn store(
                 .monotonic_clock(CoarseMonotonicClock::new(step));
         }
     }
+    let timeout = setup
+        .timeout
+        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
     let output = grants.limits.output_bytes;
     let stdout = CappedOutput::new(output);
     let stderr = CappedOutput::new(output);
@@ -340,17 +419,23 @@ pub fn store(
         stderr,
         cancelled: false,
         terminal: setup.terminal,
+        http: (!grants.network.is_empty()).then(|| {
+            Box::new(HttpState::new(
+                tool.clone(),
+                grants.network.clone(),
+                grants.limits.http,
+                Instant::now() + timeout,
+                setup.cancel.clone(),
+            ))
+        }),
     };
     let mut store = Store::new(runtime.engine(), state);
     if runtime.meters_fuel() {
         store
             .set_fuel(grants.limits.fuel.unwrap_or(u64::MAX))
-            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+            .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
     }
     store.limiter(|s| &mut s.limiter);
-    let timeout = setup
-        .timeout
-        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
     match setup.cancel {
         // Not cancellable: one deadline, no callback — the cheapest path.
         None => {

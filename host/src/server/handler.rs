@@ -45,20 +45,25 @@ impl McpHandler {
         Self { shared, session }
     }
 
-    /// Tenant and session for a request: an HTTP request's [`Tenant`] extension and
-    /// `Mcp-Session-Id` header win over the server default and the handler's own id.
-    fn identity(&self, context: &RequestContext<RoleServer>) -> (String, String) {
+    /// Tenant and session for a request: an HTTP request's [`Tenant`] extension (set
+    /// from its bearer token by the HTTP front) and `Mcp-Session-Id` header (checked
+    /// there to belong to that tenant) win over the server default and the handler's
+    /// own id. `None` for an HTTP request without a tenant on a server that requires
+    /// tokens: such a request must not fall back to the operator's view.
+    fn identity(&self, context: &RequestContext<RoleServer>) -> Option<(Arc<str>, String)> {
         let parts = context.extensions.get::<::http::request::Parts>();
-        let tenant = parts
-            .and_then(|p| p.extensions.get::<Tenant>())
-            .map_or_else(|| self.shared.options.tenant.clone(), |t| t.0.clone());
+        let tenant = match parts.and_then(|p| p.extensions.get::<Tenant>()) {
+            Some(t) => t.0.clone(),
+            None if parts.is_some() && self.shared.auth.requires_tokens() => return None,
+            None => Arc::from(self.shared.options.tenant.as_str()),
+        };
         let session = parts
             .and_then(|p| p.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
             .or_else(|| self.session.as_deref().map(str::to_owned))
             .unwrap_or_default();
-        (tenant, session)
+        Some((tenant, session))
     }
 
     /// tools/call: runs the tool with the request's tenant and session, forwards its
@@ -69,18 +74,52 @@ impl McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let started = std::time::Instant::now();
         let name = request.name.into_owned();
-        if !self.shared.may_call(&name) {
-            // Same answer as for a tool that does not exist: a selection never reveals
-            // what lies outside it.
-            let error = serde_json::json!({"error": format!("Unknown tool: {name}")});
-            return CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
-        }
+        let Some((tenant, session)) = self.identity(&context) else {
+            return error_result("unauthenticated: this server requires a bearer token");
+        };
         let args = match &request.arguments {
             Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
             None => "{}".to_owned(),
         };
-        let (tenant, session) = self.identity(&context);
+        let audit = self.shared.options.audit.as_deref();
+        if self
+            .shared
+            .draining
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let result = "the server is shutting down; retry on another server or later";
+            if let Some(audit) = audit {
+                audit.record_or_log(&super::audit::Event {
+                    kind: "decision",
+                    tenant: &tenant,
+                    session: &session,
+                    tool: &name,
+                    outcome: "shutting_down",
+                    ..Default::default()
+                });
+            }
+            return error_result(result);
+        }
+        if !self.shared.may_call(&name) {
+            // Same answer as for a tool that does not exist: a selection never reveals
+            // what lies outside it.
+            let result = serde_json::json!({"error": format!("Unknown tool: {name}")}).to_string();
+            if let Some(audit) = audit {
+                record_call(
+                    audit,
+                    &self.shared,
+                    &tenant,
+                    &session,
+                    &name,
+                    &args,
+                    &result,
+                    started,
+                );
+            }
+            return call_tool_result(result);
+        }
         let (progress, forwarder) = match context.meta.get_progress_token() {
             Some(token) => {
                 let (sink, task) = forward_progress(context.peer.clone(), token);
@@ -89,14 +128,25 @@ impl McpHandler {
             None => (None, None),
         };
         let cancel = CancelOnDrop(CancelToken::new());
+        let approver =
+            super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone());
         let options = CallOptions {
-            tenant,
-            session,
+            tenant: tenant.to_string(),
+            session: session.clone(),
             progress,
             cancel: Some(cancel.0.clone()),
-            approver: None,
+            approver: Some(Arc::new(approver)),
         };
-        let call = self.shared.registry.call_async(name.clone(), args, options);
+        // The arguments are kept for the audit record only when there is one.
+        let (call_args, args) = if audit.is_some() {
+            (args.clone(), args)
+        } else {
+            (args, String::new())
+        };
+        let call = self
+            .shared
+            .registry
+            .call_async(name.clone(), call_args, options);
         tokio::pin!(call);
         // `ct` fires on notifications/cancelled and when the session ends (the client
         // went away). The guest is interrupted at its next epoch tick and the call
@@ -117,8 +167,108 @@ impl McpHandler {
         {
             tracing::warn!("progress forwarding failed: {e}");
         }
+        if let Some(audit) = audit {
+            record_call(
+                audit,
+                &self.shared,
+                &tenant,
+                &session,
+                &name,
+                &args,
+                &result,
+                started,
+            );
+        }
         call_tool_result(result)
     }
+}
+
+/// An error tool result with a JSON `{"error": message}` body.
+fn error_result(message: &str) -> CallToolResult {
+    let error = serde_json::json!({ "error": message });
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+/// How the audit log files a call's result: its record kind (`call`, or `decision`
+/// when policy — not the tool — decided), its outcome, and for decisions the reason.
+/// Reads the registry's error contract (`Unknown tool: …`, `Tool … is unavailable:
+/// …`, the `limit` key), which the registry and MCP tests pin.
+pub(crate) fn classify(result: &str) -> (&'static str, String, Option<String>) {
+    #[derive(serde::Deserialize)]
+    struct Failure {
+        error: Option<String>,
+        limit: Option<String>,
+    }
+    let Ok(Failure {
+        error: Some(error),
+        limit,
+    }) = serde_json::from_str::<Failure>(result)
+    else {
+        return ("call", "ok".to_owned(), None);
+    };
+    if let Some(limit) = limit {
+        return ("call", format!("limit:{limit}"), None);
+    }
+    if error.starts_with("Unknown tool: ") {
+        return ("decision", "unknown_tool".to_owned(), None);
+    }
+    if error.starts_with("Tool ") && error.contains(" is unavailable: ") {
+        return ("decision", "unavailable".to_owned(), Some(error));
+    }
+    if error.starts_with("Invalid arguments for ") {
+        return ("call", "invalid_arguments".to_owned(), None);
+    }
+    if error.contains("cancelled: ") {
+        return ("call", "cancelled".to_owned(), None);
+    }
+    ("call", "error".to_owned(), None)
+}
+
+/// Writes the audit record of one tools/call.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one record's fields, all borrowed"
+)]
+fn record_call(
+    audit: &super::audit::AuditLog,
+    shared: &Shared,
+    tenant: &str,
+    session: &str,
+    name: &str,
+    args: &str,
+    result: &str,
+    started: std::time::Instant,
+) {
+    let (kind, outcome, reason) = classify(result);
+    let grants = (kind == "call")
+        .then(|| shared.registry.grants_for(name, tenant))
+        .flatten()
+        .map(|g| grants_summary(&g));
+    let digest = audit.args_digest(args);
+    audit.record_or_log(&super::audit::Event {
+        kind,
+        tenant,
+        session,
+        tool: name,
+        args_sha256: Some(&digest),
+        grants: grants.as_ref(),
+        outcome: &outcome,
+        reason: reason.as_deref(),
+        duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+        detail: None,
+    });
+}
+
+/// The grants of a call, for the audit log: what it could touch, not the limits.
+fn grants_summary(grants: &crate::EffectiveGrants) -> Value {
+    serde_json::json!({
+        "mounts": grants.mounts.iter()
+            .map(|m| serde_json::json!({"name": m.name, "access": m.access}))
+            .collect::<Vec<_>>(),
+        "env": grants.env,
+        "network": grants.network,
+        "terminal": grants.terminal,
+    })
 }
 
 impl ServerHandler for McpHandler {
@@ -139,7 +289,12 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let shared = self.shared.clone();
-        let (tenant, _) = self.identity(&context);
+        let Some((tenant, _)) = self.identity(&context) else {
+            return Err(McpError::invalid_request(
+                "unauthenticated: this server requires a bearer token",
+                None,
+            ));
+        };
         // Availability may run a tool's `check()` (a guest call): keep it off the
         // async workers.
         let definitions = tokio::task::spawn_blocking(move || {

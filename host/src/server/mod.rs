@@ -9,6 +9,12 @@
 //! registry in step with the tools directories and [`McpServer::notify_tools_changed`]
 //! tells connected clients.
 //!
+//! Over HTTP, [`auth`] maps bearer tokens to tenants, rate-limits tools/call and holds
+//! the `Host`/`Origin` allow-list; [`audit`] writes the hash-chained audit log;
+//! [`approvals`] asks a human about dangerous commands through MCP elicitation or the
+//! operator console's HTTP endpoint. A shutdown lets calls in flight finish
+//! ([`McpServer::drain`]) and runs the [`McpServer::on_shutdown`] hooks.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use hermetic::server::{McpServer, ServeOptions};
@@ -22,44 +28,71 @@
 //! # Ok(()) }
 //! ```
 
+pub mod approvals;
+pub mod audit;
+pub mod auth;
 pub mod handler;
 pub mod http;
 pub mod stdio;
 pub mod watch;
 
+use crate::policy_file::ServerPolicy;
 use crate::registry::{Registry, Selection};
 use rmcp::{Peer, RoleServer};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 pub use handler::McpHandler;
+
+/// Default of [`ServeOptions::shutdown_grace`].
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Tenant for requests that carry no [`Tenant`] (default `""`: the operator
-    /// itself, no tenant narrowing; see [`CallOptions::tenant`](crate::CallOptions)).
+    /// Tenant of stdio sessions, and of HTTP requests when `access` defines no tokens
+    /// (default `""`: the operator itself, no tenant narrowing; see
+    /// [`CallOptions::tenant`](crate::CallOptions)).
     pub tenant: String,
     /// Toolsets served: tools/list shows, and tools/call accepts, only these
     /// (default: all). Resolved again after each [`McpServer::notify_tools_changed`].
     pub selection: Selection,
+    /// Tokens, rate limits, admin tokens and the `Host`/`Origin` allow-list of the
+    /// HTTP transport (default: none — a single-operator, loopback-only server).
+    pub access: ServerPolicy,
+    /// Where calls, policy decisions and approvals are recorded (default: nowhere).
+    pub audit: Option<Arc<audit::AuditLog>>,
+    /// How long a shutdown lets calls in flight finish before cancelling them
+    /// (default [`DEFAULT_SHUTDOWN_GRACE`], 30 s).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServeOptions {
-    /// The operator's own view (tenant `""`), every toolset.
+    /// The operator's own view (tenant `""`), every toolset, no tokens, no audit log,
+    /// a 30 s shutdown grace.
     fn default() -> Self {
         Self {
             tenant: String::new(),
             selection: Selection::default(),
+            access: ServerPolicy::default(),
+            audit: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
 
-/// The tenant an HTTP request runs for. An authentication layer in front of
-/// [`http::service`] sets it as a request extension (`http::Request::extensions_mut`);
-/// requests without one run for [`ServeOptions::tenant`].
+/// The tenant an HTTP request runs for. [`http::serve`] sets it as a request
+/// extension from the request's bearer token — never from anything else the client
+/// sends; an embedder mounting [`http::service`] behind its own authentication sets it
+/// the same way (`http::Request::extensions_mut`). Requests without one run for
+/// [`ServeOptions::tenant`], unless the server requires tokens: then they are refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tenant(pub String);
+pub struct Tenant(pub Arc<str>);
+
+/// A function run once at shutdown, after calls in flight ended.
+pub type ShutdownHook = Box<dyn FnOnce() + Send>;
 
 /// Errors starting or running a server.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +107,13 @@ pub enum ServeError {
     /// The listener failed.
     #[error("HTTP listener failed: {0}")]
     Listen(#[from] std::io::Error),
+    /// A non-loopback address without bearer tokens: anyone who can reach it would act
+    /// as the operator.
+    #[error(
+        "refusing to listen on {0} without bearer tokens: anyone reaching it would act as the operator. \
+         Give tenants tokens in the policy file (`token_sha256`, see `hermetic token new`) or listen on loopback"
+    )]
+    Unprotected(std::net::SocketAddr),
 }
 
 /// State shared by every session of one server.
@@ -91,6 +131,14 @@ pub(crate) struct Shared {
     /// Tool calls in flight, so a transport can wait for cancelled calls to end
     /// before the runtime goes away.
     pub(crate) calls: tokio_util::task::TaskTracker,
+    /// Compiled tokens and rate limits.
+    pub(crate) auth: auth::Authenticator,
+    /// Pending approvals for the operator console (only with admin tokens: without
+    /// one nobody could answer, and a call would wait for nothing).
+    pub(crate) broker: Option<Arc<approvals::ApprovalBroker>>,
+    /// Set when a shutdown began: new calls are refused, calls in flight finish.
+    pub(crate) draining: AtomicBool,
+    hooks: Mutex<Vec<ShutdownHook>>,
 }
 
 impl Shared {
@@ -139,6 +187,19 @@ impl McpServer {
     /// A server for `registry`.
     pub fn new(registry: Arc<Registry>, options: ServeOptions) -> Self {
         let (changes, _) = tokio::sync::watch::channel(0);
+        let auth = auth::Authenticator::new(&options.access, &options.tenant);
+        let broker = auth
+            .has_admin()
+            .then(|| Arc::new(approvals::ApprovalBroker::new()));
+        // The terminal's approval requests and answers go to the audit log too.
+        if let Some(log) = &options.audit {
+            registry
+                .terminal()
+                .add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));
+        }
+        // Background processes and session containers do not outlive the server.
+        let terminal = Arc::clone(registry.terminal());
+        let hooks: Vec<ShutdownHook> = vec![Box::new(move || terminal.shutdown())];
         Self {
             shared: Arc::new(Shared {
                 registry,
@@ -147,8 +208,69 @@ impl McpServer {
                 legacy_peers: Mutex::new(Vec::new()),
                 allowed: RwLock::new(None),
                 calls: tokio_util::task::TaskTracker::new(),
+                auth,
+                broker,
+                draining: AtomicBool::new(false),
+                hooks: Mutex::new(hooks),
             }),
         }
+    }
+
+    /// The pending-approvals broker behind the HTTP approvals endpoint (present when
+    /// the policy has admin tokens).
+    pub fn approvals(&self) -> Option<&Arc<approvals::ApprovalBroker>> {
+        self.shared.broker.as_ref()
+    }
+
+    /// Whether HTTP requests must carry a tenant's bearer token (the policy gives
+    /// tenants tokens). Without, the server must stay on loopback.
+    pub fn requires_tokens(&self) -> bool {
+        self.shared.auth.requires_tokens()
+    }
+
+    /// The audit log, if any.
+    pub fn audit(&self) -> Option<&Arc<audit::AuditLog>> {
+        self.shared.options.audit.as_ref()
+    }
+
+    /// Registers `hook` to run once at shutdown, after calls in flight have ended (or
+    /// were cancelled at the grace deadline): e.g. to kill background processes.
+    /// Hooks run in registration order on the transport's task; keep them short.
+    pub fn on_shutdown(&self, hook: ShutdownHook) {
+        self.shared
+            .hooks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(hook);
+    }
+
+    /// Runs (and forgets) the shutdown hooks. Transports call it when they stop.
+    pub fn run_shutdown_hooks(&self) {
+        let hooks =
+            std::mem::take(&mut *self.shared.hooks.lock().unwrap_or_else(|p| p.into_inner()));
+        for hook in hooks {
+            hook();
+        }
+    }
+
+    /// Begins a graceful shutdown: new tool calls are refused with an error result,
+    /// and this waits for the calls in flight for at most `grace`. Returns whether
+    /// they all finished; the transport then cancels what is left.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.shared.draining.store(true, Ordering::SeqCst);
+        let drained = self.wait_for_calls(grace).await;
+        if !drained {
+            tracing::warn!(
+                "shutdown: calls still running after {} s are cancelled",
+                grace.as_secs_f64()
+            );
+        }
+        drained
+    }
+
+    /// Whether a shutdown began.
+    pub fn is_draining(&self) -> bool {
+        self.shared.draining.load(Ordering::SeqCst)
     }
 
     /// The registry served.

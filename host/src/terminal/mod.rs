@@ -30,7 +30,9 @@ pub mod ssh;
 pub use backend::{BackendError, Job, TerminalBackend};
 pub use config::{BackendKind, TerminalConfig, TerminalSettings};
 
-use crate::approval::{ApprovalContext, ApprovalGate, Approver, Outcome, SessionKey, Verdict};
+use crate::approval::{
+    ApprovalContext, ApprovalGate, ApprovalObserver, Approver, Outcome, SessionKey, Verdict,
+};
 use crate::sandbox::CancelToken;
 use config::MAX_TIMEOUT_SECS;
 use process::{Action, ProcessRegistry};
@@ -139,6 +141,8 @@ pub struct TerminalHost {
     tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
     cwds: Mutex<HashMap<SessionKey, String>>,
     processes: ProcessRegistry,
+    /// Observers every tenant's gate reports to (the audit log).
+    observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
 }
 
 impl std::fmt::Debug for TerminalHost {
@@ -159,7 +163,22 @@ impl TerminalHost {
             tenants: Mutex::new(HashMap::new()),
             cwds: Mutex::new(HashMap::new()),
             processes: ProcessRegistry::default(),
+            observers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds an observer of every approval request and answer (e.g. the server's audit
+    /// log), for every tenant's gate. Gates already built are rebuilt on their next
+    /// use; their session approvals start afresh.
+    pub fn add_observer(&self, observer: Arc<dyn ApprovalObserver>) {
+        self.observers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(observer);
+        self.tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// The settings in force.
@@ -189,10 +208,19 @@ impl TerminalHost {
             BackendKind::Docker => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
             BackendKind::Ssh => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
         };
-        let gate = ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
-            tenant: tenant.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let mut gate =
+            ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
+                tenant: tenant.to_owned(),
+                reason: e.to_string(),
+            })?;
+        for observer in self
+            .observers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            gate = gate.with_observer(Arc::clone(observer));
+        }
         let t = Arc::new(TenantTerminal {
             config,
             backend,
