@@ -870,3 +870,45 @@ network = false
     assert!(err("[terminal]\nbackend = \"ssh\"").contains("ssh.host"));
     assert!(err("[terminal.tenants.nobody]\nbackend = \"local\"").contains("no such tenant"));
 }
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<String>>);
+
+impl hermetic::approval::ApprovalObserver for Recorder {
+    fn before_request(&self, request: &hermetic::approval::ApprovalRequest, approver: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("ask {approver}: {}", request.command));
+    }
+    fn after_answer(
+        &self,
+        _request: &hermetic::approval::ApprovalRequest,
+        verdict: &hermetic::approval::Verdict,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("answer {:?}", verdict.outcome));
+    }
+}
+
+#[test]
+fn approval_observers_see_the_terminal_gate_requests_and_answers() {
+    let ws = TempDir::new().unwrap();
+    let registry = registry(ws.path(), TerminalConfig::default());
+    let recorder = Arc::new(Recorder::default());
+    registry.terminal().add_observer(recorder.clone());
+    let approver = Arc::new(ScriptedApprover::new([Answer::Deny]));
+    let r = call(
+        &registry,
+        "terminal",
+        json!({"command": "rm -rf junk"}),
+        &opts(Some(approver)),
+    );
+    assert_eq!(r["status"], "blocked");
+    assert_eq!(
+        *recorder.0.lock().unwrap(),
+        ["ask scripted: rm -rf junk", "answer Denied"]
+    );
+}

@@ -373,6 +373,13 @@ impl Front {
                 && response.status().is_success()
             {
                 self.sessions.unbind(id);
+                // The session's background processes and container end with it (off
+                // the async workers: removing a container can take seconds).
+                let terminal = Arc::clone(self.server.registry().terminal());
+                let (tenant_id, session_id) = (tenant.id.clone(), id.clone());
+                tokio::task::spawn_blocking(move || {
+                    terminal.end_session(&tenant_id, &session_id);
+                });
             }
             // rmcp answers a session DELETE with 202; clients (the Python SDK among
             // them) expect 200 or 204 and warn otherwise. The session is closed
