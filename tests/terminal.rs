@@ -912,3 +912,74 @@ fn approval_observers_see_the_terminal_gate_requests_and_answers() {
         ["ask scripted: rm -rf junk", "answer Denied"]
     );
 }
+
+#[test]
+fn one_tenant_cannot_reach_another_tenants_background_processes() {
+    let ws = TempDir::new().unwrap();
+    let mut policy = OperatorPolicy::with_workspace(ws.path().to_path_buf());
+    policy.terminal.default.cwd = Some(ws.path().to_path_buf());
+    for tenant in ["acme", "globex"] {
+        policy
+            .tenants
+            .insert(tenant.into(), hermetic::policy::TenantPolicy::default());
+    }
+    let mut options = RegistryOptions::new(policy);
+    options.engine = hermetic_tests::engine_config();
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.add_bundled(), vec![]);
+    // The same session id in both tenants: only the tenant tells them apart.
+    let as_tenant = |tenant: &str| CallOptions {
+        tenant: tenant.into(),
+        session: "s1".into(),
+        ..CallOptions::default()
+    };
+    let token = format!("isolation-{}", std::process::id());
+    let started = call(
+        &registry,
+        "terminal",
+        json!({"command": format!("sleep 30 # {token}"), "background": true}),
+        &as_tenant("acme"),
+    );
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    for args in [
+        json!({"action": "poll", "session_id": id}),
+        json!({"action": "log", "session_id": id}),
+        json!({"action": "kill", "session_id": id}),
+        json!({"action": "write", "session_id": id, "data": "x"}),
+    ] {
+        let out = call(&registry, "process", args.clone(), &as_tenant("globex"));
+        assert_eq!(out["status"], "not_found", "globex {args}: {out}");
+    }
+    let listed = call(
+        &registry,
+        "process",
+        json!({"action": "list"}),
+        &as_tenant("globex"),
+    );
+    assert!(!listed.to_string().contains(&id), "{listed}");
+    assert!(
+        alive(&token),
+        "globex's kill must not have reached acme's process"
+    );
+    let own = call(
+        &registry,
+        "process",
+        json!({"action": "poll", "session_id": id}),
+        &as_tenant("acme"),
+    );
+    assert_eq!(own["status"], "running", "{own}");
+    call(
+        &registry,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+        &as_tenant("acme"),
+    );
+    eventually(
+        "acme's kill ends its process",
+        Duration::from_secs(10),
+        || !alive(&token),
+    );
+}

@@ -1192,3 +1192,123 @@ fn http_a_tenant_over_its_max_concurrent_calls_gets_a_concurrency_error() {
     assert_eq!(refused["limit"], "concurrency", "{refused}");
     let _ = running.child.kill();
 }
+
+// ── The terminal tool over MCP: approvals by elicitation, output as progress ────────
+
+/// Global arguments for a server with only the bundled tools (so `terminal` and
+/// `process` get the local backend with manual approval, the embedded default) whose
+/// workspace — and the terminal's working directory — is `workspace`.
+fn bundled_args(workspace: &Path) -> Vec<String> {
+    vec![
+        "--workspace".into(),
+        workspace.display().to_string(),
+        "--log-level".into(),
+        "warn,hermetic=info".into(),
+    ]
+}
+
+/// Runs the `elicit` scenario against `server`, making one terminal call of `command`
+/// and answering the approval request with `answer`.
+fn terminal_elicit(server: &HttpServer, command: &str, answer: &str) -> Value {
+    let call = format!("terminal={}", json!({ "command": command }));
+    let mut running = Running::spawn(client_with(
+        "elicit",
+        "legacy",
+        &Target::Http(server),
+        &["--call", &call, "--elicit", answer],
+    ));
+    running.report()
+}
+
+#[test]
+fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicitation() {
+    let workspace = TempDir::new().unwrap();
+    let state = TempDir::new().unwrap();
+    let audit = state.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &["--audit", &audit_arg]);
+
+    let report = terminal_elicit(&server, "rm -rf scratch && touch approved", "once");
+    let seen = report["elicitations"].as_array().unwrap();
+    assert_eq!(seen.len(), 1, "{report:#}");
+    let message = seen[0]["message"].as_str().unwrap();
+    assert!(message.contains("rm -rf scratch"), "{message}");
+    let result = &report["calls"]["terminal"];
+    assert_eq!(result["is_error"], false, "{report:#}");
+    assert_eq!(result["text"]["exit_code"], 0, "{report:#}");
+    assert!(workspace.path().join("approved").exists());
+
+    let report = terminal_elicit(&server, "rm -rf scratch && touch declined", "decline");
+    assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    let result = &report["calls"]["terminal"]["text"];
+    assert_eq!(result["status"], "blocked", "{report:#}");
+    assert_eq!(result["exit_code"], -1, "{report:#}");
+    assert!(!workspace.path().join("declined").exists());
+
+    // A hardline command is never even offered for approval.
+    let report = terminal_elicit(&server, "rm -rf / && touch hardline", "once");
+    assert_eq!(report["elicitations"], json!([]), "{report:#}");
+    assert_eq!(report["calls"]["terminal"]["text"]["status"], "blocked");
+    assert!(!workspace.path().join("hardline").exists());
+
+    // The audit log holds each question and answer next to the calls, and verifies.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "approval_request").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "approval_answer").count(),
+        2,
+        "{kinds:?}"
+    );
+    let hardline = records.iter().find(|r| r["kind"] == "decision").unwrap();
+    assert_eq!(hardline["outcome"], "blocked_hardline", "{hardline}");
+    assert_eq!(hardline["detail"]["command"], "rm -rf / && touch hardline");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "call").count(),
+        3,
+        "{kinds:?}"
+    );
+    let verify = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .args(["audit", "verify", &audit_arg])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+#[test]
+fn terminal_output_reaches_the_client_as_progress_while_the_command_runs() {
+    let workspace = TempDir::new().unwrap();
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &[]);
+    // The command waits for a file the test writes after the client has seen progress,
+    // so the first progress notification must have come from output, mid-command.
+    let call = format!(
+        "terminal={}",
+        json!({"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second"})
+    );
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        "legacy",
+        &Target::Http(&server),
+        &["--call", &call],
+    ));
+    running.wait_line("STARTED");
+    std::fs::write(workspace.path().join("go"), "").unwrap();
+    let report = running.report();
+    let output = report["result"]["text"]["output"].as_str().unwrap();
+    assert_eq!(output, "first\nsecond", "{report:#}");
+}

@@ -110,6 +110,13 @@ pub trait ApprovalObserver: Send + Sync {
     fn after_answer(&self, request: &ApprovalRequest, verdict: &super::Verdict) {
         let _ = (request, verdict);
     }
+
+    /// Called when the gate decides a non-safe command without asking anyone: a
+    /// hardline or deny-rule block, approval mode off, the allowlist, or an earlier
+    /// session approval.
+    fn decided(&self, key: &SessionKey, command: &str, verdict: &super::Verdict) {
+        let _ = (key, command, verdict);
+    }
 }
 
 /// The text of a TTY prompt (a contract: operators read it).

@@ -241,6 +241,14 @@ impl ApprovalGate {
             deny_entry: None,
             commands: detection.commands.clone(),
         };
+        // Verdicts the policy reaches on a non-safe command without asking anyone are
+        // decisions observers (the audit log) must see too.
+        let decided = |v: Verdict| {
+            for o in &self.observers {
+                o.decided(&ctx.key, command, &v);
+            }
+            v
+        };
         // 1. Hardline: never, in any mode.
         if detection.tier == Tier::Hardline {
             let mut v = base(Outcome::BlockedHardline, DecidedBy::Policy, false);
@@ -254,7 +262,7 @@ impl ApprovalGate {
                 "BLOCKED: this command is on the hardline list ({}) and cannot be approved in any mode. Do not retry it or any variant of it.",
                 hard.join(", ")
             );
-            return v;
+            return decided(v);
         }
         // 2. Operator deny rules.
         if let Some(entry) = self.deny_match(&detection, command) {
@@ -263,7 +271,7 @@ impl ApprovalGate {
                 "BLOCKED by the operator's policy (deny rule {entry:?}). Do not retry this command or a variant of it."
             );
             v.deny_entry = Some(entry);
-            return v;
+            return decided(v);
         }
         if detection.tier == Tier::Safe {
             return base(Outcome::Allowed, DecidedBy::Detector, true);
@@ -271,18 +279,18 @@ impl ApprovalGate {
         // 3. Mode off: an explicit operator opt-in; logged.
         if self.policy.mode == Mode::Off {
             tracing::info!(command, rules = ?rules, "approval mode off: dangerous command allowed");
-            return base(Outcome::AllowedModeOff, DecidedBy::Policy, true);
+            return decided(base(Outcome::AllowedModeOff, DecidedBy::Policy, true));
         }
         // 4. Permanent allowlist.
         if self.allowlisted(&detection, command, &rules) {
-            return base(Outcome::AllowedAllowlist, DecidedBy::Policy, true);
+            return decided(base(Outcome::AllowedAllowlist, DecidedBy::Policy, true));
         }
         // 5. Session approvals.
         let session_ok = rules
             .iter()
             .all(|r| self.store.is_approved(&ctx.key, *r).unwrap_or(false));
         if session_ok {
-            return base(Outcome::AllowedSession, DecidedBy::Session, true);
+            return decided(base(Outcome::AllowedSession, DecidedBy::Session, true));
         }
         let request = ApprovalRequest {
             key: ctx.key.clone(),

@@ -20,7 +20,7 @@
 //! There is no `fsync` per line (it would cost milliseconds per call): a crash of the
 //! whole machine can lose the last lines the kernel had not written yet.
 
-use crate::approval::{ApprovalObserver, ApprovalRequest, Verdict};
+use crate::approval::{ApprovalObserver, ApprovalRequest, SessionKey, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -481,6 +481,28 @@ impl ApprovalObserver for AuditObserver {
             kind: "approval_answer",
             tenant: &request.key.tenant,
             session: &request.key.session,
+            tool: "terminal",
+            outcome: &outcome,
+            detail: Some(&detail),
+            ..Event::default()
+        });
+    }
+
+    fn decided(&self, key: &SessionKey, command: &str, verdict: &Verdict) {
+        let outcome = serde_json::to_value(verdict.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let detail = serde_json::json!({
+            "command": self.0.redact(command),
+            "rules": verdict.rules,
+            "approved": verdict.approved,
+            "decided_by": verdict.decided_by,
+        });
+        self.0.record_or_log(&Event {
+            kind: "decision",
+            tenant: &key.tenant,
+            session: &key.session,
             tool: "terminal",
             outcome: &outcome,
             detail: Some(&detail),
