@@ -983,3 +983,31 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
         || !alive(&token),
     );
 }
+
+#[test]
+fn stdin_and_process_input_pass_the_gate_like_commands() {
+    let ws = TempDir::new().unwrap();
+    let registry = registry(ws.path(), TerminalConfig::default());
+    // (A foreground command's `stdin` passes the gate too; the bundled guest never sends
+    // one, so that is tested in terminal::tests with a direct host call.)
+    // A background shell is sent its commands with write/submit: same gate.
+    let started = run(&registry, json!({"command": "bash", "background": true}));
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    let process = |args: Value| call(&registry, "process", args, &opts(None));
+    for action in ["submit", "write"] {
+        let out = process(json!({
+            "action": action, "session_id": id, "data": "rm -rf scratch; touch from_process\n"
+        }));
+        assert_eq!(out["status"], "pending_approval", "{action}: {out}");
+    }
+    let out = process(json!({"action": "submit", "session_id": id, "data": "touch harmless"}));
+    assert!(out.get("error").is_none_or(Value::is_null), "{out}");
+    eventually("the safe input runs", Duration::from_secs(10), || {
+        ws.path().join("harmless").exists()
+    });
+    process(json!({"action": "kill", "session_id": id}));
+    assert!(!ws.path().join("from_process").exists());
+}

@@ -135,14 +135,17 @@ impl Approver for ElicitationApprover {
         });
         match rx.recv_timeout(timeout) {
             Ok(Ok(result)) => Ok(match result.action {
-                ElicitationAction::Accept => result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("answer"))
-                    .and_then(|a| a.as_str())
-                    .and_then(parse_choice)
-                    // An accepted form without a valid answer is not consent.
-                    .unwrap_or(Answer::Deny),
+                ElicitationAction::Accept => tenant_scoped(
+                    result
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.get("answer"))
+                        .and_then(|a| a.as_str())
+                        .and_then(parse_choice)
+                        // An accepted form without a valid answer is not consent.
+                        .unwrap_or(Answer::Deny),
+                    request,
+                ),
                 // Decline, cancel, and anything a newer protocol adds: a refusal.
                 _ => Answer::Deny,
             }),
@@ -153,6 +156,17 @@ impl Approver for ElicitationApprover {
                 Ok(Answer::Timeout)
             }
         }
+    }
+}
+
+/// A tenant's own client may approve for its session, not forever: "always" writes to
+/// the allowlist that every tenant sharing the operator's approval settings reads, so
+/// only the operator (the console, or the operator's own sessions) may give it.
+fn tenant_scoped(answer: Answer, request: &ApprovalRequest) -> Answer {
+    if answer == Answer::Always && !request.key.tenant.is_empty() {
+        Answer::Session
+    } else {
+        answer
     }
 }
 
@@ -366,6 +380,15 @@ mod tests {
             descriptions: vec![RuleId::RmRecursive.description()],
             commands: vec!["rm -rf build".into()],
         }
+    }
+
+    #[test]
+    fn a_tenants_own_always_covers_its_session_only() {
+        assert_eq!(tenant_scoped(Answer::Always, &request()), Answer::Session);
+        assert_eq!(tenant_scoped(Answer::Once, &request()), Answer::Once);
+        let mut operator = request();
+        operator.key = SessionKey::new("", "s1");
+        assert_eq!(tenant_scoped(Answer::Always, &operator), Answer::Always);
     }
 
     fn wait_pending(broker: &ApprovalBroker) -> PendingApproval {

@@ -62,8 +62,11 @@ pub enum AuditError {
     },
 }
 
+/// Longest tool name written to a line, in bytes (longer ones are cut).
+const MAX_TOOL_BYTES: usize = 256;
+
 /// One event to record. Empty or `None` fields are left out of the line.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct Event<'a> {
     /// `call`, `decision`, `approval_request` or `approval_answer`.
     pub kind: &'a str,
@@ -216,6 +219,19 @@ impl AuditLog {
     /// # Errors
     /// [`AuditError::Io`] when the write fails (the chain is unchanged then).
     pub fn record(&self, event: &Event<'_>) -> Result<(), AuditError> {
+        // Tool names come from agents: a huge one must not make a huge line (which the
+        // next start would refuse to continue the chain from).
+        let short;
+        let mut trimmed = *event;
+        if event.tool.len() > MAX_TOOL_BYTES {
+            let mut end = MAX_TOOL_BYTES;
+            while !event.tool.is_char_boundary(end) {
+                end -= 1;
+            }
+            short = format!("{}…", &event.tool[..end]);
+            trimmed.tool = &short;
+        }
+        let event = &trimmed;
         let time = rfc3339(SystemTime::now());
         let mut chain = self.chain.lock().unwrap_or_else(|p| p.into_inner());
         let chain = &mut *chain;
@@ -565,6 +581,25 @@ mod tests {
         log.record(&event("ok")).unwrap();
         let again = verify(&path).unwrap();
         assert_eq!(again.lines, 4);
+    }
+
+    #[test]
+    fn a_huge_agent_chosen_tool_name_is_cut_and_the_chain_still_reopens() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let name = "é".repeat(1 << 20);
+        log.record(&Event {
+            tool: &name,
+            ..event("unknown_tool")
+        })
+        .unwrap();
+        drop(log);
+        let line = std::fs::read_to_string(&path).unwrap();
+        assert!(line.len() < 2_000, "{} bytes", line.len());
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&event("ok")).unwrap();
+        assert_eq!(verify(&path).unwrap().lines, 2);
     }
 
     #[test]

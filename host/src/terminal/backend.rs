@@ -78,6 +78,14 @@ pub trait TerminalBackend: Send + Sync {
     /// script must report its pid and a timeout must also kill there.
     fn is_remote(&self) -> bool;
 
+    /// Whether commands run under bash, the shell the approval gate parses them as.
+    /// Backends that can only count on a POSIX `sh` (containers, remote hosts) say no,
+    /// and commands with bash-only quoting are refused there (see
+    /// [`bash_only_quoting`]).
+    fn runs_bash(&self) -> bool {
+        true
+    }
+
     /// Who provides the pseudo-terminal when the agent asks for one.
     fn pty_mode(&self) -> PtyMode {
         PtyMode::None
@@ -151,6 +159,13 @@ pub fn wrap_script(
     s
 }
 
+/// Whether `command` uses quoting that bash and a POSIX `sh` read differently: ANSI-C
+/// `$'…'` and locale `$"…"` strings. Under dash, `echo $'x\'; rm -rf ~; echo \'` runs
+/// the `rm` that bash (and so the approval gate) sees as quoted text.
+pub fn bash_only_quoting(command: &str) -> bool {
+    command.contains("$'") || command.contains("$\"")
+}
+
 /// The remote kill: stop the process first so it cannot fork more, then kill its
 /// children (recursively, through /proc), then it. Works with any POSIX sh and busybox.
 pub fn remote_kill_script(pid: u32) -> String {
@@ -195,6 +210,13 @@ pub fn valid_workdir(dir: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bash_only_quoting_is_spotted() {
+        assert!(bash_only_quoting("echo $'x\\'; rm -rf ~; echo \\'"));
+        assert!(bash_only_quoting("echo $\"hi\""));
+        assert!(!bash_only_quoting("echo '$HOME' \"$HOME\" $x"));
+    }
 
     #[test]
     fn workdirs_with_shell_metacharacters_are_refused() {

@@ -114,6 +114,11 @@ impl DockerBackend {
 }
 
 impl TerminalBackend for DockerBackend {
+    /// Commands run under the image's or host's `sh` (busybox images have no bash).
+    fn runs_bash(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "docker"
     }

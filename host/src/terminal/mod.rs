@@ -357,26 +357,47 @@ impl TerminalCall {
                 "workdir {dir:?} is not a plain path: shell metacharacters and control characters are not allowed"
             )));
         }
-        let t = self
-            .host
-            .tenant(&self.tenant)
-            .map_err(|e| error_result(format!("terminal unavailable: {e}")))?;
-        let verdict = t.gate.check_with_approver(
-            &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
-            &request.command,
-            self.approver.as_deref(),
-        );
-        if !verdict.approved {
-            tracing::info!(
-                tenant = %self.tenant,
-                session = %self.session,
-                outcome = ?verdict.outcome,
-                rules = ?verdict.rules,
-                "terminal command refused by the approval gate"
-            );
-            return Err(refusal(&verdict, &request.command));
+        let t = self.tenant_terminal()?;
+        if !t.backend.runs_bash() && backend::bash_only_quoting(&request.command) {
+            return Err(error_result(format!(
+                "the {} backend runs commands under sh, which reads $'…' and $\"…\" quoting differently from bash: rewrite the command without them",
+                t.backend.name()
+            )));
+        }
+        self.gate(&t, &request.command)?;
+        // Text fed to the command's stdin can be code (`bash`, `python3`, `sh -s` read
+        // their program from it), which the gate never saw in `command`: it passes the
+        // gate as a command of its own.
+        if let Some(stdin) = request.stdin.as_deref().filter(|s| !s.trim().is_empty()) {
+            self.gate(&t, stdin)?;
         }
         Ok(t)
+    }
+
+    fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, Value> {
+        self.host
+            .tenant(&self.tenant)
+            .map_err(|e| error_result(format!("terminal unavailable: {e}")))
+    }
+
+    /// Puts `text` through the tenant's approval gate. `Err` is the refusal to return.
+    fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), Value> {
+        let verdict = t.gate.check_with_approver(
+            &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
+            text,
+            self.approver.as_deref(),
+        );
+        if verdict.approved {
+            return Ok(());
+        }
+        tracing::info!(
+            tenant = %self.tenant,
+            session = %self.session,
+            outcome = ?verdict.outcome,
+            rules = ?verdict.rules,
+            "terminal input refused by the approval gate"
+        );
+        Err(refusal(&verdict, text))
     }
 
     /// The command's environment: a fixed PATH, HOME, LANG and TERM, the operator's
@@ -567,8 +588,18 @@ impl TerminalCall {
         json!({"output": "Background process started", "session_id": id, "pid": pid})
     }
 
-    /// A `process` action on this session's background processes.
+    /// A `process` action on this session's background processes. Data written to a
+    /// process passes the approval gate first: a background `bash` or `python3` would
+    /// otherwise run whatever it is sent, unasked.
     pub fn process(&self, request: &ProcessRequest) -> Value {
+        if let ProcessRequest::Write { data, .. } | ProcessRequest::Submit { data, .. } = request
+            && !data.trim().is_empty()
+        {
+            let gated = self.tenant_terminal().and_then(|t| self.gate(&t, data));
+            if let Err(refused) = gated {
+                return refused;
+            }
+        }
         let action = match request {
             ProcessRequest::List => Action::List,
             ProcessRequest::Poll(id) => Action::Poll(id),

@@ -109,9 +109,10 @@ impl SshBackend {
             return Ok(());
         }
         use std::os::unix::fs::DirBuilderExt;
+        // Not recursive, so a directory someone else planted under this name (the name
+        // is predictable) is an error rather than a place for our control socket.
         std::fs::DirBuilder::new()
             .mode(0o700)
-            .recursive(true)
             .create(&self.control_dir)
             .map_err(|e| BackendError::Setup {
                 backend: "ssh",
@@ -134,6 +135,11 @@ impl SshBackend {
 }
 
 impl TerminalBackend for SshBackend {
+    /// Commands run under the image's or host's `sh` (busybox images have no bash).
+    fn runs_bash(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "ssh"
     }
