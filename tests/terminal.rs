@@ -933,11 +933,13 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
         session: "s1".into(),
         ..CallOptions::default()
     };
-    let token = format!("isolation-{}", std::process::id());
+    // In the command's arguments, not a comment: bash may exec `sleep` in its place,
+    // and a comment is not in sleep's command line.
+    let token = format!("sleep 30.{}9", std::process::id());
     let started = call(
         &registry,
         "terminal",
-        json!({"command": format!("sleep 30 # {token}"), "background": true}),
+        json!({"command": token.clone(), "background": true}),
         &as_tenant("acme"),
     );
     let id = started["session_id"]
@@ -1010,4 +1012,67 @@ fn stdin_and_process_input_pass_the_gate_like_commands() {
     });
     process(json!({"action": "kill", "session_id": id}));
     assert!(!ws.path().join("from_process").exists());
+}
+
+#[test]
+fn a_foreground_command_leaves_nothing_running_in_its_group() {
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let registry = registry(&ws_path, TerminalConfig::default());
+    let token = format!("1000.{}1", std::process::id());
+    let r = run(
+        &registry,
+        json!({"command": format!("sleep {token} & nohup sleep {token} >/dev/null 2>&1 & echo started")}),
+    );
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "started", "{r}");
+    eventually(
+        "the command's background children end with the call",
+        Duration::from_secs(5),
+        || !alive(&format!("sleep {token}")),
+    );
+}
+
+#[test]
+fn a_process_that_never_reads_its_stdin_cannot_hold_the_call() {
+    let ws = TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    // 1 MiB of input is more than the approval gate analyzes (it would wait for a
+    // human); this test is about the write itself, so the gate is off.
+    let mut config = TerminalConfig::default();
+    config.approval.mode = hermetic::approval::Mode::Off;
+    let registry = registry(&ws_path, config);
+    let token = format!("1000.{}2", std::process::id());
+    let data = "x".repeat(1024 * 1024);
+    let started = call(
+        &registry,
+        "terminal",
+        json!({"command": format!("sleep {token}"), "background": true}),
+        &opts(None),
+    );
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    // A large write to a process that does not read: the call returns, not blocked.
+    let wrote_at = Instant::now();
+    let wrote = call(
+        &registry,
+        "process",
+        json!({"action": "write", "session_id": id, "data": data}),
+        &opts(None),
+    );
+    assert!(wrote_at.elapsed() < Duration::from_secs(20), "{wrote}");
+    assert_eq!(wrote["status"], "pending", "{wrote}");
+    // And it can still be killed.
+    let killed = call(
+        &registry,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+        &opts(None),
+    );
+    assert_eq!(killed["status"], "killed", "{killed}");
+    eventually("the non-reader is killed", Duration::from_secs(10), || {
+        !alive(&format!("sleep {token}"))
+    });
 }

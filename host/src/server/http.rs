@@ -130,7 +130,10 @@ impl SessionOwners {
             .cloned()
     }
 
-    async fn bind(&self, id: &str, tenant: Arc<str>) {
+    /// Records `tenant` as the owner of session `id`. Returns the sessions pruned on
+    /// the way (ended without a DELETE), with their tenants: their terminals must end
+    /// too.
+    async fn bind(&self, id: &str, tenant: Arc<str>) -> Vec<(Arc<str>, Box<str>)> {
         let len = {
             let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
             owners.insert(Box::from(id), tenant);
@@ -151,9 +154,18 @@ impl SessionOwners {
                 .map(|k| k.to_string())
                 .collect();
             let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            owners.retain(|id, _| live.contains(&**id));
+            let mut pruned = Vec::new();
+            owners.retain(|id, tenant| {
+                let keep = live.contains(&**id);
+                if !keep {
+                    pruned.push((Arc::clone(tenant), id.clone()));
+                }
+                keep
+            });
             *self.pruned_at.lock().unwrap_or_else(|p| p.into_inner()) = owners.len();
+            return pruned;
         }
+        Vec::new()
     }
 
     fn unbind(&self, id: &str) {
@@ -366,7 +378,18 @@ impl Front {
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
         {
-            self.sessions.bind(id, tenant.id.clone()).await;
+            let pruned = self.sessions.bind(id, tenant.id.clone()).await;
+            if !pruned.is_empty() {
+                // Sessions that idled out or whose client vanished: their background
+                // processes and containers end with them, as on a DELETE (off the async
+                // workers: removing a container can take seconds).
+                let terminal = Arc::clone(self.server.registry().terminal());
+                tokio::task::spawn_blocking(move || {
+                    for (tenant_id, session_id) in pruned {
+                        terminal.end_session(&tenant_id, &session_id);
+                    }
+                });
+            }
         }
         if delete {
             if let Some(id) = &session
@@ -625,5 +648,29 @@ mod tests {
         assert_eq!(tool_calls(batch), ["a", "b"]);
         assert!(tool_calls(br#"{"method":"tools/list"}"#).is_empty());
         assert!(tool_calls(b"not json").is_empty());
+    }
+
+    #[test]
+    fn pruned_sessions_are_reported_with_their_tenants() {
+        #![allow(clippy::unwrap_used, reason = "tests")]
+        let owners = SessionOwners {
+            owners: Mutex::new(HashMap::new()),
+            pruned_at: Mutex::new(0),
+            manager: Arc::new(LocalSessionManager::default()),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let acme: Arc<str> = Arc::from("acme");
+        // None of them is live in the session manager: the bind that triggers a prune
+        // reports every one, so the server can end their terminals.
+        let mut pruned = Vec::new();
+        for n in 0..64 {
+            pruned.extend(rt.block_on(owners.bind(&format!("sess{n}"), acme.clone())));
+        }
+        assert_eq!(pruned.len(), 64);
+        assert!(pruned.iter().all(|(t, _)| &**t == "acme"));
+        assert!(pruned.iter().any(|(_, id)| &**id == "sess7"));
+        assert!(owners.owner("sess7").is_none());
     }
 }

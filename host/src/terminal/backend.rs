@@ -149,8 +149,19 @@ pub fn wrap_script(
         s.push_str(&format!("printf '%s pid %s\\n' {marker} \"$$\"\n"));
     }
     if track_cwd {
+        // On the far side (ssh, containers) the host cannot kill the command's process
+        // group once the script exited, so a foreground script ends what it left
+        // running (`sleep 1000 &`) itself, on its way out.
+        let reap = if report_pid {
+            s.push_str(
+                "__hermetic_k() { kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }\n",
+            );
+            " for c in $(cat /proc/$$/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done;"
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "trap '__hermetic_ec=$?; printf \"%s cwd %s\\n\" {marker} \"$PWD\"; exit $__hermetic_ec' EXIT\n"
+            "trap '__hermetic_ec=$?; printf \"%s cwd %s\\n\" {marker} \"$PWD\";{reap} exit $__hermetic_ec' EXIT\n"
         ));
     }
     s.push_str(&format!("cd -- {} || exit 126\n", shell_quote(cwd)));

@@ -15,6 +15,16 @@ pub(crate) const TICK: Duration = Duration::from_millis(50);
 /// After the shell exits, how long output from processes it left behind (holding the
 /// pipe open) is still collected.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+/// Chunks of output (up to 16 KiB each) the reader thread may queue ahead of the
+/// consumer: a command that prints faster than we handle it is slowed down by the pipe
+/// (back-pressure) instead of filling the host's memory.
+const CHANNEL_CHUNKS: usize = 64;
+/// Longest line held back because it contains the marker (waiting for its newline to
+/// decide whether it is a marker line). Real marker lines are the marker plus a pid or
+/// a working directory (at most 4096 bytes); a longer one is a command printing the
+/// marker itself (it can learn it from `trap -p` or /proc), and is shown as output
+/// rather than held without bound.
+const MAX_HELD_LINE: usize = 8 * 1024;
 
 /// A started backend process.
 pub(crate) struct Spawned {
@@ -40,6 +50,27 @@ impl ChildHandle {
         match self {
             ChildHandle::Process(c) => c.id(),
             ChildHandle::Pty { child, .. } => child.process_id().unwrap_or(0),
+        }
+    }
+
+    /// Its exit code once it has exited, leaving it unreaped: while the leader is a
+    /// zombie its pid (and so its process group id) cannot be reused, so the group can
+    /// still be killed after the leader exited without hitting an unrelated group.
+    /// [`ChildHandle::wait`] reaps it.
+    pub(crate) fn exited(&mut self) -> Option<i32> {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let pid = i32::try_from(self.id()).ok().and_then(Pid::from_raw)?;
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(Some(status)) => Some(
+                status
+                    .exit_status()
+                    .or_else(|| status.terminating_signal().map(|s| 128 + s))
+                    .unwrap_or(-1),
+            ),
+            Ok(None) => None,
+            // Already reaped (not ours to wait for): ask the handle.
+            Err(_) => self.try_wait(),
         }
     }
 
@@ -85,7 +116,7 @@ fn read_into_channel(
     backend: &'static str,
     program: &str,
 ) -> Result<Receiver<Vec<u8>>, BackendError> {
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_CHUNKS);
     std::thread::Builder::new()
         .name("hermetic-terminal-read".into())
         .spawn(move || {
@@ -238,9 +269,12 @@ impl StreamText {
                 self.flush_line(out, events);
             }
         }
-        // Show the partial line now, except what may be the start of a marker.
+        // Show the partial line now, except what may be the start of a marker. A line
+        // held past MAX_HELD_LINE is no marker line of ours: showing it keeps the held
+        // text (and the `find` over it on every chunk) bounded.
         let keep_from = match self.line.find(self.marker.as_str()) {
-            Some(pos) => pos,
+            Some(pos) if self.line.len() - pos <= MAX_HELD_LINE => pos,
+            Some(_) => self.line.len(),
             None => self.line.len() - self.marker_prefix_suffix(),
         };
         out.push_str(&self.line[..keep_from]);
@@ -409,7 +443,7 @@ pub(crate) fn run_to_end(
             }
         }
         if exited.is_none()
-            && let Some(code) = spawned.child.try_wait()
+            && let Some(code) = spawned.child.exited()
         {
             exited = Some((code, Instant::now()));
         }
@@ -427,6 +461,13 @@ pub(crate) fn run_to_end(
             break Ending::Cancelled;
         }
     };
+    if let Ending::Exited(_) = ending {
+        // The leader exited (and is not reaped yet, so its group id is still its own):
+        // whatever it left running in its group (`sleep 1000 &`, `nohup srv &`) must not
+        // outlive the call. Children on the far side are ended by the wrapped script's
+        // exit trap: the script's remote pid is gone now and may have been reused.
+        kill_group(spawned.child.id());
+    }
     // Whatever is still buffered in the pipe (bounded: the writers are gone or dead).
     let until = Instant::now() + DRAIN_AFTER_EXIT;
     while !eof && Instant::now() < until {
@@ -558,6 +599,50 @@ mod tests {
         s.finish(&mut out, &mut ev);
         assert_eq!(out, "xxx_ text that only looks like __ a marker\n");
         assert_eq!(ev, vec![MarkerEvent::Cwd("/y".into())]);
+    }
+
+    #[test]
+    fn a_line_holding_the_marker_is_held_only_up_to_a_bound() {
+        // A command that learned the marker prints it, then an endless line.
+        let mut s = StreamText::new("__M__".into());
+        let mut out = String::new();
+        let mut ev = Vec::new();
+        s.feed(b"__M__", &mut out, &mut ev);
+        let chunk = vec![b'y'; 16 * 1024];
+        for _ in 0..64 {
+            s.feed(&chunk, &mut out, &mut ev);
+            assert!(
+                s.line.len() <= MAX_HELD_LINE + chunk.len(),
+                "{}",
+                s.line.len()
+            );
+        }
+        assert!(out.len() >= 63 * chunk.len(), "{}", out.len());
+        // A real marker line after it is still recognised.
+        s.feed(b"\n__M__ cwd /z\n", &mut out, &mut ev);
+        s.finish(&mut out, &mut ev);
+        assert_eq!(ev, vec![MarkerEvent::Cwd("/z".into())]);
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used, reason = "tests")]
+    fn the_reader_is_held_back_when_output_is_not_consumed() {
+        struct Endless(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+        impl Read for Endless {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.0
+                    .fetch_add(buf.len(), std::sync::atomic::Ordering::SeqCst);
+                buf.fill(b'y');
+                Ok(buf.len())
+            }
+        }
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let rx = read_into_channel(Endless(read.clone()), "test", "endless").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let bound = (CHANNEL_CHUNKS + 2) * 16 * 1024;
+        let n = read.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(n <= bound, "read {n} bytes ahead of the consumer");
+        drop(rx);
     }
 
     #[test]

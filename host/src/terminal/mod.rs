@@ -38,7 +38,6 @@ use config::MAX_TIMEOUT_SECS;
 use process::{Action, ProcessRegistry};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,6 +47,11 @@ use std::time::{Duration, Instant};
 const COMMAND_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// Kept back from the call's own deadline so a command's timeout ends before the tool's.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+/// Live terminal sessions one tenant may hold. Each may hold background processes and
+/// a container until it ends, and a session ends only when its client says so or the
+/// server prunes it: without a cap one tenant could open sessions until the host runs
+/// out of processes or disk. 64 is far more than one agent fleet's concurrent sessions.
+pub const MAX_SESSIONS_PER_TENANT: usize = 64;
 
 /// A command as the guest sent it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,6 +111,13 @@ pub enum ProcessRequest {
     Close(String),
 }
 
+/// A tenant has [`MAX_SESSIONS_PER_TENANT`] live terminal sessions already.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this tenant already has {MAX_SESSIONS_PER_TENANT} live terminal sessions; end one (close its MCP session) before using the terminal in a new one"
+)]
+pub struct TooManySessions;
+
 /// Terminal set-up errors.
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
@@ -140,6 +151,8 @@ pub struct TerminalHost {
     host_cwd: PathBuf,
     tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
     cwds: Mutex<HashMap<SessionKey, String>>,
+    /// Sessions that ran a command and have not ended, by tenant.
+    live: Mutex<HashMap<String, std::collections::HashSet<String>>>,
     processes: ProcessRegistry,
     /// Observers every tenant's gate reports to (the audit log).
     observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
@@ -162,6 +175,7 @@ impl TerminalHost {
             host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             tenants: Mutex::new(HashMap::new()),
             cwds: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
             processes: ProcessRegistry::default(),
             observers: Mutex::new(Vec::new()),
         }
@@ -230,9 +244,44 @@ impl TerminalHost {
         Ok(t)
     }
 
+    /// Counts `session` among the tenant's live sessions.
+    ///
+    /// # Errors
+    /// [`TooManySessions`] when it is new and the tenant already has
+    /// [`MAX_SESSIONS_PER_TENANT`].
+    fn claim_session(&self, tenant: &str, session: &str) -> Result<(), TooManySessions> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = live.entry(tenant.to_owned()).or_default();
+        if sessions.contains(session) {
+            return Ok(());
+        }
+        if sessions.len() >= MAX_SESSIONS_PER_TENANT {
+            return Err(TooManySessions);
+        }
+        sessions.insert(session.to_owned());
+        Ok(())
+    }
+
+    /// Live terminal sessions of `tenant` (ran a command, not ended yet).
+    pub fn live_sessions(&self, tenant: &str) -> usize {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tenant)
+            .map_or(0, std::collections::HashSet::len)
+    }
+
     /// The session ended: kill its background processes, forget its working directory,
     /// and release what its backend holds (its container).
     pub fn end_session(&self, tenant: &str, session: &str) {
+        if let Some(sessions) = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(tenant)
+        {
+            sessions.remove(session);
+        }
         let key = SessionKey::new(tenant, session);
         self.processes.end_session(&key);
         self.cwds
@@ -252,6 +301,7 @@ impl TerminalHost {
 
     /// Host shutdown: kill every background process and release every backend.
     pub fn shutdown(&self) {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.processes.kill_all();
         let tenants: Vec<Arc<TenantTerminal>> = self
             .tenants
@@ -472,6 +522,9 @@ impl TerminalCall {
     /// it arrives. The result is Hermes's `{"output", "exit_code", "error"}`, or a
     /// refusal (see the module docs).
     pub fn run(&self, request: &CommandRequest, on_output: &mut dyn FnMut(&str)) -> Value {
+        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
+            return error_result(e.to_string());
+        }
         let t = match self.admit(request) {
             Ok(t) => t,
             Err(v) => return v,
@@ -561,6 +614,9 @@ impl TerminalCall {
     /// Starts a background process (after the same gate):
     /// `{"output": "Background process started", "session_id", "pid"}`.
     pub fn start(&self, request: &CommandRequest) -> Value {
+        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
+            return error_result(e.to_string());
+        }
         let t = match self.admit(request) {
             Ok(t) => t,
             Err(v) => return v,
@@ -571,21 +627,35 @@ impl TerminalCall {
         }
         let marker = backend::new_marker();
         let job = self.job(&t, request, &marker, false);
-        let mut spawned = match self.spawn(&t, &key, &job, request.pty) {
+        let spawned = match self.spawn(&t, &key, &job, request.pty) {
             Ok(s) => s,
             Err(e) => return error_result(format!("could not start the command: {e}")),
         };
-        if let (Some(text), Some(pipe)) = (&request.stdin, spawned.stdin.as_mut()) {
-            let _ = pipe.write_all(text.as_bytes());
-        }
+        // Registered before its stdin is written (by the registry, off this thread): a
+        // process that never reads must not hold the call, and must stay killable.
         let (id, pid) = self.host.processes.add(
             &key,
             &request.command,
             Arc::clone(&t.backend),
             spawned,
             marker,
+            request.stdin.clone(),
         );
         json!({"output": "Background process started", "session_id": id, "pid": pid})
+    }
+
+    /// How long a stdin write may wait for the process to read: bounded by the call's
+    /// own deadline, so a process that never reads cannot make the call time out.
+    fn stdin_wait(&self) -> Duration {
+        let wait = process::STDIN_WAIT;
+        match self.deadline {
+            Some(deadline) => wait.min(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(DEADLINE_MARGIN),
+            ),
+            None => wait,
+        }
     }
 
     /// A `process` action on this session's background processes. Data written to a
@@ -626,11 +696,13 @@ impl TerminalCall {
                 id,
                 data,
                 newline: false,
+                wait: self.stdin_wait(),
             },
             ProcessRequest::Submit { id, data } => Action::Write {
                 id,
                 data,
                 newline: true,
+                wait: self.stdin_wait(),
             },
             ProcessRequest::Close(id) => Action::Close(id),
         };
@@ -639,5 +711,107 @@ impl TerminalCall {
             .action(&self.key(), action, &|text| self.clean(text), &|| {
                 self.cancelled()
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        reason = "tests"
+    )]
+    use super::*;
+
+    fn call(host: &Arc<TerminalHost>, tenant: &str, session: &str) -> TerminalCall {
+        TerminalCall {
+            host: Arc::clone(host),
+            tenant: tenant.into(),
+            session: session.into(),
+            approver: None,
+            cancel: None,
+            env: Vec::new(),
+            deadline: None,
+        }
+    }
+
+    #[test]
+    fn stdin_is_code_to_the_gate() {
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        let dir = tempfile::TempDir::new().unwrap();
+        let marker = dir.path().join("from_stdin");
+        let request = CommandRequest {
+            command: "bash".into(),
+            stdin: Some(format!("rm -rf scratch; touch {}", marker.display())),
+            ..CommandRequest::default()
+        };
+        let r = call(&host, "", "stdin-gate").run(&request, &mut |_| {});
+        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(!marker.exists());
+        let r = call(&host, "", "stdin-gate").start(&request);
+        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(!marker.exists());
+        let safe = CommandRequest {
+            command: "cat".into(),
+            stdin: Some("hello".into()),
+            ..CommandRequest::default()
+        };
+        let r = call(&host, "", "stdin-gate").run(&safe, &mut |_| {});
+        assert_eq!(r["output"], "hello", "{r}");
+        host.end_session("", "stdin-gate");
+    }
+
+    #[test]
+    fn a_background_start_with_stdin_nobody_reads_returns_and_is_killable() {
+        // 1 MiB of stdin is more than the gate analyzes (so it would need approval, see
+        // `stdin_is_code_to_the_gate`): this test is about the write, so the gate is off.
+        let mut settings = TerminalSettings::default();
+        settings.default.approval.mode = crate::approval::Mode::Off;
+        let host = Arc::new(TerminalHost::new(settings));
+        let request = CommandRequest {
+            command: "sleep 1000".into(),
+            stdin: Some("x".repeat(1024 * 1024)),
+            ..CommandRequest::default()
+        };
+        let started = Instant::now();
+        let r = call(&host, "", "stdin").start(&request);
+        assert!(started.elapsed() < Duration::from_secs(10), "{r}");
+        let pid = r["pid"].as_u64().unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(host.processes().running(), 1);
+        host.end_session("", "stdin");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the process is gone (killed and reaped)"
+        );
+    }
+
+    #[test]
+    fn a_tenant_cannot_open_more_than_the_cap_of_terminal_sessions() {
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        // An empty command is refused after the session is counted: nothing runs.
+        let empty = CommandRequest::default();
+        for n in 0..MAX_SESSIONS_PER_TENANT {
+            let r = call(&host, "acme", &format!("s{n}")).start(&empty);
+            assert_eq!(r["error"], "command is empty", "{r}");
+        }
+        assert_eq!(host.live_sessions("acme"), MAX_SESSIONS_PER_TENANT);
+        let over = call(&host, "acme", "one-too-many").run(&empty, &mut |_| {});
+        assert!(
+            over["error"]
+                .as_str()
+                .unwrap()
+                .contains("live terminal sessions"),
+            "{over}"
+        );
+        // Known sessions and other tenants are not affected; an ended session frees
+        // its slot.
+        let r = call(&host, "acme", "s0").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
+        let r = call(&host, "globex", "s0").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
+        host.end_session("acme", "s1");
+        let r = call(&host, "acme", "one-too-many").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
     }
 }

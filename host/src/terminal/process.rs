@@ -23,6 +23,9 @@ const PREVIEW_CHARS: usize = 1_000;
 const WAIT_OUTPUT_CHARS: usize = 2_000;
 /// Lines `log` returns when the agent gives no limit.
 const DEFAULT_LOG_LINES: u64 = 200;
+/// Longest a `write` waits for a process to take its data: one that does not read its
+/// stdin must not hold the call (nor the process's stdin lock) past its deadline.
+pub(crate) const STDIN_WAIT: Duration = Duration::from_secs(5);
 
 static PROC_SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -43,7 +46,10 @@ pub(crate) struct Proc {
     started: Instant,
     state: Mutex<State>,
     changed: Condvar,
+    /// `None` when closed, or while a writer thread holds the pipe.
     stdin: Mutex<Option<Box<dyn Write + Send>>>,
+    /// `close` was asked for: a writer thread drops the pipe instead of returning it.
+    stdin_closed: std::sync::atomic::AtomicBool,
     backend: Arc<dyn TerminalBackend>,
     session: SessionKey,
     /// The backend process, until the watcher has reaped it.
@@ -72,6 +78,76 @@ impl Proc {
             child.kill();
         }
     }
+
+    /// Forgetting the process: kill its group even when the leader has finished (what
+    /// it left running, `nohup srv &`, must not outlive its session), then reap the
+    /// leader. The watcher leaves it unreaped, so the group id cannot have been reused.
+    fn release(&self) {
+        if self.lock().finished.is_none() {
+            self.kill();
+        } else {
+            exec::kill_group(self.pid);
+        }
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            child.kill();
+            child.wait();
+        }
+    }
+
+    /// Writes `bytes` to its stdin from a helper thread (a process that never reads
+    /// would block the writer for ever); waits at most `wait` (and while `cancelled`
+    /// is false) for the write to finish. The pipe is back in place for the next
+    /// write once the thread is done.
+    fn write_stdin(
+        self: &Arc<Self>,
+        bytes: Vec<u8>,
+        wait: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> StdinWrite {
+        let Some(mut pipe) = self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return StdinWrite::Unavailable;
+        };
+        let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("hermetic-terminal-stdin".into())
+            .spawn(move || {
+                let result = pipe.write_all(&bytes).and_then(|()| pipe.flush());
+                let mut slot = me.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                if result.is_ok() && !me.stdin_closed.load(Ordering::SeqCst) {
+                    *slot = Some(pipe);
+                }
+                drop(slot);
+                let _ = done_tx.send(result);
+            });
+        if let Err(e) = spawned {
+            return StdinWrite::Failed(e);
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            match done.recv_timeout(TICK) {
+                Ok(Ok(())) => return StdinWrite::Written,
+                Ok(Err(e)) => return StdinWrite::Failed(e),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return StdinWrite::Failed(std::io::Error::other("the writer stopped"));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if Instant::now() >= deadline || cancelled() {
+                return StdinWrite::Pending;
+            }
+        }
+    }
+}
+
+/// How a write to a background process's stdin went.
+enum StdinWrite {
+    Written,
+    /// The process has not taken it all yet; the rest is written as it reads.
+    Pending,
+    /// Closed, or a previous write is still pending.
+    Unavailable,
+    Failed(std::io::Error),
 }
 
 /// Appends to a rolling buffer, keeping the newest [`BUFFER_CHARS`] characters.
@@ -122,18 +198,23 @@ impl ProcessRegistry {
     pub(crate) fn reserve(&self, session: &SessionKey) -> Result<(), TooMany> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let procs = sessions.entry(session.clone()).or_default();
-        procs.retain(|p| {
+        let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(procs).into_iter().partition(|p| {
             p.lock()
                 .finished
-                .is_none_or(|f| f.elapsed() < KEEP_FINISHED)
+                .is_some_and(|f| f.elapsed() >= KEEP_FINISHED)
         });
-        if procs.len() >= MAX_PER_SESSION {
+        *procs = kept;
+        let mut forgotten = expired;
+        let full = procs.len() >= MAX_PER_SESSION;
+        if full {
             match procs.iter().position(|p| p.lock().finished.is_some()) {
-                Some(i) => {
-                    procs.remove(i);
-                }
+                Some(i) => forgotten.push(procs.remove(i)),
                 None => return Err(TooMany),
             }
+        }
+        drop(sessions);
+        for p in forgotten {
+            p.release();
         }
         Ok(())
     }
@@ -146,6 +227,7 @@ impl ProcessRegistry {
         backend: Arc<dyn TerminalBackend>,
         spawned: Spawned,
         marker: String,
+        stdin_text: Option<String>,
     ) -> (String, u32) {
         let seq = PROC_SEQ.fetch_add(1, Ordering::Relaxed);
         let id = format!("proc_{:x}{:06x}", std::process::id(), seq);
@@ -163,6 +245,7 @@ impl ProcessRegistry {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             stdin: Mutex::new(stdin),
+            stdin_closed: std::sync::atomic::AtomicBool::new(false),
             backend,
             session: session.clone(),
             child: Mutex::new(Some(child)),
@@ -179,6 +262,11 @@ impl ProcessRegistry {
             .spawn(move || watch(&watched, output, marker));
         if spawn.is_err() {
             proc.kill();
+        }
+        // Registered first, so it can be killed even if it never reads its stdin; the
+        // write itself is not waited for (the agent can poll or write more later).
+        if let Some(text) = stdin_text {
+            let _ = proc.write_stdin(text.into_bytes(), Duration::ZERO, &|| true);
         }
         (id, pid)
     }
@@ -197,9 +285,7 @@ impl ProcessRegistry {
             .remove(session)
             .unwrap_or_default();
         for p in procs {
-            if p.lock().finished.is_none() {
-                p.kill();
-            }
+            p.release();
         }
     }
 
@@ -333,22 +419,38 @@ impl ProcessRegistry {
                 p.kill();
                 json!({"status": "killed", "session_id": p.id})
             }
-            Action::Write { data, newline, .. } => {
-                let mut stdin = p.stdin.lock().unwrap_or_else(|e| e.into_inner());
-                let Some(pipe) = stdin.as_mut() else {
-                    return json!({"status": "error", "error": "stdin is closed"});
-                };
+            Action::Write {
+                data,
+                newline,
+                wait,
+                ..
+            } => {
                 let mut bytes = data.as_bytes().to_vec();
                 if newline {
                     bytes.push(b'\n');
                 }
-                match pipe.write_all(&bytes).and_then(|()| pipe.flush()) {
-                    Ok(()) => json!({"status": "ok", "bytes_written": bytes.len()}),
-                    Err(e) => json!({"status": "error", "error": format!("write failed: {e}")}),
+                let len = bytes.len();
+                match p.write_stdin(bytes, wait.min(STDIN_WAIT), cancelled) {
+                    StdinWrite::Written => json!({"status": "ok", "bytes_written": len}),
+                    StdinWrite::Pending => json!({
+                        "status": "pending",
+                        "error": format!(
+                            "the process has not read all {len} bytes yet; the rest is written as it reads (further writes wait until then; kill it to stop)"
+                        ),
+                    }),
+                    StdinWrite::Unavailable => json!({
+                        "status": "error",
+                        "error": "stdin is closed, or an earlier write is still pending",
+                    }),
+                    StdinWrite::Failed(e) => {
+                        json!({"status": "error", "error": format!("write failed: {e}")})
+                    }
                 }
             }
             Action::Close(_) => {
-                p.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let mut stdin = p.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                p.stdin_closed.store(true, Ordering::SeqCst);
+                stdin.take();
                 json!({"status": "ok", "message": "stdin closed"})
             }
         }
@@ -374,6 +476,8 @@ pub(crate) enum Action<'a> {
         id: &'a str,
         data: &'a str,
         newline: bool,
+        /// How long the call can wait for the process to take the data.
+        wait: Duration,
     },
     Close(&'a str),
 }
@@ -421,7 +525,12 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
         }
         if exited_at.is_none() {
             let mut child = p.child.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(code) = child.as_mut().and_then(exec::ChildHandle::try_wait) {
+            // Not reaped: `release` kills its group later, which needs the id unreused.
+            // Taken by `release` (the session ended): it was killed.
+            if let Some(code) = child
+                .as_mut()
+                .map_or(Some(128 + 9), exec::ChildHandle::exited)
+            {
                 exited_at = Some((code, Instant::now()));
             }
         }
@@ -432,7 +541,6 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
             s.exit_code = Some(code);
             s.finished = Some(Instant::now());
             drop(s);
-            p.child.lock().unwrap_or_else(|e| e.into_inner()).take();
             p.changed.notify_all();
             return;
         }
