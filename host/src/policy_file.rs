@@ -53,6 +53,14 @@ impl Secrets {
         self.0.get(name).map(String::as_str)
     }
 
+    /// The value a granted env var gets: the secrets file's, else the host
+    /// environment's, else none (the tool does not see it).
+    pub fn env_value(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(str::to_owned)
+            .or_else(|| std::env::var(name).ok())
+    }
+
     /// Secrets from name/value pairs (for embedding hosts and tests).
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
         Self(pairs.into_iter().collect())

@@ -185,14 +185,7 @@ impl Registry {
         let env = grants
             .env
             .iter()
-            .filter_map(|var| {
-                let value = self
-                    .secrets
-                    .get(var)
-                    .map(str::to_owned)
-                    .or_else(|| std::env::var(var).ok())?;
-                Some((var.clone(), value))
-            })
+            .filter_map(|var| Some((var.clone(), self.secrets.env_value(var)?)))
             .collect();
         Arc::new(crate::terminal::TerminalCall {
             host: Arc::clone(&self.terminal),

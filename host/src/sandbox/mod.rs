@@ -380,9 +380,7 @@ pub fn store(
             })?;
     }
     for var in &grants.env {
-        if let Some(value) = secrets.get(var) {
-            wasi.env(var, value);
-        } else if let Ok(value) = std::env::var(var) {
+        if let Some(value) = secrets.env_value(var) {
             wasi.env(var, value);
         }
     }
