@@ -398,6 +398,7 @@ pub fn store(
     let timeout = setup
         .timeout
         .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
+    let deadline = Instant::now() + timeout;
     let output = grants.limits.output_bytes;
     let stdout = CappedOutput::new(output);
     let stderr = CappedOutput::new(output);
@@ -422,7 +423,7 @@ pub fn store(
                 tool.clone(),
                 grants.network.clone(),
                 grants.limits.http,
-                Instant::now() + timeout,
+                deadline,
                 setup.cancel.clone(),
             ))
         }),
@@ -444,7 +445,6 @@ pub fn store(
         // checked on the same wake-up, so the time limit (and its `Interrupt` trap,
         // reported as "time limit exceeded") is the same as on the path above.
         Some(token) => {
-            let deadline = Instant::now() + timeout;
             store.set_epoch_deadline(1);
             store.epoch_deadline_callback(move |mut ctx| {
                 if token.is_cancelled() {
