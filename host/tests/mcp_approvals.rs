@@ -220,11 +220,11 @@ fn shutdown_hooks_run_when_the_server_stops() {
 
 // ── Elicitation with the official Python SDK ─────────────────────────────────────────
 //
-// No tool on this branch raises approvals yet (the terminal tool will), so a small MCP
-// server whose one tool asks the question through `McpApprover` — exactly what a call
-// does when the gate asks its `CallOptions::approver` — stands in for it. The client
-// is tests/mcp/client.py's `elicit` scenario, the same one that will drive the
-// terminal tool.
+// `McpApprover` on its own, with every answer the client can give: a small MCP server
+// whose one tool asks the question through it, as a call does when the gate asks its
+// `CallOptions::approver`. The client is tests/mcp/client.py's `elicit` scenario; the
+// same scenario drives the real terminal tool through `hermetic serve` in
+// host/tests/mcp.rs (`a_dangerous_terminal_command_runs_only_after_…`).
 
 mod elicitation {
     use super::*;

@@ -211,7 +211,8 @@ async def elicit(args: argparse.Namespace) -> dict[str, Any]:
     """Makes each `--call` while answering approval elicitations with `--elicit`:
     `once`, `session`, `always` or `deny` (accept with that answer), or `decline` /
     `cancel` (the matching actions). Reports every elicitation seen and the results.
-    Ready for a tool that raises approvals (the terminal tool); use MODE `legacy`:
+    Drives the terminal tool (host/tests/mcp.rs) and a stand-in asker
+    (host/tests/mcp_approvals.rs); use MODE `legacy`:
     2026-07-28 forbids server-to-client requests, so those calls go to the operator
     console instead."""
     seen: list[dict[str, Any]] = []
