@@ -13,8 +13,8 @@ use std::process::ExitCode;
 ///
 /// Every tool is a WebAssembly component; every call runs in a fresh sandbox that gets
 /// only what the tool declared and the operator granted. The bundled tools (read_file,
-/// write_file, patch, search_files, weather) are always loaded; add your own with
-/// --tools-dir.
+/// write_file, patch, search_files, web_extract, weather, terminal, process) are loaded
+/// unless --no-bundled; add your own with --tools-dir.
 #[derive(Parser, Debug)]
 #[command(name = "hermetic", version, propagate_version = true)]
 struct Cli {
@@ -37,7 +37,8 @@ struct Global {
 
     /// Operator policy file (TOML; see host/policy.example.toml). Without one, the
     /// embedded defaults apply: workspace = the current directory (read-write), no
-    /// network, no env, no terminal.
+    /// network, no env, and the terminal (local backend, approval mode manual) only for
+    /// the bundled terminal and process tools.
     #[arg(long, value_name = "FILE", global = true)]
     policy: Option<PathBuf>,
 
