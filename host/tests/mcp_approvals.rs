@@ -123,14 +123,13 @@ impl Running {
 }
 
 fn request(command: &str) -> ApprovalRequest {
-    ApprovalRequest {
-        key: SessionKey::new("acme", "session-1"),
-        command: command.to_owned(),
-        tier: Tier::Dangerous,
-        rules: vec![RuleId::RmRecursive],
-        descriptions: vec![RuleId::RmRecursive.description()],
-        commands: vec![command.to_owned()],
-    }
+    ApprovalRequest::new(
+        SessionKey::new("acme", "session-1"),
+        command,
+        Tier::Dangerous,
+        vec![RuleId::RmRecursive],
+        vec![command.to_owned()],
+    )
 }
 
 /// Raises `request` from a thread, as the gate would, through `approver`.

@@ -28,6 +28,27 @@ pub struct ApprovalRequest {
     pub commands: Vec<String>,
 }
 
+impl ApprovalRequest {
+    /// A request for `command` of `key`'s session, which triggered `rules` (their
+    /// descriptions are filled in from the rules).
+    pub fn new(
+        key: SessionKey,
+        command: impl Into<String>,
+        tier: Tier,
+        rules: Vec<RuleId>,
+        commands: Vec<String>,
+    ) -> Self {
+        Self {
+            key,
+            command: command.into(),
+            tier,
+            descriptions: rules.iter().map(|r| r.description()).collect(),
+            rules,
+            commands,
+        }
+    }
+}
+
 /// An approver's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -328,14 +349,13 @@ mod tests {
     use super::*;
 
     fn request() -> ApprovalRequest {
-        ApprovalRequest {
-            key: SessionKey::new("t", "s"),
-            command: "rm -rf build".into(),
-            tier: Tier::Dangerous,
-            rules: vec![RuleId::RmRecursive],
-            descriptions: vec![RuleId::RmRecursive.description()],
-            commands: vec!["rm -rf build".into()],
-        }
+        ApprovalRequest::new(
+            SessionKey::new("t", "s"),
+            "rm -rf build",
+            Tier::Dangerous,
+            vec![RuleId::RmRecursive],
+            vec!["rm -rf build".into()],
+        )
     }
 
     #[test]

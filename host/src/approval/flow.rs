@@ -292,14 +292,13 @@ impl ApprovalGate {
         if session_ok {
             return decided(base(Outcome::AllowedSession, DecidedBy::Session, true));
         }
-        let request = ApprovalRequest {
-            key: ctx.key.clone(),
-            command: command.to_owned(),
-            tier: detection.tier,
-            rules: rules.clone(),
-            descriptions: rules.iter().map(|r| r.description()).collect(),
-            commands: detection.commands.clone(),
-        };
+        let request = ApprovalRequest::new(
+            ctx.key.clone(),
+            command,
+            detection.tier,
+            rules.clone(),
+            detection.commands.clone(),
+        );
         // Identical requests in flight are asked once.
         let flight_key = (ctx.key.clone(), command.to_owned());
         let (flight, leader) = {

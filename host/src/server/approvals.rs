@@ -372,14 +372,13 @@ mod tests {
     use std::time::Duration;
 
     fn request() -> ApprovalRequest {
-        ApprovalRequest {
-            key: SessionKey::new("acme", "s1"),
-            command: "rm -rf build".into(),
-            tier: Tier::Dangerous,
-            rules: vec![RuleId::RmRecursive],
-            descriptions: vec![RuleId::RmRecursive.description()],
-            commands: vec!["rm -rf build".into()],
-        }
+        ApprovalRequest::new(
+            SessionKey::new("acme", "s1"),
+            "rm -rf build",
+            Tier::Dangerous,
+            vec![RuleId::RmRecursive],
+            vec!["rm -rf build".into()],
+        )
     }
 
     #[test]
