@@ -284,7 +284,7 @@ fn the_example_policy_loads() {
     let root = tempfile::TempDir::new().unwrap();
     std::fs::create_dir_all(root.path().join("data")).unwrap();
     std::fs::create_dir_all(root.path().join("tenants/acme")).unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/policy.example.toml");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy.example.toml");
     std::fs::copy(&example, root.path().join("policy.toml")).unwrap();
     std::fs::write(
         root.path().join("secrets.toml"),

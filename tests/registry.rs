@@ -249,7 +249,16 @@ fn a_check_that_traps_counts_as_unavailable() {
             .unwrap()
             .starts_with("check() failed: the tool crashed")
     );
-    // The host carries on: the tool still handles calls.
+    // The host carries on, and a call by name is refused like the listing says (a
+    // failed check gates calls, it does not only hide the tool).
+    let out = call(&registry, "flaky", json!({}));
+    let err = out["error"].as_str().unwrap();
+    assert!(
+        err.starts_with("Tool flaky is unavailable: check() failed"),
+        "{out}"
+    );
+    set_check(&ws, "true");
+    registry.invalidate_checks();
     assert_eq!(call(&registry, "flaky", json!({})), json!({"ok": true}));
 }
 

@@ -13,9 +13,9 @@
 )]
 
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
-use hermetic::terminal::config::{DockerConfig, SshConfig};
-use hermetic::terminal::{BackendKind, TerminalConfig};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
+use hermetic_terminal::config::{DockerConfig, SshConfig};
+use hermetic_terminal::{BackendKind, TerminalConfig};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +41,7 @@ fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
         config.cwd = Some(workspace.to_path_buf());
     }
     policy.terminal.default = config;
-    let mut options = RegistryOptions::new(policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -418,7 +418,7 @@ fn exercise(backend: &str, registry: &Registry, workspace: &Path, ws_in_backend:
         Duration::from_secs(10),
         || alive(&format!("sleep {token}")),
     );
-    registry.terminal().end_session("", "s1");
+    registry.terminal().unwrap().end_session("", "s1");
     eventually(
         &format!("{backend}: session processes gone"),
         Duration::from_secs(15),
@@ -760,7 +760,7 @@ fn ssh_backend_against_a_loopback_sshd() {
 fn a_tool_from_a_tools_dir_never_gets_the_terminal_without_a_grant() {
     let ws = TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(ws.path().to_path_buf());
-    let mut options = RegistryOptions::new(policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     // The very same component as the bundled `terminal`, but from a directory.
@@ -795,7 +795,7 @@ fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
         ws.path(),
     )
     .unwrap();
-    let mut options = RegistryOptions::new(loaded.policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy));
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -898,7 +898,7 @@ fn approval_observers_see_the_terminal_gate_requests_and_answers() {
     let ws = TempDir::new().unwrap();
     let registry = registry(ws.path(), TerminalConfig::default());
     let recorder = Arc::new(Recorder::default());
-    registry.terminal().add_observer(recorder.clone());
+    registry.terminal().unwrap().add_observer(recorder.clone());
     let approver = Arc::new(ScriptedApprover::new([Answer::Deny]));
     let r = call(
         &registry,
@@ -923,7 +923,7 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
             .tenants
             .insert(tenant.into(), hermetic::policy::TenantPolicy::default());
     }
-    let mut options = RegistryOptions::new(policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);

@@ -48,7 +48,7 @@ pub struct Fixture {
 pub fn options() -> (TempDir, RegistryOptions) {
     let workspace = TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
-    let mut options = RegistryOptions::new(policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
     options.engine = engine_config();
     (workspace, options)
 }
@@ -77,7 +77,7 @@ pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
     let path = root.join("policy.toml");
     std::fs::write(&path, policy).unwrap();
     let loaded = hermetic::policy_file::load(&path, root).unwrap();
-    let mut options = RegistryOptions::new(loaded.policy);
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy));
     options.secrets = loaded.secrets;
     options.engine = EngineConfig {
         fuel: options.engine.fuel,

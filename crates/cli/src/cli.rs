@@ -1,0 +1,671 @@
+//! Argument parsing and output formatting for the `hermetic` binary.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use hermetic::{
+    CallOptions, LoadProblem, OperatorPolicy, Registry, RegistryOptions, Selection, ToolSource,
+};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// hermetic — a WebAssembly-sandboxed tool host for AI agents.
+///
+/// Every tool is a WebAssembly component; every call runs in a fresh sandbox that gets
+/// only what the tool declared and the operator granted. The bundled tools (read_file,
+/// write_file, patch, search_files, web_extract, weather, terminal, process) are loaded
+/// unless --no-bundled; add your own with --tools-dir.
+#[derive(Parser, Debug)]
+#[command(name = "hermetic", version, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// Also load every *.wasm in DIR (repeatable). Broken components are reported and
+    /// skipped.
+    #[arg(long = "tools-dir", value_name = "DIR", global = true)]
+    tools_dirs: Vec<PathBuf>,
+
+    /// Do not load the tools embedded in this binary.
+    #[arg(long, global = true)]
+    no_bundled: bool,
+
+    /// Operator policy file (TOML; see policy.example.toml). Without one, the
+    /// embedded defaults apply: workspace = the current directory (read-write), no
+    /// network, no env, and the terminal (local backend, approval mode manual) only for
+    /// the bundled terminal and process tools.
+    #[arg(long, value_name = "FILE", global = true)]
+    policy: Option<PathBuf>,
+
+    /// Act as this tenant of the policy: its toolsets, its narrower grants and limits.
+    #[arg(long, value_name = "ID", global = true, default_value = "")]
+    tenant: String,
+
+    /// Host directory behind the `workspace` mount (default: the policy's, else the
+    /// current directory).
+    #[arg(long, value_name = "DIR", global = true)]
+    workspace: Option<PathBuf>,
+
+    /// Grant env var VAR (from this process's environment) to tools that declare it
+    /// (repeatable).
+    #[arg(long = "allow-env", value_name = "VAR", global = true)]
+    allow_env: Vec<String>,
+
+    /// Grant network destination DEST (e.g. `https://api.example.com`, `https://*.example.com`,
+    /// `http://127.0.0.1:8080`) to tools that declare it (repeatable). Loopback, private
+    /// and link-local addresses stay refused unless DEST names the address itself.
+    #[arg(long = "allow-net", value_name = "DEST", global = true, value_parser = parse_destination)]
+    allow_net: Vec<hermetic::policy::network::Destination>,
+
+    /// Let tool NAME replace a registration from another toolset (repeatable).
+    #[arg(long = "allow-override", value_name = "NAME", global = true)]
+    allow_override: Vec<String>,
+
+    /// Do not read or write the compiled-code cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
+    /// Log level for diagnostics on stderr (error, warn, info, debug, trace).
+    #[arg(long, value_name = "LEVEL", default_value = "warn", global = true)]
+    log_level: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List every tool with its toolset, availability and, if unavailable, why.
+    Tools {
+        /// Print JSON: [{"name","toolset","available","reason",...}].
+        #[arg(long)]
+        json: bool,
+    },
+    /// List toolsets with the tools each resolves to.
+    Toolsets {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the OpenAI function definitions of the available tools.
+    Definitions {
+        /// Only these toolsets (comma-separated; `all` or `*` for everything; Hermes
+        /// legacy names like `file_tools` work).
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        toolsets: Option<Vec<String>>,
+        /// Subtract these toolsets afterwards (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "C,D")]
+        disable: Vec<String>,
+    },
+    /// Call one tool and print its JSON result on stdout.
+    ///
+    /// Exit code 1 when the result is {"error": ...}.
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object (default `{}`; `-` reads them from stdin).
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Show a tool's declaration, schema and what it would be granted.
+    Inspect {
+        /// A registered tool name, or a path to a .wasm component.
+        target: String,
+    },
+    /// Check shell commands against the dangerous-command approval gate.
+    #[command(subcommand)]
+    Approval(crate::approval::ApprovalCommand),
+    /// Make and hash bearer tokens for `hermetic serve --http` (see `token_sha256`).
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Check audit logs.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Serve the tools to agents over MCP: streamable HTTP on 127.0.0.1:8788 unless
+    /// told otherwise (the URL is printed on stderr).
+    ///
+    /// Every --tools-dir is watched: adding, removing or replacing a .wasm updates
+    /// the tool list and connected clients are told (tools/list_changed).
+    Serve {
+        /// Serve one client on stdin/stdout (for clients that spawn the host).
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). A
+        /// non-loopback ADDR needs tenant tokens in the policy. Accepted Host values:
+        /// localhost, 127.0.0.1 and [::1] with the bound port, the bound address, and
+        /// --allow-host / [server] allowed_hosts.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Also accept this Host header value (`name` or `name:port`; repeatable;
+        /// adds to the policy's [server] allowed_hosts).
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+        /// Also accept this Origin (`scheme://host[:port]`; repeatable; adds to the
+        /// policy's [server] allowed_origins).
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
+        /// Append an audit record per call, policy decision and approval to FILE
+        /// (hash-chained; check it with `hermetic audit verify`). Overrides the
+        /// policy's [server] audit_file.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// On SIGINT/SIGTERM, let calls in flight finish for up to SECS before
+        /// cancelling them (default: the policy's [server] shutdown_grace_secs, else 30).
+        #[arg(long, value_name = "SECS")]
+        shutdown_grace: Option<u64>,
+        /// Only these toolsets (comma-separated; default all).
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        toolsets: Option<Vec<String>>,
+        /// Subtract these toolsets afterwards (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "C,D")]
+        disable: Vec<String>,
+        /// Do not watch the tools directories for changes.
+        #[arg(long)]
+        no_watch: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Print a fresh random token and the policy line that grants it.
+    New {
+        /// The tenant the line is for (default: a placeholder to fill in).
+        #[arg(long, value_name = "ID")]
+        tenant: Option<String>,
+    },
+    /// Read a token on stdin and print its SHA-256 (what `token_sha256` lists).
+    Hash,
+}
+
+#[derive(Subcommand, Debug)]
+enum AuditCommand {
+    /// Verify an audit log's hash chain. Exit 0 when intact, 1 with the first bad line
+    /// otherwise.
+    Verify {
+        /// The audit log.
+        file: PathBuf,
+        /// Also require the chain to end at this hash (the head recorded earlier:
+        /// catches lines cut off the end).
+        #[arg(long, value_name = "HASH")]
+        head: Option<String>,
+        /// Also require at least N lines (catches lines cut off the end).
+        #[arg(long, value_name = "N")]
+        min_lines: Option<u64>,
+    },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.global.log_level);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERMETIC_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn build_registry(global: &Global) -> Result<Registry> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let workspace = match &global.workspace {
+        Some(dir) => Some(
+            dir.canonicalize()
+                .ok()
+                .filter(|d| d.is_dir())
+                .with_context(|| format!("workspace {} is not a directory", dir.display()))?,
+        ),
+        None => None,
+    };
+    let (mut policy, secrets) = match &global.policy {
+        Some(file) => {
+            let loaded = hermetic::policy_file::load(file, &cwd)?;
+            (loaded.policy, loaded.secrets)
+        }
+        None => (
+            OperatorPolicy::with_workspace(cwd.clone()),
+            hermetic::Secrets::default(),
+        ),
+    };
+    if let Some(dir) = workspace {
+        // Without a policy file the terminal starts in the workspace too.
+        if global.policy.is_none() {
+            policy.terminal.default.cwd = Some(dir.clone());
+        }
+        let mount =
+            policy
+                .mounts
+                .entry("workspace".to_owned())
+                .or_insert(hermetic::policy::MountGrant {
+                    host_path: dir.clone(),
+                    ceiling: hermetic::Access::Rw,
+                });
+        mount.host_path = dir;
+    }
+    // --allow-env and --allow-net are the operator speaking: they add to the defaults and
+    // to every per-tool list.
+    policy.defaults.env.extend(global.allow_env.iter().cloned());
+    policy
+        .defaults
+        .network
+        .extend(global.allow_net.iter().cloned());
+    for tool in policy.tools.values_mut() {
+        if let Some(env) = &mut tool.env {
+            env.extend(global.allow_env.iter().cloned());
+        }
+        if let Some(network) = &mut tool.network {
+            network.extend(global.allow_net.iter().cloned());
+        }
+    }
+    // The terminal backends and approval gates, for tools granted the terminal.
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    options.secrets = secrets;
+    options
+        .overrides
+        .extend(global.allow_override.iter().cloned());
+    if global.no_cache {
+        options.engine.cache_dir = None;
+    }
+    let registry = Registry::new(options)?;
+    let mut problems: Vec<LoadProblem> = Vec::new();
+    if !global.no_bundled {
+        problems.extend(registry.add_bundled());
+    }
+    for dir in &global.tools_dirs {
+        problems.extend(registry.add_dir(dir)?);
+    }
+    for problem in &problems {
+        eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
+    }
+    registry.check_tenant(&global.tenant)?;
+    Ok(registry)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Approval(command) => return crate::approval::run(command),
+        Command::Token(command) => return token(command),
+        Command::Audit(AuditCommand::Verify {
+            file,
+            head,
+            min_lines,
+        }) => return audit_verify(&file, head.as_deref(), min_lines),
+        Command::Tools { json } => {
+            let registry = build_registry(&cli.global)?;
+            let tools = registry.tools_for(&cli.global.tenant);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+                let set_width = tools
+                    .iter()
+                    .map(|t| t.toolset.len())
+                    .max()
+                    .unwrap_or(7)
+                    .max(7);
+                println!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
+                for t in tools {
+                    let status = match (&t.available, &t.reason) {
+                        (true, _) => "available".to_owned(),
+                        (false, Some(reason)) => format!("unavailable: {reason}"),
+                        (false, None) => "unavailable".to_owned(),
+                    };
+                    println!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
+                }
+            }
+        }
+        Command::Toolsets { json } => {
+            let registry = build_registry(&cli.global)?;
+            let toolsets = registry.toolsets();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&toolsets)?);
+            } else {
+                for t in toolsets {
+                    let tools = if t.tools.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        t.tools.join(", ")
+                    };
+                    println!("{}: {tools}", t.name);
+                    if !t.description.is_empty() {
+                        println!("    {}", t.description);
+                    }
+                }
+            }
+        }
+        Command::Definitions { toolsets, disable } => {
+            let registry = build_registry(&cli.global)?;
+            let selection = Selection {
+                enabled: toolsets,
+                disabled: disable,
+            };
+            let (_, warnings) = registry.select(&selection);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &registry.definitions_for(&cli.global.tenant, &selection)
+                )?
+            );
+        }
+        Command::Call { name, args } => {
+            let args = if args == "-" {
+                let mut buf = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut buf)
+                    .context("reading arguments from stdin")?;
+                buf
+            } else {
+                args
+            };
+            let registry = build_registry(&cli.global)?;
+            let options = CallOptions {
+                tenant: cli.global.tenant.clone(),
+                // A dangerous terminal command is put to the person at this terminal;
+                // without a TTY nobody can answer and the gate's headless default
+                // (deny) applies.
+                approver: Some(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio())),
+                ..CallOptions::default()
+            };
+            let outcome = registry.invoke(&name, &args, &options);
+            println!("{}", outcome.to_json());
+            // Exit 1 for every failure and for the tool's own `{"error": …}` report
+            // (the terminal's successes carry `"error": null`).
+            return Ok(if outcome.is_error() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+        Command::Serve {
+            stdio,
+            http,
+            allow_hosts,
+            allow_origins,
+            audit,
+            shutdown_grace,
+            toolsets,
+            disable,
+            no_watch,
+        } => {
+            let registry = std::sync::Arc::new(build_registry(&cli.global)?);
+            // The server's keys of the policy file (tokens, limits, allow-lists).
+            let mut access = match &cli.global.policy {
+                Some(file) => {
+                    let cwd = std::env::current_dir()?;
+                    hermetic::policy_file::load(file, &cwd)?.server
+                }
+                None => hermetic::policy_file::ServerPolicy::default(),
+            };
+            access.allowed_hosts.extend(allow_hosts);
+            access.allowed_origins.extend(allow_origins);
+            let audit = match audit.or_else(|| access.audit_file.clone()) {
+                Some(file) => Some(std::sync::Arc::new(
+                    hermetic_server::audit::AuditLog::open(&file)?
+                        .with_redactions(registry.secrets().values()),
+                )),
+                None => None,
+            };
+            let shutdown_grace = shutdown_grace.or(access.shutdown_grace_secs).map_or(
+                hermetic_server::DEFAULT_SHUTDOWN_GRACE,
+                std::time::Duration::from_secs,
+            );
+            let options = hermetic_server::ServeOptions {
+                tenant: cli.global.tenant.clone(),
+                selection: Selection {
+                    enabled: toolsets,
+                    disabled: disable,
+                },
+                access,
+                audit,
+                shutdown_grace,
+            };
+            let watch = (!no_watch).then(|| cli.global.tools_dirs.clone());
+            let transport = if stdio {
+                Transport::Stdio
+            } else {
+                Transport::Http(match http {
+                    Some(addr) => addr,
+                    None => hermetic_server::http::DEFAULT_ADDR.parse()?,
+                })
+            };
+            serve(registry, options, watch, transport)?;
+        }
+        Command::Inspect { target } => {
+            let registry = build_registry(&cli.global)?;
+            let report = if target.ends_with(".wasm") && std::path::Path::new(&target).exists() {
+                inspect_file(&registry, PathBuf::from(&target), &cli.global.tenant)?
+            } else {
+                match registry.inspect_for(&target, &cli.global.tenant) {
+                    Some(report) => report,
+                    None => bail!("no tool named {target:?} (see `hermetic tools`)"),
+                }
+            };
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+enum Transport {
+    Stdio,
+    Http(std::net::SocketAddr),
+}
+
+/// Runs the MCP server until the client goes away (stdio) or a shutdown signal.
+fn serve(
+    registry: std::sync::Arc<Registry>,
+    options: hermetic_server::ServeOptions,
+    watch_dirs: Option<Vec<PathBuf>>,
+    transport: Transport,
+) -> Result<()> {
+    use hermetic_server::{McpServer, http, stdio, watch};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("hermetic-serve")
+        .build()
+        .context("starting the async runtime")?;
+    let server = McpServer::new(registry.clone(), options);
+    let result = runtime.block_on(async {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        let _watcher = watch_dirs.filter(|d| !d.is_empty()).map(|dirs| {
+            let notifier = server.clone();
+            watch::spawn(watch::Reloader::new(registry, dirs), move |report| {
+                for problem in &report.problems {
+                    eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
+                }
+                notifier.notify_tools_changed();
+            })
+        });
+        match transport {
+            Transport::Stdio => stdio::serve(&server, shutdown).await?,
+            Transport::Http(addr) => {
+                if !addr.ip().is_loopback() && !server.requires_tokens() {
+                    // Checked again by http::serve; refused here before anything binds.
+                    return Err(hermetic_server::ServeError::Unprotected(addr).into());
+                }
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr}"))?;
+                let bound = listener.local_addr()?;
+                if let Some(audit) = server.audit() {
+                    eprintln!("hermetic: audit log {}", audit.path().display());
+                }
+                eprintln!("hermetic: serving MCP at http://{bound}{}", http::MCP_PATH);
+                http::serve(&server, listener, shutdown).await?;
+            }
+        }
+        anyhow::Ok(())
+    });
+    if let Some(audit) = server.audit() {
+        // The head to record elsewhere: `audit verify --head` then catches a cut tail.
+        let (lines, head) = audit.head();
+        eprintln!(
+            "hermetic: audit log {}: {lines} lines, head {head}",
+            audit.path().display()
+        );
+    }
+    // Calls still running were cancelled with their sessions (after the shutdown
+    // grace); do not wait for blocked stdin reads.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}
+
+/// `hermetic token new|hash`.
+fn token(command: TokenCommand) -> Result<ExitCode> {
+    use hermetic_server::auth;
+    match command {
+        TokenCommand::New { tenant } => {
+            let token = auth::new_token()
+                .map_err(|e| anyhow::anyhow!("reading the OS random source: {e}"))?;
+            let digest = auth::hex(&auth::digest(&token));
+            let tenant = tenant.unwrap_or_else(|| "TENANT".to_owned());
+            println!("token: {token}");
+            println!(
+                "# give the token to the client (Authorization: Bearer <token>); put this in the policy:"
+            );
+            println!("[tenants.{tenant}]");
+            println!("token_sha256 = [\"{digest}\"]");
+        }
+        TokenCommand::Hash => {
+            let mut token = String::new();
+            std::io::stdin()
+                .read_to_string(&mut token)
+                .context("reading the token from stdin")?;
+            let token = token.trim();
+            if token.is_empty() {
+                bail!("no token on stdin");
+            }
+            println!("{}", auth::hex(&auth::digest(token)));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hermetic audit verify`: exit 0 when the chain holds, 1 naming the first bad line.
+fn audit_verify(
+    file: &std::path::Path,
+    head: Option<&str>,
+    min_lines: Option<u64>,
+) -> Result<ExitCode> {
+    use hermetic_server::audit::{VerifyError, verify};
+    match verify(file) {
+        Ok(verified) => {
+            if let Some(expected) = head
+                && !expected.eq_ignore_ascii_case(&verified.head)
+            {
+                println!(
+                    "{}: chain intact but ends at {} (line {}), not at the expected head {expected}: lines were cut off the end",
+                    file.display(),
+                    verified.head,
+                    verified.lines
+                );
+                return Ok(ExitCode::from(1));
+            }
+            if let Some(min) = min_lines
+                && verified.lines < min
+            {
+                println!(
+                    "{}: chain intact but has {} lines, fewer than {min}: lines were cut off the end",
+                    file.display(),
+                    verified.lines
+                );
+                return Ok(ExitCode::from(1));
+            }
+            println!(
+                "{}: ok, {} lines, head {}",
+                file.display(),
+                verified.lines,
+                verified.head
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ VerifyError::Line { .. }) => {
+            println!("{}: tampered: {e}", file.display());
+            Ok(ExitCode::from(1))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Cancels `shutdown` on Ctrl-C or SIGTERM.
+async fn cancel_on_signal(shutdown: tokio_util::sync::CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    shutdown.cancel();
+}
+
+/// Inspects a component file without registering it: its declaration (read without
+/// running it), whether it loads, and what it would be granted.
+fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serde_json::Value> {
+    let bytes = hermetic::component::read_file(&path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let declaration = match hermetic::component::read_declaration(&bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            return Ok(serde_json::json!({
+                "file": path.display().to_string(),
+                "loads": false,
+                "error": e.to_string(),
+            }));
+        }
+    };
+    let tenant_policy = registry.policy().tenants.get(tenant);
+    let grants = hermetic::policy::effective(
+        &declaration,
+        registry.policy(),
+        tenant_policy.map(|t| (tenant, t)),
+    );
+    let (loads, error, schema) = match registry.load(&bytes, ToolSource::File(path.clone())) {
+        Ok(tool) => (true, None, Some(tool.schema)),
+        Err(e) => (false, Some(e.to_string()), None),
+    };
+    Ok(serde_json::json!({
+        "file": path.display().to_string(),
+        "loads": loads,
+        "error": error,
+        "declaration": declaration,
+        "operator": registry.policy().grants_for(&declaration.name),
+        "tenant_policy": tenant_policy,
+        "grants": grants,
+        "schema": schema,
+        "available": grants.unavailable_reason().is_none(),
+        "reason": grants.unavailable_reason(),
+    }))
+}
+
+fn parse_destination(s: &str) -> Result<hermetic::policy::network::Destination, String> {
+    hermetic::policy::network::Destination::parse(s).map_err(|e| e.to_string())
+}

@@ -1,0 +1,444 @@
+//! The `hermetic` binary end to end: listings, calls, exit codes, inspect, help.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn hermetic(workspace: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    cmd.current_dir(workspace)
+        .env_remove("WEATHER_API_KEY")
+        .env(
+            "HERMETIC_CACHE_DIR",
+            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+        );
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (Output, String) {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    (out, stdout)
+}
+
+fn json(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn tools_json_lists_every_bundled_tool_with_availability_and_reason() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).args(["tools", "--json"]));
+    assert!(out.status.success());
+    let tools = json(&stdout);
+    let weather = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "weather")
+        .unwrap();
+    assert_eq!(weather["toolset"], "weather");
+    assert_eq!(weather["available"], false);
+    assert!(
+        weather["reason"]
+            .as_str()
+            .unwrap()
+            .contains("WEATHER_API_KEY")
+    );
+    let read = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .unwrap();
+    assert_eq!(read["available"], true);
+    assert_eq!(read["reason"], Value::Null);
+}
+
+#[test]
+fn weather_becomes_available_once_its_key_is_granted_and_set() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let weather = |cmd: &mut Command| {
+        let (_, stdout) = run(cmd.args(["tools", "--json"]));
+        json(&stdout)
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "weather")
+            .unwrap()
+            .clone()
+    };
+    let granted_unset = weather(hermetic(ws.path()).args([
+        "--allow-env",
+        "WEATHER_API_KEY",
+        "--allow-net",
+        "https://api.weatherapi.com",
+    ]));
+    assert_eq!(granted_unset["available"], false);
+    assert_eq!(
+        granted_unset["reason"],
+        "check() returned false: WEATHER_API_KEY granted but not set in the host environment"
+    );
+    let set_not_granted = weather(hermetic(ws.path()).env("WEATHER_API_KEY", "k"));
+    assert_eq!(set_not_granted["available"], false);
+    let no_network = weather(
+        hermetic(ws.path())
+            .env("WEATHER_API_KEY", "k")
+            .args(["--allow-env", "WEATHER_API_KEY"]),
+    );
+    assert_eq!(
+        no_network["reason"],
+        "needs network access, which the operator does not grant"
+    );
+    let granted = weather(hermetic(ws.path()).env("WEATHER_API_KEY", "k").args([
+        "--allow-env",
+        "WEATHER_API_KEY",
+        "--allow-net",
+        "https://api.weatherapi.com",
+    ]));
+    assert_eq!(granted["available"], true, "{granted}");
+    let (out, _) = run(hermetic(ws.path()).args(["--allow-net", "ftp://x", "tools"]));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the scheme must be http or https"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_human_listing_says_why_a_tool_is_unavailable() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).arg("tools"));
+    assert!(out.status.success());
+    let line = stdout.lines().find(|l| l.starts_with("weather")).unwrap();
+    assert!(
+        line.contains("unavailable: requires env WEATHER_API_KEY"),
+        "{line}"
+    );
+}
+
+#[test]
+fn call_prints_the_result_and_uses_the_current_directory_as_workspace() {
+    let ws = tempfile::TempDir::new().unwrap();
+    std::fs::write(ws.path().join("hello.txt"), "hi there\n").unwrap();
+    let (out, stdout) =
+        run(hermetic(ws.path()).args(["call", "read_file", r#"{"path": "hello.txt"}"#]));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(json(&stdout)["content"], "1|hi there");
+
+    let other = tempfile::TempDir::new().unwrap();
+    std::fs::write(other.path().join("there.txt"), "elsewhere\n").unwrap();
+    let (out, stdout) = run(hermetic(ws.path())
+        .args([
+            "call",
+            "read_file",
+            r#"{"path": "there.txt"}"#,
+            "--workspace",
+        ])
+        .arg(other.path()));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(json(&stdout)["content"], "1|elsewhere");
+}
+
+#[test]
+fn call_reads_arguments_from_stdin_with_a_dash() {
+    use std::io::Write;
+    let ws = tempfile::TempDir::new().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "from stdin\n").unwrap();
+    let mut child = hermetic(ws.path())
+        .args(["call", "read_file", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"path": "a.txt"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        json(&String::from_utf8(out.stdout).unwrap())["content"],
+        "1|from stdin"
+    );
+}
+
+#[test]
+fn errors_exit_with_code_1_and_print_json() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).args(["call", "no_such_tool", "{}"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json(&stdout),
+        serde_json::json!({"error": "Unknown tool: no_such_tool"})
+    );
+}
+
+#[test]
+fn tools_dir_adds_components_and_reports_broken_ones() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::copy(
+        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
+        dir.path().join("echo.wasm"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("broken.wasm"), b"nope").unwrap();
+    let (out, stdout) = run(hermetic(ws.path())
+        .arg("--tools-dir")
+        .arg(dir.path())
+        .args(["call", "echo", r#"{"message": "hey", "times": "2"}"#]));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(json(&stdout)["echo"], "heyhey");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("broken.wasm") && stderr.contains("not a WebAssembly component"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_tools_dir_is_a_setup_error() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, _) = run(hermetic(ws.path()).args(["--tools-dir", "/nonexistent/dir", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("/nonexistent/dir")
+    );
+}
+
+#[test]
+fn definitions_filter_by_toolsets_and_disable() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let names = |args: &[&str]| -> Vec<String> {
+        let (out, stdout) = run(hermetic(ws.path()).arg("definitions").args(args));
+        assert!(out.status.success());
+        json(&stdout)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Without a policy file the bundled terminal tools are available too.
+    assert_eq!(
+        names(&[]),
+        [
+            "patch",
+            "process",
+            "read_file",
+            "search_files",
+            "terminal",
+            "write_file"
+        ]
+    );
+    assert_eq!(
+        names(&["--toolsets", "file_tools", "--disable", "file"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        names(&[
+            "--toolsets",
+            "all",
+            "--disable",
+            "weather",
+            "--disable",
+            "terminal"
+        ]),
+        ["patch", "read_file", "search_files", "write_file"]
+    );
+}
+
+#[test]
+fn toolsets_json_resolves_tools() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).args(["toolsets", "--json"]));
+    assert!(out.status.success());
+    let sets = json(&stdout);
+    let file = sets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "file")
+        .unwrap();
+    assert_eq!(
+        file["tools"],
+        serde_json::json!(["patch", "read_file", "search_files", "write_file"])
+    );
+}
+
+#[test]
+fn inspect_shows_declaration_and_grants_for_a_name_and_for_a_file() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).args(["inspect", "write_file"]));
+    assert!(out.status.success());
+    let report = json(&stdout);
+    assert_eq!(
+        report["declaration"]["capabilities"]["fs"][0]["access"],
+        "rw"
+    );
+    assert_eq!(report["grants"]["mounts"][0]["access"], "rw");
+
+    let file = Path::new(hermetic::GUEST_BUILD_DIR).join("flaky.wasm");
+    let (out, stdout) = run(hermetic(ws.path()).arg("inspect").arg(&file));
+    assert!(out.status.success());
+    let report = json(&stdout);
+    assert_eq!(report["loads"], true);
+    assert_eq!(report["declaration"]["name"], "flaky");
+    assert_eq!(report["grants"]["mounts"][0]["access"], "ro");
+
+    let bad = Path::new(hermetic::GUEST_BUILD_DIR).join("bad_schema.wasm");
+    let (_, stdout) = run(hermetic(ws.path()).arg("inspect").arg(&bad));
+    let report = json(&stdout);
+    assert_eq!(report["loads"], false);
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains("differs from the declared name")
+    );
+
+    let (out, _) = run(hermetic(ws.path()).args(["inspect", "nope"]));
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn version_and_help_explain_every_command() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).arg("--version"));
+    assert!(out.status.success());
+    assert!(stdout.starts_with("hermetic "), "{stdout}");
+    for cmd in ["tools", "toolsets", "definitions", "call", "inspect"] {
+        let (out, stdout) = run(hermetic(ws.path()).args([cmd, "--help"]));
+        assert!(out.status.success(), "{cmd}");
+        assert!(stdout.contains("Usage: hermetic"), "{cmd}: {stdout}");
+    }
+    let (out, _) = run(hermetic(ws.path()).arg("frobnicate"));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_policy_file_and_a_tenant_narrow_what_the_cli_sees() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join("ws/acme")).unwrap();
+    std::fs::write(root.path().join("ws/acme/a.txt"), "tenant data\n").unwrap();
+    std::fs::write(
+        root.path().join("policy.toml"),
+        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[tenants.acme]\ntoolsets = [\"file\"]\n[tenants.acme.mounts.workspace]\naccess = \"ro\"\nsubdir = \"acme\"\n",
+    )
+    .unwrap();
+    let base = || {
+        let mut cmd = hermetic(root.path());
+        cmd.args(["--policy", "policy.toml", "--tenant", "acme"]);
+        cmd
+    };
+    let (out, stdout) = run(base().args(["tools", "--json"]));
+    assert!(out.status.success());
+    let tools = json(&stdout);
+    let write = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "write_file")
+        .unwrap();
+    assert_eq!(write["available"], false);
+    assert!(
+        write["reason"]
+            .as_str()
+            .unwrap()
+            .contains("tenant acme allows only read-only")
+    );
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "weather")
+    );
+
+    let (out, stdout) = run(base().args(["call", "read_file", r#"{"path": "a.txt"}"#]));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(json(&stdout)["content"], "1|tenant data");
+
+    let (_, stdout) = run(base().args(["inspect", "read_file"]));
+    let report = json(&stdout);
+    assert_eq!(report["tenant"], "acme");
+    assert_eq!(
+        report["tenant_policy"]["toolsets"],
+        serde_json::json!(["file"])
+    );
+    assert!(
+        report["grants"]["mounts"][0]["host_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("ws/acme")
+    );
+
+    let (out, _) =
+        run(hermetic(root.path()).args(["--policy", "policy.toml", "--tenant", "nobody", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    let (out, _) = run(hermetic(root.path()).args(["--policy", "missing.toml", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn call_terminal_runs_safe_commands_and_without_a_tty_never_runs_dangerous_ones() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let (out, stdout) = run(hermetic(&ws_path)
+        .args(["call", "terminal", r#"{"command": "echo hi; pwd"}"#])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(
+        json(&stdout),
+        serde_json::json!({"output": format!("hi\n{}", ws_path.display()), "exit_code": 0, "error": null})
+    );
+    std::fs::create_dir(ws_path.join("junk")).unwrap();
+    let (out, stdout) = run(hermetic(&ws_path)
+        .args(["call", "terminal", r#"{"command": "rm -rf junk"}"#])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(json(&stdout)["status"], "pending_approval");
+    assert!(ws_path.join("junk").exists(), "ran without approval");
+}
+
+/// A guest that sleeps in a host call (an hour, asked for) ends at its 2 s deadline
+/// with the `time` limit and exit code 1 — the deadline reaches host calls.
+#[test]
+fn a_sleeping_tool_ends_at_its_deadline_over_the_cli() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::copy(
+        Path::new(hermetic::GUEST_BUILD_DIR).join("sleeper.wasm"),
+        dir.path().join("sleeper.wasm"),
+    )
+    .unwrap();
+    // Compile it into the cache first: the time measured is the call's.
+    let (out, _) = run(hermetic(ws.path())
+        .arg("--no-bundled")
+        .arg("--tools-dir")
+        .arg(dir.path())
+        .arg("tools"));
+    assert!(out.status.success());
+    let started = std::time::Instant::now();
+    let (out, stdout) = run(hermetic(ws.path())
+        .arg("--no-bundled")
+        .arg("--tools-dir")
+        .arg(dir.path())
+        .args(["call", "sleeper", "{}"]));
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(json(&stdout)["limit"], "time", "{stdout}");
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+}

@@ -1,0 +1,1314 @@
+//! The `hermetic serve` binary driven by a real MCP client — the official Python SDK
+//! (`mcp` on PyPI, installed by .ci/run) through tests/mcp/client.py — over stdio and
+//! streamable HTTP, in both protocol eras (`legacy`: the initialize handshake; `auto`:
+//! 2026-07-28 discovery).
+//!
+//! Waits are bounded by [`HANG_GUARD`] so a broken server fails the test instead of
+//! hanging it; nothing asserts on how long anything took.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// Longest any wait may take before the test gives up (a hang guard, not a timing
+/// assertion: on a healthy machine every wait ends in well under a second).
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// The message the handler logs when a call ends because the client cancelled it.
+const CANCELLED_LOG: &str = "call cancelled by the client";
+/// The error a cancelled call ends with.
+const CANCELLED_ERROR: &str =
+    "[TOOL_ERROR] cancelled: the caller cancelled the call before it finished";
+
+fn guest(name: &str) -> PathBuf {
+    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
+}
+
+fn client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/client.py")
+}
+
+/// A tools directory and a workspace for one server.
+struct Dirs {
+    tools: TempDir,
+    workspace: TempDir,
+}
+
+impl Dirs {
+    fn new(tools: &[&str]) -> Self {
+        let dirs = Self {
+            tools: TempDir::new().unwrap(),
+            workspace: TempDir::new().unwrap(),
+        };
+        for name in tools {
+            dirs.add(name);
+        }
+        dirs
+    }
+
+    fn add(&self, name: &str) {
+        std::fs::copy(guest(name), self.tools.path().join(format!("{name}.wasm"))).unwrap();
+    }
+
+    fn remove(&self, name: &str) {
+        std::fs::remove_file(self.tools.path().join(format!("{name}.wasm"))).unwrap();
+    }
+
+    /// `hermetic` arguments before the subcommand.
+    fn global_args(&self) -> Vec<String> {
+        vec![
+            "--no-bundled".into(),
+            "--tools-dir".into(),
+            self.tools.path().display().to_string(),
+            "--workspace".into(),
+            self.workspace.path().display().to_string(),
+            "--log-level".into(),
+            "warn,hermetic=info".into(),
+        ]
+    }
+}
+
+fn hermetic_env(cmd: &mut Command) -> &mut Command {
+    // The suites' shared compiled-code cache; plain log lines to match on.
+    cmd.env(
+        "HERMETIC_CACHE_DIR",
+        Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+    )
+    .env("NO_COLOR", "1")
+    .env_remove("HERMETIC_LOG")
+}
+
+/// What a pipe delivered so far.
+#[derive(Default)]
+struct Collected {
+    lines: Vec<String>,
+    closed: bool,
+}
+
+/// Lines a child writes to one pipe, collected by a thread.
+#[derive(Clone)]
+struct Lines {
+    inner: Arc<(Mutex<Collected>, Condvar)>,
+}
+
+impl Lines {
+    fn collect(pipe: impl Read + Send + 'static) -> Self {
+        let lines = Self {
+            inner: Arc::new((Mutex::new(Collected::default()), Condvar::new())),
+        };
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let (lock, cvar) = &*sink.inner;
+                lock.lock().unwrap().lines.push(line);
+                cvar.notify_all();
+            }
+            let (lock, cvar) = &*sink.inner;
+            lock.lock().unwrap().closed = true;
+            cvar.notify_all();
+        });
+        lines
+    }
+
+    /// The first line matching `pred`, waiting for it (or `None` at end of stream).
+    fn wait_for(&self, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let (lock, cvar) = &*self.inner;
+        let start = Instant::now();
+        let mut state = lock.lock().unwrap();
+        loop {
+            if let Some(line) = state.lines.iter().find(|l| pred(l)) {
+                return Some(line.clone());
+            }
+            if state.closed {
+                return None;
+            }
+            let left = HANG_GUARD.checked_sub(start.elapsed()).unwrap_or_else(|| {
+                panic!(
+                    "hang guard: gave up waiting; output so far:\n{}",
+                    state.lines.join("\n")
+                )
+            });
+            state = cvar.wait_timeout(state, left).unwrap().0;
+        }
+    }
+
+    /// Waits for the end of the stream.
+    fn wait_closed(&self) {
+        let _ = self.wait_for(|_| false);
+    }
+
+    fn text(&self) -> String {
+        self.inner.0.lock().unwrap().lines.join("\n")
+    }
+}
+
+/// A `hermetic serve --http 127.0.0.1:0` process, killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+    log: Lines,
+}
+
+impl HttpServer {
+    fn start(dirs: &Dirs) -> Self {
+        Self::start_with(dirs.global_args(), &[])
+    }
+
+    /// With these global arguments and these `serve` arguments.
+    fn start_with(global: Vec<String>, serve: &[&str]) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+        hermetic_env(&mut cmd)
+            .args(global)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(serve)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let log = Lines::collect(child.stderr.take().unwrap());
+        let line = log
+            .wait_for(|l| l.contains("serving MCP at "))
+            .unwrap_or_else(|| panic!("the server did not start:\n{}", log.text()));
+        let url = line
+            .split("serving MCP at ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+            "{url}"
+        );
+        Self { child, url, log }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum Target<'a> {
+    Http(&'a HttpServer),
+    Stdio(&'a Dirs),
+}
+
+/// The Python client for one scenario, with stdout and stderr piped.
+fn client(scenario: &str, mode: &str, target: &Target<'_>) -> Command {
+    client_with(scenario, mode, target, &[])
+}
+
+/// [`client`] with extra client arguments (`--token`, `--call`, …).
+fn client_with(scenario: &str, mode: &str, target: &Target<'_>, extra: &[&str]) -> Command {
+    let probe = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        probe.status.success(),
+        "the Python MCP SDK is missing: python3 -m pip install 'mcp==2.3.0' (.ci/run does)\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    let mut cmd = Command::new("python3");
+    cmd.arg(client_script()).args([scenario, mode]).args(extra);
+    match target {
+        Target::Http(server) => {
+            cmd.args(["--url", &server.url]);
+        }
+        Target::Stdio(dirs) => {
+            cmd.arg("--stdio")
+                .arg(env!("CARGO_BIN_EXE_hermetic"))
+                .args(dirs.global_args())
+                .args(["serve", "--stdio"]);
+        }
+    }
+    hermetic_env(&mut cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// A running client: its stdout lines (the harness protocol) and stderr (where a stdio
+/// server's log goes too).
+struct Running {
+    child: Child,
+    stdout: Lines,
+    stderr: Lines,
+}
+
+impl Running {
+    fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd.spawn().unwrap();
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let stderr = Lines::collect(child.stderr.take().unwrap());
+        Self {
+            child,
+            stdout: Lines::collect(stdout),
+            stderr,
+        }
+    }
+
+    fn wait_line(&self, prefix: &str) -> String {
+        self.stdout
+            .wait_for(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| {
+                panic!(
+                    "the client ended before printing {prefix:?}\nstdout:\n{}\nstderr:\n{}",
+                    self.stdout.text(),
+                    self.stderr.text()
+                )
+            })
+    }
+
+    /// Waits for a successful exit and returns the report (the last stdout line).
+    fn report(&mut self) -> Value {
+        let status = self.child.wait().unwrap();
+        self.stdout.wait_closed();
+        let out = self.stdout.text();
+        assert!(
+            status.success(),
+            "client failed ({status})\nstdout:\n{out}\nstderr:\n{}",
+            self.stderr.text()
+        );
+        let last = out.lines().last().unwrap_or_default();
+        serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("report is not JSON ({e}): {last}\n{}", self.stderr.text()))
+    }
+}
+
+fn run(scenario: &str, mode: &str, target: &Target<'_>) -> (Value, Running) {
+    let mut running = Running::spawn(client(scenario, mode, target));
+    let report = running.report();
+    (report, running)
+}
+
+const TEST_TOOLS: &[&str] = &["echo", "fail", "progress", "spin_long"];
+
+fn expected_basic() -> Value {
+    json!({
+        "server": "hermetic",
+        "tools": ["echo", "fail", "progress", "spin_long"],
+        "echo_schema": {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string", "description": "Text to echo"},
+                "times": {"type": "integer", "minimum": 1, "maximum": 10}
+            },
+            "required": ["message"]
+        },
+        "echo_description": "Echo a message back",
+        "echo": {"is_error": false, "text": {"echo": "hihi", "tenant": "default"}},
+        "fail": {"is_error": true, "text": {"error": "[TOOL_ERROR] the disk is on fire"}},
+        "unknown": {"is_error": true, "text": {"error": "Unknown tool: no_such_tool"}},
+    })
+}
+
+/// Checks a `basic` report; returns the protocol version negotiated.
+fn check_basic(report: &Value) -> String {
+    let expected = expected_basic();
+    for key in [
+        "server",
+        "tools",
+        "echo_schema",
+        "echo_description",
+        "echo",
+        "fail",
+        "unknown",
+    ] {
+        assert_eq!(report[key], expected[key], "{key}: {report:#}");
+    }
+    // A schema violation is a tool result with isError too, carrying the registry's
+    // JSON error.
+    assert_eq!(report["invalid"]["is_error"], true, "{report:#}");
+    let invalid = report["invalid"]["text"]["error"].as_str().unwrap();
+    assert!(
+        invalid.starts_with("Invalid arguments for echo: (arguments): "),
+        "{invalid}"
+    );
+    // Every progress call reached the client, in order, before the result.
+    assert_eq!(
+        report["progress"]["events"],
+        json!([
+            [1.0, 3.0, "step 1 of 3"],
+            [2.0, 3.0, "step 2 of 3"],
+            [3.0, 3.0, "step 3 of 3"]
+        ])
+    );
+    assert_eq!(report["progress"]["result"]["is_error"], false);
+    assert_eq!(report["progress"]["result"]["text"]["steps"], 3);
+    report["protocol"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn stdio_legacy_client_lists_calls_and_gets_errors_and_progress() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let (report, _) = run("basic", "legacy", &Target::Stdio(&dirs));
+    assert!(check_basic(&report).as_str() < "2026-07-28");
+}
+
+#[test]
+fn stdio_modern_client_lists_calls_and_gets_errors_and_progress() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let (report, _) = run("basic", "auto", &Target::Stdio(&dirs));
+    assert_eq!(check_basic(&report), "2026-07-28");
+}
+
+#[test]
+fn http_legacy_client_lists_calls_and_gets_errors_and_progress() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let (report, client) = run("basic", "legacy", &Target::Http(&server));
+    assert!(check_basic(&report).as_str() < "2026-07-28");
+    // The client ended its session with a DELETE the SDK accepts without a warning.
+    client.stderr.wait_closed();
+    assert!(
+        !client.stderr.text().contains("Session termination failed"),
+        "{}",
+        client.stderr.text()
+    );
+}
+
+#[test]
+fn http_modern_client_lists_calls_and_gets_errors_and_progress() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let (report, _) = run("basic", "auto", &Target::Http(&server));
+    assert_eq!(check_basic(&report), "2026-07-28");
+}
+
+/// The `cancel` scenario's report: the call was cancelled and the server still answers.
+fn check_cancel_report(report: &Value) {
+    assert_eq!(
+        report,
+        &json!({
+            "cancelled": true,
+            "after": {"is_error": false, "text": {"echo": "still here", "tenant": "default"}}
+        })
+    );
+}
+
+/// The server logged that spin_long (60 s deadline, never returns) ended with the
+/// cancelled error — so the guest was interrupted, not left running.
+fn check_cancelled_in(log: &Lines) {
+    let line = log
+        .wait_for(|l| l.contains(CANCELLED_LOG))
+        .unwrap_or_else(|| panic!("no cancellation logged:\n{}", log.text()));
+    assert!(line.contains(CANCELLED_ERROR), "{line}");
+    assert!(line.contains("spin_long"), "{line}");
+}
+
+#[test]
+fn stdio_cancellation_interrupts_the_running_guest() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let (report, client) = run("cancel", "auto", &Target::Stdio(&dirs));
+    check_cancel_report(&report);
+    check_cancelled_in(&client.stderr);
+}
+
+#[test]
+fn http_legacy_cancellation_interrupts_the_running_guest() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let (report, _) = run("cancel", "legacy", &Target::Http(&server));
+    check_cancel_report(&report);
+    check_cancelled_in(&server.log);
+}
+
+#[test]
+fn http_modern_cancellation_interrupts_the_running_guest() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let (report, _) = run("cancel", "auto", &Target::Http(&server));
+    check_cancel_report(&report);
+    check_cancelled_in(&server.log);
+}
+
+#[test]
+fn stdio_client_going_away_interrupts_the_running_guest_and_the_server_exits() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let (report, client) = run("abandon", "auto", &Target::Stdio(&dirs));
+    assert_eq!(report, json!({"started": true}));
+    check_cancelled_in(&client.stderr);
+    // The server shares the client's stderr: the stream ends only when the server,
+    // too, has exited.
+    client.stderr.wait_closed();
+}
+
+#[test]
+fn http_modern_client_going_away_interrupts_the_running_guest() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let (report, _) = run("abandon", "auto", &Target::Http(&server));
+    assert_eq!(report, json!({"started": true}));
+    check_cancelled_in(&server.log);
+}
+
+/// Runs `list_changed`: a tool is added after READY and another removed after CHANGED;
+/// the client sees both without reconnecting.
+fn list_changed(mode: &str, target: &Target<'_>, dirs: &Dirs) {
+    let mut running = Running::spawn(client("list_changed", mode, target));
+    running.wait_line("READY");
+    dirs.add("progress");
+    let changed = running.wait_line("CHANGED ");
+    assert_eq!(changed, r#"CHANGED ["echo", "fail", "progress"]"#);
+    dirs.remove("fail");
+    let report = running.report();
+    assert_eq!(
+        report["lists"],
+        json!([
+            ["echo", "fail"],
+            ["echo", "fail", "progress"],
+            ["echo", "progress"]
+        ]),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn stdio_legacy_client_is_told_when_tools_are_added_and_removed() {
+    let dirs = Dirs::new(&["echo", "fail"]);
+    list_changed("legacy", &Target::Stdio(&dirs), &dirs);
+}
+
+#[test]
+fn stdio_modern_client_is_told_when_tools_are_added_and_removed() {
+    let dirs = Dirs::new(&["echo", "fail"]);
+    list_changed("auto", &Target::Stdio(&dirs), &dirs);
+}
+
+#[test]
+fn http_legacy_client_is_told_when_tools_are_added_and_removed() {
+    let dirs = Dirs::new(&["echo", "fail"]);
+    let server = HttpServer::start(&dirs);
+    list_changed("legacy", &Target::Http(&server), &dirs);
+}
+
+#[test]
+fn http_modern_client_is_told_when_tools_are_added_and_removed() {
+    let dirs = Dirs::new(&["echo", "fail"]);
+    let server = HttpServer::start(&dirs);
+    list_changed("auto", &Target::Http(&server), &dirs);
+}
+
+#[test]
+fn other_http_paths_are_not_found() {
+    let dirs = Dirs::new(&["echo"]);
+    let server = HttpServer::start(&dirs);
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+}
+
+/// One sessionless (2026-07-28) JSON-RPC request over a fresh connection, the way a
+/// minimal client without an SDK would send it; returns the JSON-RPC `result`.
+fn post(server: &HttpServer, method: &str, params: Value) -> Value {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let name_header = name
+        .map(|n| format!("Mcp-Name: {n}\r\n"))
+        .unwrap_or_default();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\n{name_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let json_start = response.find("\r\n\r\n").unwrap() + 4;
+    let reply: Value = serde_json::from_str(response[json_start..].trim())
+        .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"));
+    reply["result"].clone()
+}
+
+#[test]
+fn a_toolset_selection_limits_what_is_listed_and_callable() {
+    let dirs = Dirs::new(&["echo"]);
+    // Bundled tools too, but only the file toolset is served.
+    let global: Vec<String> = dirs
+        .global_args()
+        .into_iter()
+        .filter(|a| a != "--no-bundled")
+        .collect();
+    let server = HttpServer::start_with(global, &["--toolsets", "file"]);
+    let listed = post(&server, "tools/list", json!({}));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["patch", "read_file", "search_files", "write_file"]);
+    // echo is loaded but outside the selection: to this client it does not exist.
+    let called = post(
+        &server,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}}),
+    );
+    assert_eq!(called["isError"], true, "{called}");
+    assert_eq!(
+        called["content"][0]["text"],
+        json!({"error": "Unknown tool: echo"}).to_string()
+    );
+}
+
+// ── Multi-tenant HTTP: tokens, isolation, rate limits, allow-lists, shutdown, audit ──
+
+/// Tokens of the two tenants in [`tenants_policy`] (their SHA-256 digests are what
+/// the policy holds).
+const ACME_TOKEN: &str = "hmt_acme_test_token";
+const GLOBEX_TOKEN: &str = "hmt_globex_test_token";
+
+fn sha256_hex(token: &str) -> String {
+    hermetic_server::auth::hex(&hermetic_server::auth::digest(token))
+}
+
+/// A policy file with two tenants: `acme` sees the bundled file tools and may make 2
+/// tools/call per minute; `globex` sees the test tools. `extra` is appended.
+fn tenants_policy(dirs: &Dirs, extra: &str) -> PathBuf {
+    let path = dirs.workspace.path().join("policy.toml");
+    let text = format!(
+        r#"[mounts.workspace]
+path = "{workspace}"
+access = "rw"
+
+[tenants.acme]
+toolsets = ["file"]
+token_sha256 = ["{acme}"]
+[tenants.acme.limits]
+calls_per_minute = 2
+
+[tenants.globex]
+toolsets = ["test"]
+token_sha256 = ["{globex}"]
+{extra}"#,
+        workspace = dirs.workspace.path().display(),
+        acme = sha256_hex(ACME_TOKEN),
+        globex = sha256_hex(GLOBEX_TOKEN),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Global arguments for a server with the bundled tools, `dirs`' tools and `policy`.
+fn policy_args(dirs: &Dirs, policy: &Path) -> Vec<String> {
+    let mut args: Vec<String> = dirs
+        .global_args()
+        .into_iter()
+        .filter(|a| a != "--no-bundled")
+        .collect();
+    args.extend(["--policy".to_owned(), policy.display().to_string()]);
+    args
+}
+
+impl HttpServer {
+    /// `host:port` of the listener.
+    fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < HANG_GUARD,
+                "the server did not exit:\n{}",
+                self.log.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A raw HTTP/1.1 response.
+struct Raw {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// One request on a fresh connection. `headers` may override `Host`.
+fn raw(server: &HttpServer, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Raw {
+    let addr = server.addr();
+    let mut request = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Raw {
+        status: head[9..12].parse().unwrap(),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// A sessionless (2026-07-28) JSON-RPC request to /mcp with a bearer token.
+fn mcp_raw(
+    server: &HttpServer,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> Raw {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let authorization = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = &name {
+        headers.push(("Mcp-Name", name));
+    }
+    if let Some(authorization) = &authorization {
+        headers.push(("Authorization", authorization));
+    }
+    headers.extend_from_slice(extra);
+    raw(server, "POST", "/mcp", &headers, &body)
+}
+
+#[test]
+fn http_tenants_see_and_call_only_their_own_tools() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let calls = [
+        "--call",
+        r#"echo={"message": "hi"}"#,
+        "--call",
+        r#"read_file={"path": "nothing.txt"}"#,
+    ];
+    // acme over the legacy handshake, globex over 2026-07-28 discovery.
+    let mut extra = vec!["--token", ACME_TOKEN];
+    extra.extend(calls);
+    let (acme, _) = {
+        let mut running = Running::spawn(client_with(
+            "tenant",
+            "legacy",
+            &Target::Http(&server),
+            &extra,
+        ));
+        (running.report(), running)
+    };
+    assert_eq!(
+        acme["tools"],
+        json!(["patch", "read_file", "search_files", "write_file"]),
+        "{acme:#}"
+    );
+    assert_eq!(
+        acme["calls"]["echo"],
+        json!({"is_error": true, "text": {"error": "Unknown tool: echo"}})
+    );
+    assert_ne!(
+        acme["calls"]["read_file"]["text"]["error"],
+        json!("Unknown tool: read_file"),
+        "{acme:#}"
+    );
+    let mut extra = vec!["--token", GLOBEX_TOKEN];
+    extra.extend(calls);
+    let mut running = Running::spawn(client_with(
+        "tenant",
+        "auto",
+        &Target::Http(&server),
+        &extra,
+    ));
+    let globex = running.report();
+    assert_eq!(
+        globex["tools"],
+        json!(["echo", "fail", "progress", "spin_long"]),
+        "{globex:#}"
+    );
+    assert_eq!(
+        globex["calls"]["echo"],
+        json!({"is_error": false, "text": {"echo": "hi", "tenant": "globex"}})
+    );
+    assert_eq!(
+        globex["calls"]["read_file"],
+        json!({"is_error": true, "text": {"error": "Unknown tool: read_file"}})
+    );
+}
+
+#[test]
+fn http_requests_without_a_known_token_are_401_with_a_bearer_challenge() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let missing = mcp_raw(&server, None, "tools/list", json!({}), &[]);
+    assert_eq!(missing.status, 401, "{}", missing.body);
+    assert_eq!(
+        missing.header("www-authenticate").as_deref(),
+        Some("Bearer realm=\"hermetic\"")
+    );
+    let wrong = mcp_raw(
+        &server,
+        Some("hmt_not_a_token"),
+        "tools/list",
+        json!({}),
+        &[],
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    assert!(
+        wrong
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer ")
+    );
+    // A client cannot pick its tenant with a header: only the token counts.
+    let spoofed = mcp_raw(
+        &server,
+        None,
+        "tools/list",
+        json!({}),
+        &[("X-Tenant", "globex"), ("Tenant", "globex")],
+    );
+    assert_eq!(spoofed.status, 401);
+    // The official SDK sees the 401 too.
+    let mut running = Running::spawn(client_with(
+        "unauthorized",
+        "auto",
+        &Target::Http(&server),
+        &["--token", "hmt_not_a_token"],
+    ));
+    assert_eq!(
+        running.report(),
+        json!({"refused": true, "statuses": [401]})
+    );
+}
+
+#[test]
+fn http_a_session_belongs_to_the_tenant_that_created_it() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}
+    }})
+    .to_string();
+    let bearer = |t: &str| format!("Bearer {t}");
+    let (globex, acme) = (bearer(GLOBEX_TOKEN), bearer(ACME_TOKEN));
+    let common = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let mut headers = common.to_vec();
+    headers.push(("Authorization", &globex));
+    let created = raw(&server, "POST", "/mcp", &headers, &initialize);
+    assert_eq!(created.status, 200, "{}", created.body);
+    let session = created.header("mcp-session-id").expect("a session id");
+    // Another tenant with the id: as if it did not exist.
+    let delete_as = |authorization: &str| {
+        raw(
+            &server,
+            "DELETE",
+            "/mcp",
+            &[
+                ("Authorization", authorization),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            "",
+        )
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).to_string();
+    let mut headers = common.to_vec();
+    headers.extend([
+        ("Authorization", acme.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]);
+    assert_eq!(raw(&server, "POST", "/mcp", &headers, &list).status, 404);
+    assert_eq!(delete_as(&acme).status, 404);
+    // A made-up id is refused the same way.
+    let mut headers = common.to_vec();
+    headers.extend([
+        ("Authorization", globex.as_str()),
+        ("Mcp-Session-Id", "made-up"),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]);
+    assert_eq!(raw(&server, "POST", "/mcp", &headers, &list).status, 404);
+    // Its owner can end it.
+    assert_eq!(delete_as(&globex).status, 204);
+}
+
+#[test]
+fn http_tools_call_over_the_rate_limit_is_429_with_retry_after() {
+    let dirs = Dirs::new(&["echo"]);
+    let policy = tenants_policy(&dirs, "");
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    let call = || {
+        mcp_raw(
+            &server,
+            Some(ACME_TOKEN),
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"path": "x"}}),
+            &[],
+        )
+    };
+    assert_eq!(call().status, 200);
+    assert_eq!(call().status, 200);
+    let limited = call();
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    // 2 per minute: the next call is allowed 30 s after the burst.
+    let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    // Only tools/call counts, and only for this tenant.
+    assert_eq!(
+        mcp_raw(&server, Some(ACME_TOKEN), "tools/list", json!({}), &[]).status,
+        200
+    );
+    let other = mcp_raw(
+        &server,
+        Some(GLOBEX_TOKEN),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "x"}}),
+        &[],
+    );
+    assert_eq!(other.status, 200);
+}
+
+#[test]
+fn http_a_host_or_origin_off_the_allow_list_is_403() {
+    let dirs = Dirs::new(&["echo"]);
+    let server = HttpServer::start_with(
+        dirs.global_args(),
+        &[
+            "--allow-host",
+            "mcp.example.test",
+            "--allow-origin",
+            "https://console.example.test",
+        ],
+    );
+    let list =
+        |extra: &[(&str, &str)]| mcp_raw(&server, None, "tools/list", json!({}), extra).status;
+    assert_eq!(list(&[]), 200);
+    assert_eq!(list(&[("Host", "evil.example")]), 403);
+    assert_eq!(list(&[("Host", "localhost:1")]), 403);
+    let port = server.addr().rsplit(':').next().unwrap().to_owned();
+    assert_eq!(list(&[("Host", &format!("localhost:{port}"))]), 200);
+    assert_eq!(list(&[("Host", "mcp.example.test")]), 200);
+    assert_eq!(list(&[("Origin", "http://evil.example")]), 403);
+    assert_eq!(
+        list(&[("Origin", &format!("http://localhost:{port}"))]),
+        200
+    );
+    assert_eq!(list(&[("Origin", "https://console.example.test")]), 200);
+    // Every path is behind the check, not only /mcp.
+    assert_eq!(
+        raw(
+            &server,
+            "GET",
+            "/approvals",
+            &[("Host", "evil.example")],
+            ""
+        )
+        .status,
+        403
+    );
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_tokens() {
+    let dirs = Dirs::new(&["echo"]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    let out = hermetic_env(&mut cmd)
+        .args(dirs.global_args())
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without bearer tokens"),
+        "{stderr}"
+    );
+}
+
+/// SIGTERM while spin_long runs: the call finishes with its own result, the server
+/// exits 0.
+fn shutdown_lets_the_call_finish(mode: &str) {
+    let dirs = Dirs::new(TEST_TOOLS);
+    // spin_long runs until its deadline: 3 s here, well inside the shutdown grace.
+    let policy = tenants_policy(&dirs, "[tools.spin_long.limits]\nmax_timeout_ms = 3000\n");
+    let mut server =
+        HttpServer::start_with(policy_args(&dirs, &policy), &["--shutdown-grace", "60"]);
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        mode,
+        &Target::Http(&server),
+        &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
+    ));
+    running.wait_line("STARTED");
+    let status = server.terminate();
+    let report = running.report();
+    // The call ran to its own end (its time limit), not to a cancellation.
+    assert_eq!(report["result"]["is_error"], true, "{report:#}");
+    assert_eq!(report["result"]["text"]["limit"], "time", "{report:#}");
+    assert!(status.success(), "{status}\n{}", server.log.text());
+    assert!(
+        !server.log.text().contains(CANCELLED_LOG),
+        "{}",
+        server.log.text()
+    );
+}
+
+#[test]
+fn http_modern_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("auto");
+}
+
+#[test]
+fn http_legacy_shutdown_lets_the_call_in_flight_finish_and_exits_0() {
+    shutdown_lets_the_call_finish("legacy");
+}
+
+/// Runs `hermetic audit verify` on `file`: (exit code, stdout).
+fn audit_verify(file: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .args(["audit", "verify"])
+        .arg(file)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_lines() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let audit = dirs.workspace.path().join("audit.jsonl");
+    let policy = tenants_policy(&dirs, "");
+    let mut server = HttpServer::start_with(
+        policy_args(&dirs, &policy),
+        &["--audit", audit.to_str().unwrap()],
+    );
+    let call = |token: &str, name: &str, args: Value| {
+        mcp_raw(
+            &server,
+            Some(token),
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+            &[],
+        )
+        .status
+    };
+    assert_eq!(call(GLOBEX_TOKEN, "echo", json!({"message": "one"})), 200);
+    assert_eq!(
+        call(
+            GLOBEX_TOKEN,
+            "fail",
+            json!({"mode": "error", "message": "x"})
+        ),
+        200
+    );
+    assert_eq!(
+        call(ACME_TOKEN, "echo", json!({"message": "not yours"})),
+        200
+    );
+    assert_eq!(call(GLOBEX_TOKEN, "echo", json!({"message": "two"})), 200);
+    assert!(server.terminate().success());
+
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    let records: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String, String, String)> = records
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("kind"), s("tenant"), s("tool"), s("outcome"))
+        })
+        .collect();
+    let row = |k: &str, t: &str, tool: &str, o: &str| {
+        (k.to_owned(), t.to_owned(), tool.to_owned(), o.to_owned())
+    };
+    assert_eq!(
+        summary,
+        [
+            row("call", "globex", "echo", "ok"),
+            row("call", "globex", "fail", "error"),
+            row("decision", "acme", "echo", "unknown_tool"),
+            row("call", "globex", "echo", "ok"),
+        ]
+    );
+    assert_eq!(records[0]["args_sha256"].as_str().unwrap().len(), 64);
+    assert_ne!(records[0]["args_sha256"], records[3]["args_sha256"]);
+    assert_eq!(records[0]["grants"]["terminal"], false);
+    assert!(records[0]["duration_ms"].as_f64().is_some());
+
+    let (code, out) = audit_verify(&audit, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok, 4 lines"), "{out}");
+    let head = records[3]["hash"].as_str().unwrap();
+
+    let tampered = |name: &str, lines: &[&str]| {
+        let path = dirs.workspace.path().join(name);
+        std::fs::write(
+            &path,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        path
+    };
+    let edited_line = lines[1].replace("\"error\"", "\"ok\"");
+    let edited = tampered("edited", &[lines[0], &edited_line, lines[2], lines[3]]);
+    let (code, out) = audit_verify(&edited, &[]);
+    assert_eq!((code, out.contains("line 2:")), (1, true), "{out}");
+    let deleted = tampered("deleted", &[lines[0], lines[1], lines[3]]);
+    let (code, out) = audit_verify(&deleted, &[]);
+    assert_eq!((code, out.contains("line 3:")), (1, true), "{out}");
+    let reordered = tampered("reordered", &[lines[0], lines[2], lines[1], lines[3]]);
+    let (code, out) = audit_verify(&reordered, &[]);
+    assert_eq!((code, out.contains("line 2:")), (1, true), "{out}");
+    // Cutting the last line leaves a valid shorter chain: the recorded head or line
+    // count catches it.
+    let cut = tampered("cut", &lines[..3]);
+    assert_eq!(audit_verify(&cut, &[]).0, 0);
+    assert_eq!(audit_verify(&cut, &["--head", head]).0, 1);
+    assert_eq!(audit_verify(&cut, &["--min-lines", "4"]).0, 1);
+    assert_eq!(audit_verify(&audit, &["--head", head]).0, 0);
+}
+
+#[test]
+fn http_a_tenant_over_its_max_concurrent_calls_gets_a_concurrency_error() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let policy = tenants_policy(
+        &dirs,
+        "[tenants.globex.limits]\nmax_concurrent = 1\n[defaults.limits]\nqueue_timeout_ms = 100\n",
+    );
+    let server = HttpServer::start_with(policy_args(&dirs, &policy), &[]);
+    // spin_long holds globex's only slot until it is cancelled.
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        "auto",
+        &Target::Http(&server),
+        &["--token", GLOBEX_TOKEN, "--call", "spin_long"],
+    ));
+    running.wait_line("STARTED");
+    let call = |token: &str| {
+        let reply = mcp_raw(
+            &server,
+            Some(token),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+            &[],
+        );
+        let reply: Value = serde_json::from_str(reply.body.trim()).unwrap();
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let refused = call(GLOBEX_TOKEN);
+    assert_eq!(refused["limit"], "concurrency", "{refused}");
+    let _ = running.child.kill();
+}
+
+// ── The terminal tool over MCP: approvals by elicitation, output as progress ────────
+
+/// Global arguments for a server with only the bundled tools (so `terminal` and
+/// `process` get the local backend with manual approval, the embedded default) whose
+/// workspace — and the terminal's working directory — is `workspace`.
+fn bundled_args(workspace: &Path) -> Vec<String> {
+    vec![
+        "--workspace".into(),
+        workspace.display().to_string(),
+        "--log-level".into(),
+        "warn,hermetic=info".into(),
+    ]
+}
+
+/// Runs the `elicit` scenario against `server`, making one terminal call of `command`
+/// and answering the approval request with `answer`.
+fn terminal_elicit(server: &HttpServer, command: &str, answer: &str) -> Value {
+    let call = format!("terminal={}", json!({ "command": command }));
+    let mut running = Running::spawn(client_with(
+        "elicit",
+        "legacy",
+        &Target::Http(server),
+        &["--call", &call, "--elicit", answer],
+    ));
+    running.report()
+}
+
+#[test]
+fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicitation() {
+    let workspace = TempDir::new().unwrap();
+    let state = TempDir::new().unwrap();
+    let audit = state.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &["--audit", &audit_arg]);
+
+    let report = terminal_elicit(&server, "rm -rf scratch && touch approved", "once");
+    let seen = report["elicitations"].as_array().unwrap();
+    assert_eq!(seen.len(), 1, "{report:#}");
+    let message = seen[0]["message"].as_str().unwrap();
+    assert!(message.contains("rm -rf scratch"), "{message}");
+    let result = &report["calls"]["terminal"];
+    assert_eq!(result["is_error"], false, "{report:#}");
+    assert_eq!(result["text"]["exit_code"], 0, "{report:#}");
+    assert!(workspace.path().join("approved").exists());
+
+    let report = terminal_elicit(&server, "rm -rf scratch && touch declined", "decline");
+    assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    let result = &report["calls"]["terminal"]["text"];
+    assert_eq!(result["status"], "blocked", "{report:#}");
+    assert_eq!(result["exit_code"], -1, "{report:#}");
+    assert!(!workspace.path().join("declined").exists());
+
+    // A hardline command is never even offered for approval.
+    let report = terminal_elicit(&server, "rm -rf / && touch hardline", "once");
+    assert_eq!(report["elicitations"], json!([]), "{report:#}");
+    assert_eq!(report["calls"]["terminal"]["text"]["status"], "blocked");
+    assert!(!workspace.path().join("hardline").exists());
+
+    // The audit log holds each question and answer next to the calls, and verifies.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "approval_request").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "approval_answer").count(),
+        2,
+        "{kinds:?}"
+    );
+    let hardline = records.iter().find(|r| r["kind"] == "decision").unwrap();
+    assert_eq!(hardline["outcome"], "blocked_hardline", "{hardline}");
+    assert_eq!(hardline["detail"]["command"], "rm -rf / && touch hardline");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "call").count(),
+        3,
+        "{kinds:?}"
+    );
+    let verify = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .args(["audit", "verify", &audit_arg])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+#[test]
+fn terminal_output_reaches_the_client_as_progress_while_the_command_runs() {
+    let workspace = TempDir::new().unwrap();
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &[]);
+    // The command waits for a file the test writes after the client has seen progress,
+    // so the first progress notification must have come from output, mid-command.
+    let call = format!(
+        "terminal={}",
+        json!({"command": "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second"})
+    );
+    let mut running = Running::spawn(client_with(
+        "long_call",
+        "legacy",
+        &Target::Http(&server),
+        &["--call", &call],
+    ));
+    running.wait_line("STARTED");
+    std::fs::write(workspace.path().join("go"), "").unwrap();
+    let report = running.report();
+    let output = report["result"]["text"]["output"].as_str().unwrap();
+    assert_eq!(output, "first\nsecond", "{report:#}");
+}

@@ -1,0 +1,364 @@
+//! The compiled detector and its result.
+
+use super::limits::MAX_INPUT_BYTES;
+use super::normalize::{Finding, normalize};
+use super::rules::{RuleId, Tier};
+use super::walk::{Analyzer, Cx};
+use serde::{Deserialize, Serialize};
+
+/// What the detector needs to know about the host it protects.
+///
+/// Defaults (also what `#[serde(default)]` fills in):
+/// - `self_names`: `["hermes", "hermetic"]` — names of the agent host's own programs,
+///   services and modules: stopping, killing or replacing them is `self.lifecycle`.
+/// - `protected_dirs`: `[".claude", ".codex", ".cursor", ".gemini"]` — path components
+///   whose files are protected like the host's own configuration (other agents' settings
+///   hold their approval policies). `.NAME` and `$NAME_HOME` of every self name are
+///   always added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DetectorConfig {
+    /// Names of the agent host's own programs, services and modules.
+    pub self_names: Vec<String>,
+    /// Extra path components whose files are protected.
+    pub protected_dirs: Vec<String>,
+}
+
+impl Default for DetectorConfig {
+    fn default() -> Self {
+        Self {
+            self_names: vec!["hermes".to_owned(), "hermetic".to_owned()],
+            protected_dirs: [".claude", ".codex", ".cursor", ".gemini"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+}
+
+/// The dangerous-command detector, compiled once from a [`DetectorConfig`].
+///
+/// `detect` is synchronous, infallible and never panics on any input; its time is
+/// linear in the input (size and nesting are capped, and anything over a cap is
+/// [`RuleId::TooLarge`], dangerous).
+///
+/// ```
+/// use hermetic_detect::{Detector, Tier};
+/// let detector = Detector::default();
+/// assert_eq!(detector.detect("ls -la").tier, Tier::Safe);
+/// assert_eq!(detector.detect("R=rm; $R -rf /").tier, Tier::Hardline);
+/// assert_eq!(detector.detect("echo 'rm -rf /'").tier, Tier::Safe);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Detector {
+    pub(crate) self_names: Vec<String>,
+    pub(crate) agent_dirs: Vec<String>,
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        Self::new(&DetectorConfig::default())
+    }
+}
+
+/// One rule that matched, in the simple command where it matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hit {
+    /// The rule.
+    pub rule: RuleId,
+    /// Its tier.
+    pub tier: Tier,
+    /// Its description.
+    pub description: &'static str,
+    /// The simple command (folded, as the detector saw it) that matched.
+    pub command: String,
+}
+
+/// The detector's answer for one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    /// The highest tier of all hits (`Safe` when none).
+    pub tier: Tier,
+    /// Every rule that matched, highest tier first.
+    pub hits: Vec<Hit>,
+    /// The simple commands the parser saw, folded (including those inside
+    /// substitutions and carriers), in the order they were analyzed.
+    pub commands: Vec<String>,
+}
+
+impl Detection {
+    /// The ids of the rules that matched, without repeats, highest tier first.
+    pub fn rule_ids(&self) -> Vec<RuleId> {
+        let mut ids: Vec<RuleId> = Vec::new();
+        for h in &self.hits {
+            if !ids.contains(&h.rule) {
+                ids.push(h.rule);
+            }
+        }
+        ids
+    }
+
+    /// True when no rule matched.
+    pub fn is_safe(&self) -> bool {
+        self.tier == Tier::Safe
+    }
+}
+
+impl Detector {
+    /// Compiles a detector from its configuration.
+    pub fn new(config: &DetectorConfig) -> Self {
+        let self_names: Vec<String> = config
+            .self_names
+            .iter()
+            .filter(|n| !n.is_empty())
+            .map(|n| n.to_ascii_lowercase())
+            .collect();
+        let mut agent_dirs: Vec<String> = config.protected_dirs.clone();
+        for n in &self_names {
+            agent_dirs.push(format!(".{n}"));
+            agent_dirs.push(format!("${}_HOME", n.to_ascii_uppercase()));
+        }
+        Self {
+            self_names,
+            agent_dirs,
+        }
+    }
+
+    /// Classifies `command`: which rules it triggers and the simple commands seen.
+    pub fn detect(&self, command: &str) -> Detection {
+        let mut analyzer = Analyzer::new(self);
+        if command.len() > MAX_INPUT_BYTES {
+            analyzer.hit(RuleId::TooLarge, "(input too long)");
+        } else {
+            let normalized = normalize(command);
+            for finding in &normalized.findings {
+                let rule = match finding {
+                    Finding::ControlChars => RuleId::ControlChars,
+                    Finding::InvisibleChars => RuleId::InvisibleChars,
+                    Finding::Lookalike => RuleId::LookalikeChars,
+                };
+                analyzer.hit(rule, &normalized.text);
+            }
+            analyzer.analyze_code(&normalized.text, &Cx::default());
+        }
+        let mut hits: Vec<Hit> = analyzer
+            .hits
+            .into_iter()
+            .map(|h| Hit {
+                rule: h.rule,
+                tier: h.rule.tier(),
+                description: h.rule.description(),
+                command: h.command,
+            })
+            .collect();
+        hits.sort_by_key(|h| std::cmp::Reverse(h.tier));
+        let tier = hits.iter().map(|h| h.tier).max().unwrap_or(Tier::Safe);
+        Detection {
+            tier,
+            hits,
+            commands: analyzer.commands,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+mod tests {
+    use super::*;
+    use crate::rules::RULES;
+
+    #[test]
+    fn every_rule_matches_its_examples() {
+        let detector = Detector::default();
+        let mut failures = Vec::new();
+        for rule in RULES {
+            for example in rule.matches {
+                let d = detector.detect(example);
+                if !d.rule_ids().contains(&rule.id) {
+                    failures.push(format!(
+                        "{} should match {example:?}; got {:?}",
+                        rule.id,
+                        d.rule_ids()
+                    ));
+                }
+            }
+            for example in rule.not_matches {
+                let d = detector.detect(example);
+                if d.rule_ids().contains(&rule.id) {
+                    failures.push(format!("{} should not match {example:?}", rule.id));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn every_rule_but_the_size_cap_has_examples_and_a_unique_id() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id.as_str()).collect();
+        for rule in RULES {
+            assert!(
+                rule.id == RuleId::TooLarge || !rule.matches.is_empty(),
+                "{} has no examples",
+                rule.id
+            );
+            assert_eq!(RuleId::from_name(rule.id.as_str()), Some(rule.id));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+    }
+
+    /// A deterministic generator (xorshift) of shell-ish text from fragments chosen to
+    /// reach every branch of the parser, the folder and the carriers.
+    struct Gen(u64);
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[(self.next() % items.len() as u64) as usize]
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "$(",
+        ")",
+        "`",
+        "'",
+        "\"",
+        "{",
+        "}",
+        "(",
+        "|",
+        "||",
+        "&",
+        "&&",
+        ";",
+        "<<",
+        "<<-",
+        "<<<",
+        "EOF\n",
+        "\n",
+        "\\",
+        "$'\\x72",
+        "${",
+        "${x:-",
+        "${x:0:1}",
+        "$[",
+        "$((",
+        "rm",
+        "-rf",
+        "/",
+        "~",
+        " ",
+        " ",
+        " ",
+        "\t",
+        "é",
+        "\u{200b}",
+        "\u{1b}[1m",
+        "if",
+        "then",
+        "fi",
+        "for x in",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "bash -c ",
+        "eval ",
+        "sudo ",
+        "env X=1 ",
+        "$IFS",
+        "{a,b}",
+        "{1..99999999999999999999}",
+        "*",
+        "#",
+        "=",
+        "x=",
+        "find . -exec",
+        "\\;",
+        "xargs",
+        "git",
+        "push",
+        "-f",
+        "curl x",
+        "| sh",
+        ">",
+        ">>",
+        ">&",
+        "/dev/sda",
+        "~/.ssh/id_rsa",
+        "python3 -c",
+        "'import os'",
+        "awk",
+        "-",
+        "--",
+        "-e",
+        "ssh h",
+        "\0",
+        "\u{ff4c}",
+        ":(){",
+        "function",
+        "coproc",
+        "[[",
+        "]]",
+        "!",
+        "-c",
+        "--pre",
+        "0x",
+        "\u{202e}",
+    ];
+
+    #[test]
+    fn the_detector_never_panics_on_generated_input() {
+        let detector = Detector::default();
+        let mut generator = Gen(0x9E37_79B9_7F4A_7C15);
+        for round in 0..3000 {
+            let len = 1 + (generator.next() % 40) as usize;
+            let text: String = (0..len).map(|_| generator.pick(FRAGMENTS)).collect();
+            let d = detector.detect(&text);
+            // Bounded output: the number of simple commands recorded is capped.
+            assert!(
+                d.commands.len() <= crate::limits::MAX_COMMANDS + 1,
+                "round {round}: {text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_and_deeply_nested_input_is_dangerous_and_bounded() {
+        let detector = Detector::default();
+        let cases = [
+            "$(".repeat(5000) + &")".repeat(5000),
+            "(".repeat(20000) + "ls" + &")".repeat(20000),
+            "if true; then ".repeat(2000) + "ls; " + &"fi; ".repeat(2000),
+            "{ ".repeat(3000) + "ls; " + &"} ".repeat(3000),
+            "\"$(".repeat(3000) + &")\"".repeat(3000),
+            "a ".repeat(100_000),
+            "ls | ".repeat(20_000) + "ls",
+            "`".repeat(9999),
+        ];
+        for text in &cases {
+            // A fresh thread with a small (2 MiB) stack, as server worker threads have:
+            // a recursion that grew with the input would overflow it.
+            let detector = detector.clone();
+            let text = text.clone();
+            let d = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || detector.detect(&text))
+                .unwrap()
+                .join()
+                .unwrap();
+            assert_ne!(d.tier, Tier::Safe);
+            assert!(d.commands.len() <= crate::limits::MAX_COMMANDS + 1);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Builds the guest tool components (guest-tools/, a separate wasm32-wasip2 workspace)
+//! so that a plain `cargo build` of the host embeds the bundled tools.
+//!
+//! The guests go to `<target>/guest-tools`, shared by every host profile, so debug and
+//! release builds of the host do not compile the guests twice.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The tools embedded in the `hermetic` binary (crate names in guest-tools/).
+const BUNDLED: &[&str] = &[
+    "read_file",
+    "write_file",
+    "patch",
+    "search_files",
+    "weather",
+    "terminal",
+    "process",
+    "web_extract",
+];
+
+fn main() {
+    if let Err(message) = run() {
+        println!("cargo::error={message}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+    // crates/hermetic → the workspace root.
+    let root = manifest_dir
+        .ancestors()
+        .nth(2)
+        .ok_or("crates/hermetic has no workspace root above it")?
+        .to_path_buf();
+    let guests = root.join("guest-tools");
+    let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join("target"),
+    }
+    .join("guest-tools");
+
+    watch(&guests)?;
+    println!("cargo::rerun-if-changed={}", root.join("wit").display());
+    println!("cargo::rerun-if-env-changed=HERMETIC_SKIP_GUEST_BUILD");
+
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&guests)
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
+    // The outer build's flags and wrappers (clippy, coverage, host RUSTFLAGS) are for the
+    // host target, not for the guests.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+    ] {
+        cmd.env_remove(var);
+    }
+    if std::env::var_os("HERMETIC_SKIP_GUEST_BUILD").is_none() {
+        let status = cmd
+            .status()
+            .map_err(|e| format!("could not run cargo to build guest-tools: {e}"))?;
+        if !status.success() {
+            return Err(
+                "building guest-tools for wasm32-wasip2 failed (see the output above). \
+                 If the target is missing, run `rustup target add wasm32-wasip2`."
+                    .into(),
+            );
+        }
+    }
+
+    let wasm_dir = target_dir.join("wasm32-wasip2").join("release");
+    let mut bundled = String::from("/// Bundled tool components: (crate name, component bytes).\n");
+    bundled.push_str("pub static BUNDLED: &[(&str, &[u8])] = &[\n");
+    for name in BUNDLED {
+        let path = wasm_dir.join(format!("{name}.wasm"));
+        if !path.is_file() {
+            return Err(format!("bundled tool {} was not built", path.display()));
+        }
+        bundled.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    bundled.push_str("];\n");
+    let out = PathBuf::from(env("OUT_DIR")?).join("bundled.rs");
+    std::fs::write(&out, bundled).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    println!(
+        "cargo::rustc-env=HERMETIC_GUEST_BUILD_DIR={}",
+        wasm_dir.display()
+    );
+    Ok(())
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| format!("{name} is not set"))
+}
+
+/// Reruns the build when any guest source changes (but not when the guests' own
+/// `target/` directories do, which would rebuild on every build).
+fn watch(dir: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            watch(&path)?;
+        } else {
+            println!("cargo::rerun-if-changed={}", path.display());
+        }
+    }
+    Ok(())
+}

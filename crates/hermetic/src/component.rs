@@ -1,0 +1,466 @@
+//! Loading a tool component: read its declaration without running it, compile (or load
+//! cached code), pre-link it once into an `InstancePre`, then ask it for its schema.
+
+use crate::bindings::{CallContext, ToolComponentPre};
+use crate::declaration::{self, Declaration, DeclarationError};
+use crate::engine::{EngineError, Runtime};
+use crate::policy::EffectiveGrants;
+use crate::policy_file::Secrets;
+use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Deadline for `schema()` at load: metadata calls must be quick.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+/// Deadline for `check()`: it runs when tools are listed and before calls (cached for
+/// [`crate::registry::CHECK_TTL`]), so a slow or hostile check must not hold a listing
+/// for long. A check that needs more than a second is treated as failed.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+/// Largest component accepted, in bytes. The bundled tools are a few MiB; compiling is
+/// linear in size and the compiled code is cached on disk, so a cap keeps a hostile or
+/// mistaken file from costing minutes of CPU and hundreds of MB.
+pub const MAX_COMPONENT_BYTES: usize = 64 * 1024 * 1024;
+/// Largest schema a tool may return, in bytes.
+pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolSource {
+    /// Embedded in the binary (crate name).
+    Bundled(String),
+    /// A `.wasm` file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Bundled(name) => write!(f, "bundled:{name}"),
+            ToolSource::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading the file failed.
+    #[error("cannot read: {0}")]
+    Io(String),
+    /// Not a WebAssembly component (a core module, or not wasm at all).
+    #[error("not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    /// Declaration missing or invalid.
+    #[error(transparent)]
+    Declaration(#[from] DeclarationError),
+    /// Compilation failed.
+    #[error(transparent)]
+    Compile(#[from] EngineError),
+    /// Larger than [`MAX_COMPONENT_BYTES`].
+    #[error("the component is {0} bytes, over the {MAX_COMPONENT_BYTES}-byte limit")]
+    TooLarge(usize),
+    /// Instantiating it failed (e.g. a data segment larger than its memory may grow,
+    /// or a start function that traps).
+    #[error("cannot be instantiated: {0}")]
+    Instantiate(String),
+    /// The component imports something the host does not provide, or does not export
+    /// the `tool` interface.
+    #[error("does not fit the hermetic:tool world: {0}")]
+    Link(String),
+    /// `schema()` trapped, timed out or returned something that is not a valid schema.
+    #[error("invalid schema: {0}")]
+    Schema(String),
+    /// The schema's name differs from the declared name.
+    #[error("schema name {schema:?} differs from the declared name {declared:?}")]
+    NameMismatch {
+        /// Name in the declaration.
+        declared: String,
+        /// Name in the schema.
+        schema: String,
+    },
+}
+
+/// Reads a component file, refusing one over [`MAX_COMPONENT_BYTES`] before reading
+/// more than that.
+///
+/// # Errors
+/// [`LoadError::Io`] if it cannot be read, [`LoadError::TooLarge`] if it is too large.
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| LoadError::Io(e.to_string()))?;
+    let limit = u64::try_from(MAX_COMPONENT_BYTES).unwrap_or(u64::MAX);
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| LoadError::Io(e.to_string()))?;
+    if bytes.len() > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge(bytes.len()));
+    }
+    Ok(bytes)
+}
+
+/// Reads the declaration from a component's bytes without instantiating it.
+///
+/// # Errors
+/// [`LoadError::NotAComponent`] for malformed bytes or a core module, and
+/// [`LoadError::Declaration`] for a missing, duplicated or invalid declaration.
+pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
+    let mut found: Option<&[u8]> = None;
+    let mut first = true;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| LoadError::NotAComponent(e.to_string()))?;
+        if first {
+            first = false;
+            match payload {
+                wasmparser::Payload::Version {
+                    encoding: wasmparser::Encoding::Component,
+                    ..
+                } => {}
+                _ => {
+                    return Err(LoadError::NotAComponent(
+                        "a core module, not a component (build for wasm32-wasip2)".into(),
+                    ));
+                }
+            }
+        }
+        if let wasmparser::Payload::CustomSection(section) = payload
+            && section.name() == declaration::SECTION
+        {
+            if found.is_some() {
+                return Err(DeclarationError::Duplicate.into());
+            }
+            found = Some(section.data());
+        }
+    }
+    if first {
+        return Err(LoadError::NotAComponent("empty file".into()));
+    }
+    Ok(Declaration::parse(found.ok_or(DeclarationError::Missing)?)?)
+}
+
+/// A compiled, pre-linked tool with its schema.
+pub struct LoadedTool {
+    /// The tool's declaration.
+    pub declaration: Declaration,
+    /// Its OpenAI function schema (as the tool returned it; `name` checked).
+    pub schema: Value,
+    /// Validator compiled from `schema.parameters`.
+    pub validator: jsonschema::Validator,
+    /// Pre-linked instance template: per call only a Store and instantiation.
+    pub pre: ToolComponentPre<CallState>,
+    /// Where it came from.
+    pub source: ToolSource,
+    /// SHA-256 of the component bytes.
+    pub digest: String,
+    /// Name as a shared string (cheap to put in every Store).
+    pub name: Arc<str>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Loads a component: declaration, compile, pre-link, and its schema.
+///
+/// `metadata_grants` are the grants `schema()` runs with (none: no mounts, no env).
+///
+/// # Errors
+/// See [`LoadError`]; every variant says what is wrong with the component.
+pub fn load(
+    runtime: &Runtime,
+    linkers: &Linkers,
+    bytes: &[u8],
+    source: ToolSource,
+    metadata_grants: &EffectiveGrants,
+) -> Result<LoadedTool, LoadError> {
+    use sha2::Digest;
+    if bytes.len() > MAX_COMPONENT_BYTES {
+        return Err(LoadError::TooLarge(bytes.len()));
+    }
+    let declaration = read_declaration(bytes)?;
+    let compiled = runtime.compile(bytes)?;
+    let component = &compiled.component;
+    let linker = linkers
+        .for_declaration(&declaration)
+        .map_err(|e| LoadError::Link(e.to_string()))?;
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?;
+    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let name: Arc<str> = Arc::from(declaration.name.as_str());
+
+    let raw = {
+        let mut store = sandbox::store(
+            runtime,
+            &name,
+            metadata_grants,
+            &Secrets::default(),
+            CallSetup {
+                call_id: "schema".into(),
+                progress: None,
+                timeout: Some(METADATA_TIMEOUT),
+                cancel: None,
+                terminal: None,
+            },
+        )
+        .map_err(|e: SandboxError| LoadError::Schema(e.to_string()))?;
+        let instance = pre
+            .instantiate(&mut store)
+            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+        instance
+            .hermetic_tool_tool()
+            .call_schema(&mut store)
+            .map_err(|e| LoadError::Schema(format!("schema() failed: {e:#}")))?
+    };
+    if raw.len() > MAX_SCHEMA_BYTES {
+        return Err(LoadError::Schema(format!(
+            "{} bytes, over the {MAX_SCHEMA_BYTES}-byte limit",
+            raw.len()
+        )));
+    }
+    let schema: Value =
+        serde_json::from_str(&raw).map_err(|e| LoadError::Schema(format!("not JSON: {e}")))?;
+    let schema_name = schema
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| LoadError::Schema("missing string field `name`".into()))?;
+    if schema_name != declaration.name {
+        return Err(LoadError::NameMismatch {
+            declared: declaration.name.clone(),
+            schema: schema_name.to_owned(),
+        });
+    }
+    let parameters = schema
+        .get("parameters")
+        .filter(|p| p.is_object())
+        .ok_or_else(|| LoadError::Schema("missing object field `parameters`".into()))?;
+    let validator = jsonschema::validator_for(parameters)
+        .map_err(|e| LoadError::Schema(format!("`parameters` is not a valid JSON Schema: {e}")))?;
+
+    runtime.commit(&compiled);
+    Ok(LoadedTool {
+        declaration,
+        schema,
+        validator,
+        pre,
+        source,
+        digest: format!("{:x}", sha2::Sha256::digest(bytes)),
+        name,
+    })
+}
+
+/// Adds what to do about a missing import the host *can* provide when declared.
+fn link_hint(declaration: &Declaration, message: String) -> String {
+    if message.contains("wasi:http/") && declaration.capabilities.network.is_empty() {
+        return format!(
+            "{message} (wasi:http is only linked for tools that declare network destinations in `capabilities.network`)"
+        );
+    }
+    if message.contains(sandbox::terminal::INTERFACE) && !declaration.capabilities.terminal {
+        return format!(
+            "{message} (the component imports the terminal but does not declare it: add `terminal = true` under [capabilities])"
+        );
+    }
+    message
+}
+
+/// How a sandboxed call ended, short of returning.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailure {
+    /// The wall-clock deadline passed.
+    #[error("time limit exceeded: the call ran longer than {0} ms")]
+    Timeout(u64),
+    /// The guest tried to grow memory past its cap.
+    #[error(
+        "memory limit exceeded: the tool tried to grow its memory to {tried} bytes, over its {cap}-byte limit"
+    )]
+    Memory {
+        /// Size asked for.
+        tried: usize,
+        /// The cap.
+        cap: u64,
+    },
+    /// The fuel budget ran out.
+    #[error("fuel limit exceeded: the call used more than {0} units of fuel")]
+    Fuel(u64),
+    /// The guest wrote more to stdout/stderr than it may.
+    #[error("output limit exceeded: the tool wrote more than {0} bytes to stdout or stderr")]
+    Output(usize),
+    /// The caller cancelled the call (see [`crate::CancelToken`]); the guest was
+    /// interrupted and its instance discarded.
+    #[error("cancelled: the caller cancelled the call before it finished")]
+    Cancelled,
+    /// The guest trapped (its instance is discarded).
+    #[error("the tool crashed: {0}")]
+    Trap(String),
+    /// The sandbox could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+impl LoadedTool {
+    /// Runs `handle` in a fresh sandbox. `Ok(Err(msg))` is the tool's own error.
+    ///
+    /// # Errors
+    /// A [`CallFailure`] naming the limit hit, the trap, or the setup failure.
+    pub fn handle(
+        &self,
+        runtime: &Runtime,
+        grants: &EffectiveGrants,
+        secrets: &Secrets,
+        args: &str,
+        ctx: &CallContext,
+        setup: CallSetup,
+    ) -> Result<Result<String, String>, CallFailure> {
+        let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
+            u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+        });
+        let cancel = setup.cancel.clone();
+        let is_cancelled = || cancel.as_ref().is_some_and(CancelToken::is_cancelled);
+        if is_cancelled() {
+            return Err(CallFailure::Cancelled);
+        }
+        let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
+        let result = result.map_err(|e| classify(e, store.data(), grants, timeout_ms));
+        store.data_mut().flush_progress();
+        log_output(&self.name, store.data());
+        // A guest woken from a host call by the cancellation (an abandoned HTTP request)
+        // may return — an error, or a result built around the failed request — before
+        // the next epoch tick: the call was still cancelled, and says so.
+        if result.is_ok() && is_cancelled() {
+            return Err(CallFailure::Cancelled);
+        }
+        result
+    }
+
+    /// Runs `check()` in a fresh sandbox with the tool's grants.
+    ///
+    /// # Errors
+    /// A [`CallFailure`] if it traps, times out or cannot be set up.
+    pub fn check(
+        &self,
+        runtime: &Runtime,
+        grants: &EffectiveGrants,
+        secrets: &Secrets,
+    ) -> Result<bool, CallFailure> {
+        let timeout = CHECK_TIMEOUT.min(Duration::from_millis(grants.limits.timeout_ms));
+        let setup = CallSetup {
+            call_id: "check".into(),
+            progress: None,
+            timeout: Some(timeout),
+            cancel: None,
+            terminal: None,
+        };
+        let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|tool| tool.hermetic_tool_tool().call_check(&mut store));
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        result.map_err(|e| classify(e, store.data(), grants, timeout_ms))
+    }
+}
+
+/// Bytes of a crashed guest's stderr quoted in the error (its panic message).
+const STDERR_TAIL: usize = 500;
+
+fn classify(
+    error: wasmtime::Error,
+    state: &CallState,
+    grants: &EffectiveGrants,
+    timeout_ms: u64,
+) -> CallFailure {
+    // A Rust guest that cannot grow memory aborts with `unreachable`; the limiter's
+    // record is what tells a memory cap from a genuine crash.
+    if let Some(tried) = state.limiter.denied {
+        return CallFailure::Memory {
+            tried,
+            cap: grants.limits.memory_bytes,
+        };
+    }
+    match error.downcast_ref::<wasmtime::Trap>() {
+        // The epoch callback records why it interrupted; both reasons share the trap.
+        Some(wasmtime::Trap::Interrupt) if state.cancelled => return CallFailure::Cancelled,
+        Some(wasmtime::Trap::Interrupt) => return CallFailure::Timeout(timeout_ms),
+        Some(wasmtime::Trap::OutOfFuel) => {
+            return CallFailure::Fuel(grants.limits.fuel.unwrap_or(u64::MAX));
+        }
+        _ => {}
+    }
+    if state.stdout.overflowed() || state.stderr.overflowed() {
+        return CallFailure::Output(grants.limits.output_bytes);
+    }
+    // The trap's own words ("call stack exhausted", "unreachable executed"), not the
+    // wasm backtrace, which can be thousands of frames long; that goes to the log.
+    tracing::debug!(target: "hermetic::guest", "trap: {error:?}");
+    let reason = match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::MemoryOutOfBounds) if ran_off_its_stack(&error) => {
+            "stack overflow: the tool recursed until its stack ran out of its memory".to_owned()
+        }
+        Some(wasmtime::Trap::StackOverflow) => {
+            "stack overflow: the tool recursed past the host's wasm stack limit".to_owned()
+        }
+        Some(trap) => trap.to_string(),
+        None => error.root_cause().to_string(),
+    };
+    let stderr = state.stderr.contents();
+    let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
+    let tail = String::from_utf8_lossy(tail);
+    let tail = tail.trim();
+    if tail.is_empty() {
+        CallFailure::Trap(reason)
+    } else {
+        CallFailure::Trap(format!("{reason}; stderr: {tail}"))
+    }
+}
+
+/// Frames of one function in a row that make an out-of-bounds access a stack
+/// overflow: a Rust guest's stack lives in its linear memory, so deep recursion ends as
+/// an out-of-bounds store below the memory's start, not as wasmtime's own stack trap.
+/// wasmtime captures the innermost 20 frames; 16 of them being one function is
+/// recursion, not an ordinary bad pointer.
+const RECURSION_FRAMES: usize = 16;
+
+/// Whether a trap's backtrace is one function calling itself at least
+/// [`RECURSION_FRAMES`] times in a row.
+fn ran_off_its_stack(error: &wasmtime::Error) -> bool {
+    let Some(trace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return false;
+    };
+    let (mut run, mut previous) = (0usize, None);
+    for frame in trace.frames() {
+        let current = (frame.module().name().map(str::to_owned), frame.func_index());
+        if previous.as_ref() == Some(&current) {
+            run += 1;
+            if run >= RECURSION_FRAMES {
+                return true;
+            }
+        } else {
+            run = 1;
+            previous = Some(current);
+        }
+    }
+    false
+}
+
+/// Sends what the guest printed to the log (debug level), attributed to the tool.
+fn log_output(tool: &str, state: &CallState) {
+    for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
+        let bytes = pipe.contents();
+        if !bytes.is_empty() {
+            tracing::debug!(target: "hermetic::guest", tool, stream, "{}", String::from_utf8_lossy(&bytes));
+        }
+    }
+}

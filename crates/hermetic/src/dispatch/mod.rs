@@ -1,0 +1,390 @@
+//! The call pipeline: resolve → parse and coerce arguments → validate against the
+//! schema → sandboxed call → check and cap the result. Every failure becomes a JSON
+//! `{"error": ...}` string; nothing here panics on agent or guest input.
+
+pub mod coerce;
+pub mod sanitize;
+
+use crate::bindings::CallContext;
+use crate::component::CallFailure;
+use crate::outcome::{CallOutcome, LimitKind};
+use crate::registry::Registry;
+use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
+use crate::slots::{Slot, Slots};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Per-call options from the transport.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Tenant id; empty = the operator itself (no tenant narrowing). The guest sees
+    /// `"default"` then.
+    pub tenant: String,
+    /// Agent session id.
+    pub session: String,
+    /// Progress receiver.
+    pub progress: Option<ProgressSink>,
+    /// Cancels the call while it runs (`None`: not cancellable, the cheapest path).
+    pub cancel: Option<CancelToken>,
+    /// Who answers approval requests raised during this call (a dangerous terminal
+    /// command): a TTY prompt for the CLI, MCP elicitation or the approvals endpoint for
+    /// the server. `None`: nobody can be asked, so the gate's headless default applies.
+    pub approver: Option<Arc<dyn crate::approval::Approver>>,
+}
+
+static CALL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Deepest nesting a tool's result may have. serde_json itself refuses more than 128
+/// levels when parsing; 64 is far more than any real result needs, and keeps every
+/// consumer downstream (MCP clients, Python's json, the audit log) far from its own
+/// recursion limits.
+pub const MAX_RESULT_DEPTH: usize = 64;
+
+fn limit(kind: LimitKind, message: String) -> CallOutcome {
+    CallOutcome::Limit { kind, message }
+}
+
+fn tenant_busy(tenant: &str, slots: &Slots, wait: Duration) -> CallOutcome {
+    limit(
+        LimitKind::Concurrency,
+        format!(
+            "concurrency limit exceeded: tenant {tenant} already runs {} calls; waited {} ms for a slot",
+            slots.capacity(),
+            wait.as_millis()
+        ),
+    )
+}
+
+fn tool_busy(name: &str, slots: &Slots, wait: Duration) -> CallOutcome {
+    limit(
+        LimitKind::Concurrency,
+        format!(
+            "concurrency limit exceeded: {name} already runs {} calls; waited {} ms for a slot",
+            slots.capacity(),
+            wait.as_millis()
+        ),
+    )
+}
+
+impl Registry {
+    /// Calls a tool with JSON arguments and returns its JSON result, or a JSON
+    /// `{"error": ...}` for every kind of failure: [`Registry::invoke`] rendered at
+    /// the edge.
+    pub fn call(&self, name: &str, args: &str, options: &CallOptions) -> String {
+        self.invoke(name, args, options).to_json()
+    }
+
+    /// Calls a tool with JSON arguments; how the call ended, as a value.
+    ///
+    /// A tenant sees only the tools its toolsets include; any other name is an unknown
+    /// tool to it (so tenants cannot probe each other's tools). A tool whose
+    /// availability check failed is [`CallOutcome::Unavailable`] here as in listings.
+    pub fn invoke(&self, name: &str, args: &str, options: &CallOptions) -> CallOutcome {
+        let (entry, wait) = match self.resolve(name, options) {
+            Ok(found) => found,
+            Err(outcome) => return outcome,
+        };
+        let tenant = options.tenant.as_str();
+        let tenant_slot = match self.tenant_slots.get(tenant) {
+            None => None,
+            Some(slots) => match slots.acquire(wait) {
+                Some(slot) => Some(slot),
+                None => return tenant_busy(tenant, slots, wait),
+            },
+        };
+        let Some(tool_slot) = entry.slots.acquire(wait) else {
+            return tool_busy(name, &entry.slots, wait);
+        };
+        self.run(&entry, name, args, options, (tenant_slot, tool_slot))
+    }
+
+    /// [`Registry::invoke`] for async callers. Waiting for a concurrency slot holds no
+    /// thread (one tenant's thousands of queued calls cannot starve another's); only a
+    /// call that holds its slots runs, on a blocking worker thread.
+    pub async fn invoke_async(
+        self: &Arc<Self>,
+        name: String,
+        args: String,
+        options: CallOptions,
+    ) -> CallOutcome {
+        let (entry, wait) = match self.resolve(&name, &options) {
+            Ok(found) => found,
+            Err(outcome) => return outcome,
+        };
+        let tenant_slot = match self.tenant_slots.get(options.tenant.as_str()) {
+            None => None,
+            Some(slots) => match slots.acquire_async(wait).await {
+                Some(slot) => Some(slot),
+                None => return tenant_busy(&options.tenant, slots, wait),
+            },
+        };
+        let Some(tool_slot) = entry.slots.acquire_async(wait).await else {
+            return tool_busy(&name, &entry.slots, wait);
+        };
+        let registry = Arc::clone(self);
+        let run = move || registry.run(&entry, &name, &args, &options, (tenant_slot, tool_slot));
+        match tokio::task::spawn_blocking(run).await {
+            Ok(outcome) => outcome,
+            Err(e) => CallOutcome::ToolError {
+                message: format!("host failure: {e}"),
+            },
+        }
+    }
+
+    /// The tool `name` as the caller's tenant sees it, and how long its calls may wait
+    /// for a concurrency slot.
+    fn resolve(
+        &self,
+        name: &str,
+        options: &CallOptions,
+    ) -> Result<(Arc<crate::registry::Entry>, Duration), CallOutcome> {
+        let tenant = options.tenant.as_str();
+        if let Err(e) = self.check_tenant(tenant) {
+            return Err(CallOutcome::Denied {
+                reason: e.to_string(),
+            });
+        }
+        let unknown = || CallOutcome::UnknownTool {
+            name: name.to_owned(),
+        };
+        let (Some(entry), true) = (self.entry(name), self.tenant_sees(tenant, name)) else {
+            return Err(unknown());
+        };
+        let Some(scope) = entry.scope(tenant) else {
+            return Err(unknown());
+        };
+        let wait = Duration::from_millis(scope.grants.limits.queue_timeout_ms);
+        Ok((entry, wait))
+    }
+
+    /// The call itself, once its slots are held: availability, arguments, the
+    /// sandboxed `handle`, and the result's checks.
+    fn run(
+        &self,
+        entry: &crate::registry::Entry,
+        name: &str,
+        args: &str,
+        options: &CallOptions,
+        _slots: (Option<Slot>, Slot),
+    ) -> CallOutcome {
+        let tenant = options.tenant.as_str();
+        let Some(scope) = entry.scope(tenant) else {
+            return CallOutcome::UnknownTool {
+                name: name.to_owned(),
+            };
+        };
+        let grants = &scope.grants;
+        if let Some(reason) = grants.unavailable_reason() {
+            return CallOutcome::Unavailable {
+                name: name.to_owned(),
+                reason: reason.to_string(),
+            };
+        }
+        if let Some(reason) = self.check_failure(entry, tenant) {
+            return CallOutcome::Unavailable {
+                name: name.to_owned(),
+                reason,
+            };
+        }
+        let invalid = |message: String| CallOutcome::InvalidArguments {
+            name: name.to_owned(),
+            message,
+        };
+
+        let mut value: Value = match serde_json::from_str(args) {
+            Ok(v) => v,
+            Err(e) => return invalid(format!("not valid JSON ({e})")),
+        };
+        let Some(map) = value.as_object_mut() else {
+            return invalid(format!("expected a JSON object, got {}", kind_of(&value)));
+        };
+        if let Some(parameters) = entry.tool.schema.get("parameters") {
+            coerce::coerce_args(map, parameters);
+        }
+        if let Some(error) = entry.tool.validator.iter_errors(&value).next() {
+            let at = error.instance_path().to_string();
+            let field = if at.is_empty() {
+                "(arguments)".to_owned()
+            } else {
+                at
+            };
+            return invalid(format!("{field}: {error}"));
+        }
+        let args = value.to_string();
+
+        let seq = CALL_SEQ.fetch_add(1, Ordering::Relaxed);
+        let call_id = format!("call_{seq:x}");
+        let ctx = CallContext {
+            call_id: call_id.clone(),
+            tenant: if options.tenant.is_empty() {
+                "default".to_owned()
+            } else {
+                options.tenant.clone()
+            },
+            session: options.session.clone(),
+        };
+        let setup = CallSetup {
+            call_id,
+            progress: options.progress.clone(),
+            timeout: None,
+            cancel: options.cancel.clone(),
+            terminal: if grants.terminal {
+                self.terminal_call(grants, options)
+            } else {
+                None
+            },
+        };
+
+        let cap = grants.limits.result_chars;
+        match entry
+            .tool
+            .handle(&self.runtime, grants, &self.secrets, &args, &ctx, setup)
+        {
+            Ok(Ok(result)) => {
+                let chars = result.chars().count();
+                if chars > cap {
+                    return limit(
+                        LimitKind::ResultSize,
+                        format!(
+                            "result size limit exceeded: {name} returned {chars} characters, over its {cap}-character limit"
+                        ),
+                    );
+                }
+                match result_shape(&result) {
+                    Ok(()) => CallOutcome::Success(result),
+                    Err(ResultShape::Depth) => limit(
+                        LimitKind::ResultSize,
+                        format!(
+                            "result depth limit exceeded: {name} returned JSON nested deeper than {MAX_RESULT_DEPTH} levels"
+                        ),
+                    ),
+                    Err(ResultShape::NotJson) => CallOutcome::ToolError {
+                        message: format!("{name} returned a result that is not valid JSON"),
+                    },
+                    Err(ResultShape::NotObject(kind)) => CallOutcome::ToolError {
+                        message: format!(
+                            "{name} returned {kind} as its result; a result must be a JSON object"
+                        ),
+                    },
+                }
+            }
+            Ok(Err(message)) => CallOutcome::ToolError { message },
+            Err(failure) => outcome_of_failure(failure),
+        }
+    }
+
+    /// The terminal for one call of a tool granted it: the caller's tenant, session,
+    /// approver and cancel token, the tool's granted env, and its deadline.
+    fn terminal_call(
+        &self,
+        grants: &crate::EffectiveGrants,
+        options: &CallOptions,
+    ) -> Option<crate::sandbox::terminal::TerminalAccess> {
+        let service = Arc::clone(self.terminal.as_ref()?);
+        let env = grants
+            .env
+            .iter()
+            .filter_map(|var| Some((var.clone(), self.secrets.env_value(var)?)))
+            .collect();
+        let call = Arc::new(crate::sandbox::terminal::TerminalCallContext {
+            tenant: options.tenant.clone(),
+            session: options.session.clone(),
+            approver: options.approver.clone(),
+            cancel: options.cancel.clone(),
+            env,
+            deadline: Some(
+                std::time::Instant::now() + Duration::from_millis(grants.limits.timeout_ms),
+            ),
+        });
+        Some(crate::sandbox::terminal::TerminalAccess { service, call })
+    }
+
+    /// [`Registry::call`] for async callers.
+    pub async fn call_async(
+        self: &Arc<Self>,
+        name: String,
+        args: String,
+        options: CallOptions,
+    ) -> String {
+        self.invoke_async(name, args, options).await.to_json()
+    }
+}
+
+/// What the host turns a call's failure into.
+pub(crate) fn outcome_of_failure(failure: CallFailure) -> CallOutcome {
+    let kind = match &failure {
+        CallFailure::Timeout(_) => LimitKind::Time,
+        CallFailure::Memory { .. } => LimitKind::Memory,
+        CallFailure::Fuel(_) => LimitKind::Fuel,
+        CallFailure::Output(_) => LimitKind::Output,
+        CallFailure::Cancelled => return CallOutcome::Cancelled,
+        CallFailure::Trap(_) | CallFailure::Sandbox(_) => {
+            return CallOutcome::ToolError {
+                message: failure.to_string(),
+            };
+        }
+    };
+    limit(kind, failure.to_string())
+}
+
+/// Why a tool's result is not one.
+#[derive(Debug, PartialEq, Eq)]
+enum ResultShape {
+    NotJson,
+    NotObject(&'static str),
+    Depth,
+}
+
+/// A result must be a JSON object nested at most [`MAX_RESULT_DEPTH`] deep. The
+/// depth is measured on the text before anything is built from it, so a hostile
+/// 40,000-deep result costs one linear scan and no recursion.
+fn result_shape(result: &str) -> Result<(), ResultShape> {
+    if json_depth(result) > MAX_RESULT_DEPTH {
+        return Err(ResultShape::Depth);
+    }
+    let value: Value = serde_json::from_str(result).map_err(|_| ResultShape::NotJson)?;
+    match value {
+        Value::Object(_) => Ok(()),
+        other => Err(ResultShape::NotObject(kind_of(&other))),
+    }
+}
+
+/// The deepest `[`/`{` nesting of JSON text, outside strings. Invalid JSON gets some
+/// number; the parser that follows refuses it anyway.
+fn json_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,69 @@
+//! # hermetic — a WebAssembly-sandboxed tool host for AI agents
+//!
+//! Every tool is a WebAssembly component exporting the `hermetic:tool` interface
+//! (`schema`, `check`, `handle`). The [`Registry`] discovers components, applies the
+//! operator's [`policy`], hides unavailable tools, and runs every call in a fresh
+//! sandbox with only the granted capabilities, under time and memory limits.
+//!
+//! ```no_run
+//! use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
+//! let policy = OperatorPolicy::with_workspace(std::env::current_dir()?);
+//! let registry = Registry::new(RegistryOptions::new(policy))?;
+//! registry.add_bundled();
+//! let result = registry.call("read_file", r#"{"path": "README.md"}"#, &CallOptions::default());
+//! println!("{result}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod bindings;
+pub mod call;
+pub mod component;
+pub mod dispatch;
+pub mod engine;
+pub mod outcome;
+pub mod policy_file;
+pub mod registry;
+pub mod sandbox;
+pub mod slots;
+pub mod toolsets;
+
+/// The approval gate (`hermetic-approval`), re-exported: call options carry an
+/// [`approval::Approver`].
+pub use hermetic_approval as approval;
+/// Clocks the approval state and the `check()` cache share.
+pub use hermetic_approval::clock;
+/// The pure policy (`hermetic-policy`), re-exported: grants are decided there.
+pub use hermetic_policy as policy;
+/// Tool declarations (part of `hermetic-policy`).
+pub use hermetic_policy::declaration;
+
+mod bundled {
+    include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+}
+
+pub use call::{CancelToken, Progress, ProgressSink};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use component::{LoadError, ToolSource};
+pub use declaration::{Access, Declaration};
+pub use dispatch::CallOptions;
+pub use engine::EngineConfig;
+pub use outcome::{CallOutcome, LimitKind};
+pub use policy::{EffectiveGrants, OperatorPolicy};
+pub use policy_file::{LoadedPolicy, PolicyFileError, Secrets};
+pub use registry::{
+    Availability, LoadProblem, Registered, Registry, RegistryError, RegistryOptions, Selection,
+    ToolStatus, ToolsetInfo,
+};
+pub use sandbox::terminal::{
+    CommandRequest, ProcessRequest, TerminalAccess, TerminalCallContext, TerminalService,
+};
+
+/// Names and bytes of the tools embedded in this binary.
+pub fn bundled_tools() -> &'static [(&'static str, &'static [u8])] {
+    bundled::BUNDLED
+}
+
+/// Where the build put the guest components, including the test tools (for tests and
+/// benches in this repository).
+#[doc(hidden)]
+pub const GUEST_BUILD_DIR: &str = env!("HERMETIC_GUEST_BUILD_DIR");

@@ -1,0 +1,744 @@
+//! The operator's policy file (TOML): parsing, validation and the file-system facts the
+//! pure [`crate::policy`] needs (canonical mount paths, secret values).
+//!
+//! See `policy.example.toml` for every key, commented.
+
+use crate::declaration::Access;
+use crate::policy::network::{Destination, DestinationError};
+use crate::policy::{
+    ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
+    OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
+};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Why a policy file was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    /// The file (or the secrets file) cannot be read.
+    #[error("cannot read {path}: {reason}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// OS error.
+        reason: String,
+    },
+    /// Not valid TOML, or an unknown key, or a wrong type.
+    #[error("{path}: {reason}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// What is wrong, with the key.
+        reason: String,
+    },
+    /// A value that parses but makes no sense.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// File.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Secret values from the policy's secrets file: env var name → value. `Debug` never
+/// shows the values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets(BTreeMap<String, String>);
+
+impl Secrets {
+    /// The value of a secret, if the file defines it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// The value a granted env var gets: the secrets file's, else the host
+    /// environment's, else none (the tool does not see it).
+    pub fn env_value(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(str::to_owned)
+            .or_else(|| std::env::var(name).ok())
+    }
+
+    /// Secrets from name/value pairs (for embedding hosts and tests).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        Self(pairs.into_iter().collect())
+    }
+
+    /// Every secret value (for redaction).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.values().map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// A loaded policy file.
+#[derive(Debug, Clone)]
+pub struct LoadedPolicy {
+    /// The operator policy.
+    pub policy: OperatorPolicy,
+    /// Secret values for env grants.
+    pub secrets: Secrets,
+    /// Settings of `hermetic serve`: tokens, rate limits, allow-lists, audit.
+    pub server: ServerPolicy,
+}
+
+/// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
+/// Only digests are stored, so reading the policy file never reveals a token.
+pub type TokenDigest = [u8; 32];
+
+/// What `hermetic serve` takes from the policy file: the `[server]` section and the
+/// tenants' `token_sha256` and `limits.calls_per_minute` keys. Plain data; the server
+/// compiles it at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Tenant id → digests of the bearer tokens that act as it (several, so tokens can
+    /// be rotated). Tenants without tokens cannot be reached over HTTP.
+    pub tenant_tokens: BTreeMap<String, Vec<TokenDigest>>,
+    /// Tenant id → tools/call requests per minute over HTTP (absent: unlimited).
+    pub calls_per_minute: BTreeMap<String, u32>,
+    /// Digests of the admin tokens of the approvals endpoint (empty: endpoint off).
+    pub admin_tokens: Vec<TokenDigest>,
+    /// Extra `Host` values accepted besides loopback names (`name` or `name:port`).
+    pub allowed_hosts: Vec<String>,
+    /// Extra `Origin` values accepted besides loopback origins (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// Audit log file (relative: to the policy file's directory).
+    pub audit_file: Option<PathBuf>,
+    /// How long a shutdown waits for calls in flight, in seconds.
+    pub shutdown_grace_secs: Option<u64>,
+}
+
+/// Parses a token digest written as 64 hex digits (either case).
+///
+/// # Errors
+/// A message saying what to write instead.
+pub fn parse_token_digest(text: &str) -> Result<TokenDigest, String> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return Err(format!(
+            "{text:?} is not a SHA-256 digest: write the 64 hex digits `hermetic token hash` prints"
+        ));
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let digit = |b: u8| (b as char).to_digit(16);
+        match (digit(pair[0]), digit(pair[1])) {
+            (Some(hi), Some(lo)) => out[i] = (hi * 16 + lo) as u8,
+            _ => {
+                return Err(format!(
+                    "{text:?} is not a SHA-256 digest: only hex digits 0-9 a-f are allowed"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileToml {
+    #[serde(default)]
+    mounts: BTreeMap<String, MountToml>,
+    #[serde(default)]
+    secrets: Option<SecretsToml>,
+    #[serde(default)]
+    defaults: GrantsToml,
+    #[serde(default)]
+    tools: BTreeMap<String, GrantsToml>,
+    #[serde(default)]
+    tenants: BTreeMap<String, TenantToml>,
+    /// Checked by hand (see [`terminal_settings`]): per-tenant tables merge onto it.
+    #[serde(default)]
+    terminal: Option<toml::Table>,
+    #[serde(default)]
+    server: ServerToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ServerToml {
+    #[serde(default)]
+    admin_token_sha256: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    audit_file: Option<PathBuf>,
+    shutdown_grace_secs: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MountToml {
+    path: PathBuf,
+    access: Access,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretsToml {
+    file: PathBuf,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct GrantsToml {
+    mounts: Option<BTreeSet<String>>,
+    env: Option<BTreeSet<String>>,
+    network: Option<Vec<String>>,
+    terminal: Option<bool>,
+    clock: Option<ClockToml>,
+    #[serde(default)]
+    limits: LimitsToml,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ClockToml {
+    Name(String),
+    Coarse { coarse_ms: u64 },
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LimitsToml {
+    timeout_ms: Option<u64>,
+    max_timeout_ms: Option<u64>,
+    memory_mb: Option<u64>,
+    max_memory_mb: Option<u64>,
+    result_chars: Option<usize>,
+    max_result_chars: Option<usize>,
+    fuel: Option<u64>,
+    max_concurrent: Option<usize>,
+    queue_timeout_ms: Option<u64>,
+    output_bytes: Option<usize>,
+    #[serde(default)]
+    http: HttpLimitsToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HttpLimitsToml {
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    between_bytes_timeout_ms: Option<u64>,
+    max_response_bytes: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TenantToml {
+    toolsets: Option<Vec<String>>,
+    mounts: Option<BTreeMap<String, TenantMountToml>>,
+    env: Option<BTreeSet<String>>,
+    network: Option<Vec<String>>,
+    terminal: Option<bool>,
+    #[serde(default)]
+    token_sha256: Vec<String>,
+    #[serde(default)]
+    limits: TenantLimitsToml,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantMountToml {
+    access: Access,
+    subdir: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TenantLimitsToml {
+    timeout_ms: Option<u64>,
+    memory_mb: Option<u64>,
+    result_chars: Option<usize>,
+    fuel: Option<u64>,
+    max_concurrent: Option<usize>,
+    calls_per_minute: Option<u32>,
+}
+
+/// Reads and validates a policy file. Relative mount paths resolve against `base_dir`
+/// (the directory hermetic was started in); relative secrets-file paths against the
+/// policy file's own directory.
+///
+/// # Errors
+/// [`PolicyFileError`] naming the file, the key and what to write instead.
+pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyFileError::Read {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let file_dir = path.parent().unwrap_or(Path::new("."));
+    parse(&text, path, base_dir, file_dir)
+}
+
+/// Parses policy text (see [`load`]); `path` is used in messages only.
+///
+/// # Errors
+/// [`PolicyFileError`] as for [`load`].
+pub fn parse(
+    text: &str,
+    path: &Path,
+    base_dir: &Path,
+    file_dir: &Path,
+) -> Result<LoadedPolicy, PolicyFileError> {
+    let invalid = |reason: String| PolicyFileError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let raw: FileToml = toml::from_str(text).map_err(|e| PolicyFileError::Parse {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+
+    let mut mounts = BTreeMap::new();
+    for (name, m) in raw.mounts {
+        let joined = base_dir.join(&m.path);
+        let host_path = joined.canonicalize().map_err(|e| {
+            invalid(format!(
+                "mount `{name}`: {} cannot be used: {e}",
+                joined.display()
+            ))
+        })?;
+        if !host_path.is_dir() {
+            return Err(invalid(format!(
+                "mount `{name}`: {} is not a directory",
+                host_path.display()
+            )));
+        }
+        mounts.insert(
+            name,
+            MountGrant {
+                host_path,
+                ceiling: m.access,
+            },
+        );
+    }
+
+    let mut defaults = GrantSet {
+        mounts: mounts.keys().cloned().collect(),
+        ..GrantSet::default()
+    };
+    let d = grant_override(raw.defaults, &invalid)?;
+    if let Some(m) = d.mounts {
+        defaults.mounts = m;
+    }
+    defaults.env = d.env.unwrap_or_default();
+    defaults.network = d.network.unwrap_or_default();
+    defaults.terminal = d.terminal.unwrap_or(false);
+    defaults.clock = d.clock.unwrap_or_default();
+    defaults.limits = d.limits.apply_to(defaults.limits);
+    check_mounts_exist(&defaults.mounts, &mounts, "defaults", &invalid)?;
+
+    let mut tools = BTreeMap::new();
+    for (name, grants) in raw.tools {
+        let o = grant_override(grants, &invalid)?;
+        if let Some(m) = &o.mounts {
+            check_mounts_exist(m, &mounts, &format!("tools.{name}"), &invalid)?;
+        }
+        tools.insert(name, o);
+    }
+
+    let mut server = ServerPolicy::default();
+    // Every digest, to refuse one token acting as two principals.
+    let mut seen: BTreeSet<TokenDigest> = BTreeSet::new();
+    let mut digests = |at: &str, texts: &[String]| -> Result<Vec<TokenDigest>, PolicyFileError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for text in texts {
+            let digest = parse_token_digest(text).map_err(|e| invalid(format!("{at}: {e}")))?;
+            if !seen.insert(digest) {
+                return Err(invalid(format!(
+                    "{at}: token digest {text} is used twice (each token must name one tenant)"
+                )));
+            }
+            out.push(digest);
+        }
+        Ok(out)
+    };
+    server.admin_tokens = digests("server.admin_token_sha256", &raw.server.admin_token_sha256)?;
+    for (id, t) in &raw.tenants {
+        let tokens = digests(&format!("tenants.{id}.token_sha256"), &t.token_sha256)?;
+        if !tokens.is_empty() {
+            server.tenant_tokens.insert(id.clone(), tokens);
+        }
+        match t.limits.calls_per_minute {
+            Some(0) => {
+                return Err(invalid(format!(
+                    "tenants.{id}.limits.calls_per_minute must be at least 1 (omit it for no limit)"
+                )));
+            }
+            Some(n) => {
+                server.calls_per_minute.insert(id.clone(), n);
+            }
+            None => {}
+        }
+    }
+    server.allowed_hosts = raw.server.allowed_hosts;
+    server.allowed_origins = raw.server.allowed_origins;
+    server.audit_file = raw.server.audit_file.map(|f| file_dir.join(f));
+    server.shutdown_grace_secs = raw.server.shutdown_grace_secs;
+
+    let mut tenants = BTreeMap::new();
+    for (id, t) in raw.tenants {
+        if id.is_empty() {
+            return Err(invalid("a tenant id cannot be empty".into()));
+        }
+        let network = t
+            .network
+            .map(|n| destinations(&n).map_err(|e| invalid(format!("tenants.{id}.network: {e}"))))
+            .transpose()?;
+        let tenant_mounts = match t.mounts {
+            None => None,
+            Some(ms) => {
+                let mut out = BTreeMap::new();
+                for (name, m) in ms {
+                    if !mounts.contains_key(&name) {
+                        return Err(invalid(format!(
+                            "tenants.{id}.mounts.{name}: no such mount (define it under [mounts.{name}])"
+                        )));
+                    }
+                    out.insert(
+                        name,
+                        TenantMount {
+                            access: m.access,
+                            subdir: m.subdir,
+                        },
+                    );
+                }
+                Some(out)
+            }
+        };
+        tenants.insert(
+            id,
+            TenantPolicy {
+                toolsets: t.toolsets,
+                mounts: tenant_mounts,
+                env: t.env,
+                network,
+                terminal: t.terminal,
+                limits: TenantLimits {
+                    timeout_ms: t.limits.timeout_ms,
+                    memory_mb: t.limits.memory_mb,
+                    result_chars: t.limits.result_chars,
+                    fuel: t.limits.fuel,
+                    max_concurrent: t.limits.max_concurrent,
+                },
+            },
+        );
+    }
+
+    let secrets = match raw.secrets {
+        None => Secrets::default(),
+        Some(s) => read_secrets(&file_dir.join(&s.file))?,
+    };
+    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
+
+    Ok(LoadedPolicy {
+        policy: OperatorPolicy {
+            mounts,
+            defaults,
+            tools,
+            tenants,
+            terminal,
+        },
+        secrets,
+        server,
+    })
+}
+
+/// The `[terminal]` table: the operator's default terminal, and `[terminal.tenants.ID]`
+/// tables whose keys replace the default's for that tenant (sub-tables merge key by
+/// key). Unknown keys are errors, as everywhere. Relative paths resolve against
+/// `base_dir`.
+fn terminal_settings(
+    table: Option<toml::Table>,
+    tenants: &BTreeMap<String, TenantPolicy>,
+    base_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<crate::policy::terminal::TerminalSettings, PolicyFileError> {
+    use crate::policy::terminal::TerminalConfig;
+    let mut table = table.unwrap_or_default();
+    let per_tenant = match table.remove("tenants") {
+        None => toml::Table::new(),
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => {
+            return Err(invalid(
+                "terminal.tenants must be a table of tenant ids".into(),
+            ));
+        }
+    };
+    let parse = |t: toml::Table, at: &str| -> Result<TerminalConfig, PolicyFileError> {
+        let mut config: TerminalConfig = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(format!("{at}: {}", e.message())))?;
+        let resolve = |p: &mut Option<PathBuf>| {
+            if let Some(path) = p.as_mut()
+                && path.is_relative()
+            {
+                *path = base_dir.join(&*path);
+            }
+        };
+        if config.backend != crate::policy::terminal::BackendKind::Docker
+            && config.backend != crate::policy::terminal::BackendKind::Ssh
+        {
+            resolve(&mut config.cwd);
+        }
+        resolve(&mut config.bwrap.workspace);
+        resolve(&mut config.docker.workspace);
+        resolve(&mut config.ssh.identity_file);
+        resolve(&mut config.ssh.known_hosts_file);
+        if config.timeout_secs == 0
+            || config.timeout_secs > crate::policy::terminal::MAX_TIMEOUT_SECS
+        {
+            return Err(invalid(format!(
+                "{at}.timeout_secs must be 1 to {}",
+                crate::policy::terminal::MAX_TIMEOUT_SECS
+            )));
+        }
+        if config.backend == crate::policy::terminal::BackendKind::Ssh && config.ssh.host.is_empty()
+        {
+            return Err(invalid(format!("{at}: backend \"ssh\" needs ssh.host")));
+        }
+        crate::approval::ApprovalGate::new(&config.approval)
+            .map_err(|e| invalid(format!("{at}.approval: {e}")))?;
+        Ok(config)
+    };
+    let default = parse(table.clone(), "terminal")?;
+    let mut out = BTreeMap::new();
+    for (id, value) in per_tenant {
+        if !tenants.contains_key(&id) {
+            return Err(invalid(format!(
+                "terminal.tenants.{id}: no such tenant (define it under [tenants.{id}])"
+            )));
+        }
+        let toml::Value::Table(overrides) = value else {
+            return Err(invalid(format!("terminal.tenants.{id} must be a table")));
+        };
+        let mut merged = table.clone();
+        merge(&mut merged, overrides);
+        out.insert(
+            id.clone(),
+            parse(merged, &format!("terminal.tenants.{id}"))?,
+        );
+    }
+    Ok(crate::policy::terminal::TerminalSettings {
+        default,
+        tenants: out,
+        grant_bundled: false,
+    })
+}
+
+/// `over`'s keys into `base`, sub-tables key by key.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn grant_override(
+    g: GrantsToml,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<GrantOverride, PolicyFileError> {
+    let clock = match g.clock {
+        None => None,
+        Some(ClockToml::Name(n)) if n == "real" => Some(ClockPolicy::Real),
+        Some(ClockToml::Name(n)) if n == "frozen" => Some(ClockPolicy::Frozen),
+        Some(ClockToml::Name(n)) => {
+            return Err(invalid(format!(
+                "clock {n:?}: write \"real\", \"frozen\" or {{ coarse_ms = N }}"
+            )));
+        }
+        Some(ClockToml::Coarse { coarse_ms: 0 }) => {
+            return Err(invalid("clock coarse_ms must be positive".into()));
+        }
+        Some(ClockToml::Coarse { coarse_ms }) => Some(ClockPolicy::Coarse(coarse_ms)),
+    };
+    let network = g
+        .network
+        .map(|n| destinations(&n).map_err(|e| invalid(e.to_string())))
+        .transpose()?;
+    let l = g.limits;
+    if l.max_concurrent == Some(0) {
+        return Err(invalid("limits.max_concurrent must be at least 1".into()));
+    }
+    Ok(GrantOverride {
+        mounts: g.mounts,
+        env: g.env,
+        network,
+        terminal: g.terminal,
+        clock,
+        limits: LimitOverride {
+            default_timeout_ms: l.timeout_ms,
+            max_timeout_ms: l.max_timeout_ms,
+            default_memory_mb: l.memory_mb,
+            max_memory_mb: l.max_memory_mb,
+            default_result_chars: l.result_chars,
+            max_result_chars: l.max_result_chars,
+            fuel: l.fuel,
+            max_concurrent: l.max_concurrent,
+            queue_timeout_ms: l.queue_timeout_ms,
+            output_bytes: l.output_bytes,
+            http: HttpLimitOverride {
+                connect_timeout_ms: l.http.connect_timeout_ms,
+                first_byte_timeout_ms: l.http.first_byte_timeout_ms,
+                between_bytes_timeout_ms: l.http.between_bytes_timeout_ms,
+                max_response_bytes: l.http.max_response_bytes,
+            },
+        },
+    })
+}
+
+fn destinations(patterns: &[String]) -> Result<Vec<Destination>, DestinationError> {
+    patterns.iter().map(|p| Destination::parse(p)).collect()
+}
+
+fn check_mounts_exist(
+    names: &BTreeSet<String>,
+    mounts: &BTreeMap<String, MountGrant>,
+    at: &str,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<(), PolicyFileError> {
+    match names.iter().find(|n| !mounts.contains_key(*n)) {
+        Some(n) => Err(invalid(format!(
+            "{at}.mounts: no mount named `{n}` (define it under [mounts.{n}])"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn read_secrets(path: &Path) -> Result<Secrets, PolicyFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyFileError::Read {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let values: BTreeMap<String, String> =
+        toml::from_str(&text).map_err(|e| PolicyFileError::Parse {
+            path: path.to_path_buf(),
+            // toml's message may quote the offending line, which could hold a secret.
+            reason: format!(
+                "secrets file must be NAME = \"value\" lines ({})",
+                e.message()
+            ),
+        })?;
+    Ok(Secrets(values))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn parse_in(dir: &Path, text: &str) -> Result<LoadedPolicy, PolicyFileError> {
+        parse(text, Path::new("policy.toml"), dir, dir)
+    }
+
+    #[test]
+    fn the_shipped_example_parses() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("secrets.toml"), "WEATHER_API_KEY = \"k\"\n").unwrap();
+        let example = include_str!("../../../policy.example.toml");
+        let loaded = parse_in(dir.path(), example).unwrap();
+        assert!(loaded.policy.mounts.contains_key("workspace"));
+        assert!(!loaded.policy.tenants.is_empty());
+        assert_eq!(loaded.secrets.get("WEATHER_API_KEY"), Some("k"));
+        assert_eq!(format!("{:?}", loaded.secrets), "{\"WEATHER_API_KEY\"}");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_load_errors_that_say_what_to_write() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let err = |text: &str| parse_in(dir.path(), text).unwrap_err().to_string();
+        assert!(err("[defaults]\ngrant_everything = true").contains("grant_everything"));
+        assert!(err("[defaults]\nnetwork = [\"ftp://x.com\"]").contains("http or https"));
+        assert!(err("[defaults]\nclock = \"fast\"").contains("coarse_ms"));
+        assert!(err("[mounts.w]\npath = \"missing\"\naccess = \"rw\"").contains("cannot be used"));
+        assert!(err("[defaults]\nmounts = [\"nope\"]").contains("no mount named `nope`"));
+        assert!(err("[tenants.a.mounts.nope]\naccess = \"ro\"").contains("no such mount"));
+        assert!(err("[mounts.w]\npath = \".\"\naccess = \"rwx\"").contains("access"));
+    }
+
+    #[test]
+    fn the_example_s_server_keys_parse_into_the_server_policy() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("secrets.toml"), "").unwrap();
+        let server = parse_in(dir.path(), include_str!("../../../policy.example.toml"))
+            .unwrap()
+            .server;
+        let digest = |token: &str| -> TokenDigest {
+            use sha2::Digest;
+            sha2::Sha256::digest(token.as_bytes()).into()
+        };
+        assert_eq!(
+            server.tenant_tokens["acme"],
+            [digest("hmt_example_acme_token_do_not_use")]
+        );
+        assert_eq!(
+            server.admin_tokens,
+            [digest("hmt_example_admin_token_do_not_use")]
+        );
+        assert_eq!(server.calls_per_minute["acme"], 120);
+        assert_eq!(server.allowed_hosts, ["mcp.example.com"]);
+        assert_eq!(server.allowed_origins, ["https://console.example.com"]);
+        assert_eq!(server.audit_file, Some(dir.path().join("audit.jsonl")));
+        assert_eq!(server.shutdown_grace_secs, Some(30));
+    }
+
+    #[test]
+    fn bad_server_keys_are_load_errors_that_say_what_to_write() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let err = |text: &str| parse_in(dir.path(), text).unwrap_err().to_string();
+        let digest = "a".repeat(64);
+        assert!(err("[tenants.a]\ntoken_sha256 = [\"abc\"]").contains("hermetic token hash"));
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{}\"]",
+                "g".repeat(64)
+            ))
+            .contains("only hex digits")
+        );
+        assert!(
+            err(&format!(
+                "[tenants.a]\ntoken_sha256 = [\"{digest}\"]\n[server]\nadmin_token_sha256 = [\"{digest}\"]"
+            ))
+            .contains("used twice")
+        );
+        assert!(err("[tenants.a.limits]\ncalls_per_minute = 0").contains("at least 1"));
+        assert!(err("[server]\nlisten = \"0.0.0.0:80\"").contains("listen"));
+        // Without any of them: no tokens, nothing else.
+        let none = parse_in(dir.path(), "").unwrap().server;
+        assert_eq!(none, ServerPolicy::default());
+    }
+
+    #[test]
+    fn mount_paths_are_canonical() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        let loaded = parse_in(
+            dir.path(),
+            "[mounts.w]\npath = \"a/./b/..\"\naccess = \"ro\"",
+        )
+        .unwrap();
+        assert_eq!(
+            loaded.policy.mounts["w"].host_path,
+            dir.path().canonicalize().unwrap().join("a")
+        );
+        assert_eq!(
+            loaded.policy.defaults.mounts,
+            BTreeSet::from(["w".to_owned()])
+        );
+    }
+}

@@ -1,0 +1,625 @@
+//! Enforcement of grants for one call: a fresh [`Store`] whose WASI context holds only
+//! the granted mounts and env vars, with memory, deadline and host-call limits.
+//!
+//! This module knows nothing of how grants were decided (see [`crate::policy`]).
+
+mod deadline_io;
+pub mod egress;
+mod mounts;
+mod output;
+pub mod terminal;
+
+pub use crate::call::{CancelToken, Progress, ProgressSink};
+pub use egress::HttpState;
+pub use output::CappedOutput;
+
+use crate::bindings::{self, Level};
+use crate::declaration::{Access, Declaration};
+use crate::engine::Runtime;
+use crate::policy::{ClockPolicy, EffectiveGrants};
+use crate::policy_file::Secrets;
+use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{
+    FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
+
+/// Log records a single call may send before further ones are dropped.
+const MAX_LOG_RECORDS: u32 = 1_000;
+/// Longest log or progress message kept, in bytes.
+const MAX_LOG_BYTES: usize = 4_096;
+/// Elements any guest table may grow to.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Errors setting up a sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A granted mount's host directory cannot be opened.
+    #[error("mount `{mount}` ({path}) cannot be opened: {reason}")]
+    Mount {
+        /// Logical mount name.
+        mount: String,
+        /// Host path.
+        path: String,
+        /// OS error.
+        reason: String,
+    },
+    /// Linking the host interfaces failed (a bug, not a guest problem).
+    #[error("linking host interfaces: {0}")]
+    Link(String),
+    /// The store refused the fuel budget (fuel metering misconfigured; not a guest
+    /// problem).
+    #[error("setting the fuel budget: {0}")]
+    Fuel(String),
+}
+
+/// Per-call state held by the [`Store`].
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// Memory limiter; records a denied growth so the error can name the limit.
+    pub limiter: MemoryLimiter,
+    tool: Arc<str>,
+    call_id: String,
+    progress: Option<ProgressSink>,
+    progress_gate: ProgressGate,
+    /// When the call must stop, for host calls that block (see deadline_io).
+    stop: CallStop,
+    log_records: u32,
+    /// Captured guest stdout (capped; a write past the cap traps the guest).
+    pub stdout: CappedOutput,
+    /// Captured guest stderr (capped likewise).
+    pub stderr: CappedOutput,
+    /// Set when the epoch callback stopped the guest because its token was cancelled.
+    pub cancelled: bool,
+    /// The terminal, when this call's grants include it (`None` for every other tool:
+    /// no cost on the ordinary path).
+    terminal: Option<terminal::TerminalAccess>,
+    /// wasi:http state, for tools granted network destinations (`None` otherwise: no
+    /// cost on the common path).
+    http: Option<Box<HttpState>>,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        // Only tools linked with wasi:http get here; one whose call was granted no
+        // destination gets a state that refuses every request.
+        let tool = &self.tool;
+        let state = self
+            .http
+            .get_or_insert_with(|| Box::new(HttpState::deny_all(tool.clone())));
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut state.ctx,
+            table: &mut self.table,
+            hooks: &mut state.hooks,
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Caps linear memory at a byte count and remembers the first denied growth.
+#[derive(Debug)]
+pub struct MemoryLimiter {
+    cap: usize,
+    /// The size a guest tried to grow to past the cap, if it did.
+    pub denied: Option<usize>,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            self.denied.get_or_insert(desired);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+impl bindings::hermetic::tool::types::Host for CallState {}
+
+impl bindings::hermetic::tool::host::Host for CallState {
+    fn log(&mut self, level: Level, message: String) {
+        if self.log_records >= MAX_LOG_RECORDS {
+            return;
+        }
+        self.log_records += 1;
+        let message = truncate(&message, MAX_LOG_BYTES);
+        let tool = &*self.tool;
+        match level {
+            Level::Trace => tracing::trace!(target: "hermetic::guest", tool, "{message}"),
+            Level::Debug => tracing::debug!(target: "hermetic::guest", tool, "{message}"),
+            Level::Info => tracing::info!(target: "hermetic::guest", tool, "{message}"),
+            Level::Warn => tracing::warn!(target: "hermetic::guest", tool, "{message}"),
+            Level::Error => tracing::error!(target: "hermetic::guest", tool, "{message}"),
+        }
+    }
+
+    fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
+        if let Some(sink) = &self.progress {
+            let report = Progress {
+                tool: self.tool.clone(),
+                call_id: self.call_id.clone(),
+                done,
+                total,
+                message: truncate(&message, MAX_LOG_BYTES).to_owned(),
+            };
+            self.progress_gate.offer(report, Coalesce::Replace, sink);
+        }
+    }
+}
+
+impl CallState {
+    fn deadline_io(&mut self) -> DeadlineIo<'_> {
+        DeadlineIo {
+            table: &mut self.table,
+            stop: &self.stop,
+            cancelled: &mut self.cancelled,
+        }
+    }
+
+    /// Sends the last progress report held back by the rate limit (call end).
+    pub fn flush_progress(&mut self) {
+        if let Some(sink) = &self.progress {
+            self.progress_gate.flush(sink);
+        }
+    }
+}
+
+/// Progress reports one call may send: a guest looping on `progress()` would
+/// otherwise flood its client (99k notifications, 420 MB, were seen).
+pub const MAX_PROGRESS_REPORTS: u32 = 1_000;
+/// Reports a call may send at once; past them, one more per
+/// [`PROGRESS_REFILL`] (at most 100 a second), and reports in between are coalesced
+/// into the next one sent. A tool's handful of steps all arrive; a loop does not flood.
+pub const PROGRESS_BURST: u32 = 32;
+/// How often one more report may be sent once the burst is spent.
+pub const PROGRESS_REFILL: Duration = Duration::from_millis(10);
+
+/// How a held-back report merges with the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Coalesce {
+    /// The newer report replaces the held one (a guest's "step 5 of 10").
+    Replace,
+    /// Messages are joined, keeping the newest [`MAX_LOG_BYTES`] (streamed output).
+    Append,
+}
+
+/// Caps and rate-limits one call's progress reports.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressGate {
+    sent: u32,
+    /// Reports that may go out now (a token bucket of [`PROGRESS_BURST`]).
+    tokens: u32,
+    refilled: Option<Instant>,
+    held: Option<Progress>,
+}
+
+impl ProgressGate {
+    pub(crate) fn offer(&mut self, report: Progress, how: Coalesce, sink: &ProgressSink) {
+        let report = match (self.held.take(), how) {
+            (Some(mut held), Coalesce::Append) => {
+                held.message.push_str(&report.message);
+                if held.message.len() > MAX_LOG_BYTES {
+                    let mut cut = held.message.len() - MAX_LOG_BYTES;
+                    while !held.message.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    held.message.drain(..cut);
+                }
+                Progress {
+                    message: held.message,
+                    ..report
+                }
+            }
+            _ => report,
+        };
+        let now = Instant::now();
+        match self.refilled {
+            None => {
+                self.tokens = PROGRESS_BURST;
+                self.refilled = Some(now);
+            }
+            Some(at) => {
+                let gained =
+                    now.saturating_duration_since(at).as_nanos() / PROGRESS_REFILL.as_nanos();
+                if gained > 0 {
+                    let gained = u32::try_from(gained).unwrap_or(u32::MAX);
+                    self.tokens = self.tokens.saturating_add(gained).min(PROGRESS_BURST);
+                    self.refilled = Some(now);
+                }
+            }
+        }
+        if self.tokens == 0 || self.sent >= MAX_PROGRESS_REPORTS {
+            self.held = Some(report);
+            return;
+        }
+        self.tokens -= 1;
+        self.sent += 1;
+        sink(report);
+    }
+
+    pub(crate) fn flush(&mut self, sink: &ProgressSink) {
+        if let Some(report) = self.held.take() {
+            self.sent += 1;
+            sink(report);
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Which host interfaces beyond WASI a tool's linker carries: one per capability
+/// that adds imports. Each distinct set gets one linker, built the first time a tool
+/// with that set loads (not 2ⁿ linkers up front).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkedCapabilities {
+    /// wasi:http (the tool declares network destinations).
+    pub http: bool,
+    /// The host `terminal` interface (the tool declares the terminal).
+    pub terminal: bool,
+}
+
+impl LinkedCapabilities {
+    /// What a declaration asks to be linked.
+    pub fn of(declaration: &Declaration) -> Self {
+        Self {
+            http: !declaration.capabilities.network.is_empty(),
+            terminal: declaration.capabilities.terminal,
+        }
+    }
+}
+
+/// The linkers tools are instantiated with, one per [`LinkedCapabilities`] set, each
+/// built once per engine: an interface is only ever linked into tools that asked for
+/// it (and each call's grants still decide what it may do), so a component importing
+/// wasi:http or the terminal without declaring it fails to load.
+pub struct Linkers {
+    engine: wasmtime::Engine,
+    built: std::sync::Mutex<std::collections::BTreeMap<LinkedCapabilities, Arc<Linker<CallState>>>>,
+}
+
+impl Linkers {
+    /// An empty set of linkers for `runtime`'s engine; the plain one is built now, so
+    /// a linking bug shows at start-up rather than at the first load.
+    ///
+    /// # Errors
+    /// [`SandboxError::Link`] on a wasmtime linking failure.
+    pub fn new(runtime: &Runtime) -> Result<Self, SandboxError> {
+        let linkers = Self {
+            engine: runtime.engine().clone(),
+            built: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+        };
+        linkers.get(LinkedCapabilities::default())?;
+        Ok(linkers)
+    }
+
+    /// The linker for `set`, built on first use.
+    ///
+    /// # Errors
+    /// [`SandboxError::Link`] on a wasmtime linking failure.
+    pub fn get(&self, set: LinkedCapabilities) -> Result<Arc<Linker<CallState>>, SandboxError> {
+        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(linker) = built.get(&set) {
+            return Ok(Arc::clone(linker));
+        }
+        let link = |e: wasmtime::Error| SandboxError::Link(format!("{e:#}"));
+        let mut linker = base_linker(&self.engine)?;
+        if set.http {
+            wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
+        }
+        if set.terminal {
+            terminal::link(&mut linker)?;
+        }
+        let linker = Arc::new(linker);
+        built.insert(set, Arc::clone(&linker));
+        Ok(linker)
+    }
+
+    /// The linker for a tool with this declaration (see [`LinkedCapabilities::of`]).
+    ///
+    /// # Errors
+    /// [`SandboxError::Link`] on a wasmtime linking failure.
+    pub fn for_declaration(
+        &self,
+        declaration: &Declaration,
+    ) -> Result<Arc<Linker<CallState>>, SandboxError> {
+        self.get(LinkedCapabilities::of(declaration))
+    }
+}
+
+/// Builds the linker every tool gets: the WASI interfaces (each deny-by-default through
+/// the per-call [`WasiCtx`]) and the host interface.
+///
+/// # Errors
+/// [`SandboxError::Link`] on a wasmtime linking failure.
+pub fn linker(runtime: &Runtime) -> Result<Linker<CallState>, SandboxError> {
+    base_linker(runtime.engine())
+}
+
+/// WASI and the tool world's own imports (`host`), nothing else.
+fn base_linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, SandboxError> {
+    let mut linker = Linker::new(engine);
+    link_wasi(&mut linker).map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    Ok(linker)
+}
+
+/// `HasData` projection to the resource table, for the wasi:io interfaces.
+struct HasIo;
+
+impl HasData for HasIo {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// Links the WASI interfaces a tool may use — io, clocks, random, filesystem, cli —
+/// and deliberately *not* wasi:sockets: a component that imports sockets fails to load
+/// ("… matching implementation was not found in the linker"), so no HTTP grant can ever
+/// be turned into raw sockets (wasi:http, linked only for tools that declare network
+/// destinations, sends requests through [`egress`] and nothing else). What each linked interface may reach is decided
+/// per call by the [`WasiCtx`] (no preopens, no env unless granted).
+fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
+    use wasmtime_wasi::random::WasiRandom;
+
+    sync::io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    // Blocking waits end at the call's deadline and on cancel (see deadline_io).
+    sync::io::poll::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
+    sync::io::streams::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    sync::filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    Ok(())
+}
+
+/// What a single call needs besides the grants.
+#[derive(Clone, Default)]
+pub struct CallSetup {
+    /// Call id (for logs and progress).
+    pub call_id: String,
+    /// Progress receiver, if the caller wants progress.
+    pub progress: Option<ProgressSink>,
+    /// Deadline override (shorter than the grant's), e.g. for `check()`.
+    pub timeout: Option<Duration>,
+    /// Stops the call early when cancelled.
+    pub cancel: Option<CancelToken>,
+    /// The terminal for this call, built only when the grants include it.
+    pub terminal: Option<terminal::TerminalAccess>,
+}
+
+/// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
+/// mounts as preopens, the granted env vars (values from `secrets`, else the host
+/// environment), the clock policy, capped stdout/stderr, memory and time limits, and
+/// fuel when the engine meters it. Nothing else: no sockets, no other files, no env.
+///
+/// # Errors
+/// [`SandboxError::Mount`] if a granted mount cannot be opened.
+pub fn store(
+    runtime: &Runtime,
+    tool: &Arc<str>,
+    grants: &EffectiveGrants,
+    secrets: &Secrets,
+    setup: CallSetup,
+) -> Result<Store<CallState>, SandboxError> {
+    let mut wasi = WasiCtxBuilder::new();
+    // Calls already run on a worker thread of their own; hopping to another thread for
+    // every file operation would only add latency. Must precede `preopened_dir`.
+    wasi.allow_blocking_current_thread(true);
+    for mount in &grants.mounts {
+        let perms = match mount.access {
+            Access::Ro => FsPerms::ReadOnly,
+            Access::Rw => FsPerms::ReadWrite,
+        };
+        let refused = |reason: String| SandboxError::Mount {
+            mount: mount.name.clone(),
+            path: mount.host_path.display().to_string(),
+            reason,
+        };
+        // `_held` keeps a walked subdirectory open until the preopen has its own handle.
+        let (path, _held) = mounts::resolve(mount).map_err(|e| refused(e.to_string()))?;
+        wasi.preopened_dir(&path, format!("/{}", mount.name), perms)
+            .map_err(|e| refused(format!("{e:#}")))?;
+    }
+    for var in &grants.env {
+        if let Some(value) = secrets.env_value(var) {
+            wasi.env(var, value);
+        }
+    }
+    match grants.clock {
+        ClockPolicy::Real => {}
+        ClockPolicy::Frozen => {
+            wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+        }
+        ClockPolicy::Coarse(ms) => {
+            let step = Duration::from_millis(ms.max(1));
+            wasi.wall_clock(CoarseWallClock(step))
+                .monotonic_clock(CoarseMonotonicClock::new(step));
+        }
+    }
+    let timeout = setup
+        .timeout
+        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
+    let deadline = Instant::now() + timeout;
+    let output = grants.limits.output_bytes;
+    let stdout = CappedOutput::new(output);
+    let stderr = CappedOutput::new(output);
+    wasi.stdout(stdout.clone()).stderr(stderr.clone());
+    let state = CallState {
+        wasi: wasi.build(),
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter {
+            cap: usize::try_from(grants.limits.memory_bytes).unwrap_or(usize::MAX),
+            denied: None,
+        },
+        tool: tool.clone(),
+        call_id: setup.call_id,
+        progress: setup.progress,
+        progress_gate: ProgressGate::default(),
+        stop: CallStop {
+            deadline,
+            cancel: setup.cancel.clone(),
+        },
+        log_records: 0,
+        stdout,
+        stderr,
+        cancelled: false,
+        terminal: setup.terminal,
+        http: (!grants.network.is_empty()).then(|| {
+            Box::new(HttpState::new(
+                tool.clone(),
+                grants.network.clone(),
+                grants.limits.http,
+                deadline,
+                setup.cancel.clone(),
+            ))
+        }),
+    };
+    let mut store = Store::new(runtime.engine(), state);
+    if runtime.meters_fuel() {
+        store
+            .set_fuel(grants.limits.fuel.unwrap_or(u64::MAX))
+            .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
+    }
+    store.limiter(|s| &mut s.limiter);
+    match setup.cancel {
+        // Not cancellable: one deadline, no callback — the cheapest path.
+        None => {
+            store.set_epoch_deadline(runtime.ticks_for(timeout));
+            store.epoch_deadline_trap();
+        }
+        // Cancellable: wake every tick to look at the token. The wall-clock deadline is
+        // checked on the same wake-up, so the time limit (and its `Interrupt` trap,
+        // reported as "time limit exceeded") is the same as on the path above.
+        Some(token) => {
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(move |mut ctx| {
+                if token.is_cancelled() {
+                    ctx.data_mut().cancelled = true;
+                    return Err(wasmtime::Trap::Interrupt.into());
+                }
+                if Instant::now() >= deadline {
+                    return Err(wasmtime::Trap::Interrupt.into());
+                }
+                Ok(UpdateDeadline::Continue(1))
+            });
+        }
+    }
+    Ok(store)
+}
+
+/// A clock stopped at the Unix epoch (and a monotonic clock stopped at zero).
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// The host's wall clock rounded down to a step.
+struct CoarseWallClock(Duration);
+
+impl HostWallClock for CoarseWallClock {
+    fn resolution(&self) -> Duration {
+        self.0
+    }
+    fn now(&self) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        round_down(now, self.0)
+    }
+}
+
+/// A monotonic clock (from the call's start) rounded down to a step.
+struct CoarseMonotonicClock {
+    start: std::time::Instant,
+    step: Duration,
+}
+
+impl CoarseMonotonicClock {
+    fn new(step: Duration) -> Self {
+        Self {
+            start: std::time::Instant::now(),
+            step,
+        }
+    }
+}
+
+impl HostMonotonicClock for CoarseMonotonicClock {
+    fn resolution(&self) -> u64 {
+        u64::try_from(self.step.as_nanos()).unwrap_or(u64::MAX)
+    }
+    fn now(&self) -> u64 {
+        u64::try_from(round_down(self.start.elapsed(), self.step).as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+fn round_down(t: Duration, step: Duration) -> Duration {
+    let step_ns = step.as_nanos().max(1);
+    let ns = t.as_nanos() / step_ns * step_ns;
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}

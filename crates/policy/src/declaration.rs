@@ -1,0 +1,228 @@
+//! A tool's declaration: what it is and what it needs, read from the component's
+//! `hermetic:declaration` custom section (TOML) without running guest code.
+//!
+//! This module is plain data and validation; reading the section out of a component's
+//! bytes lives in `hermetic::component`.
+
+use serde::{Deserialize, Serialize};
+
+/// The custom section holding the declaration (the guest SDK writes it).
+pub const SECTION: &str = "hermetic:declaration";
+
+/// Upper bound on a declaration's size, so a hostile component cannot make the host
+/// parse megabytes of TOML.
+pub const MAX_DECLARATION_BYTES: usize = 64 * 1024;
+
+/// What a tool declares about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    /// Tool name; must equal the `name` in the tool's schema.
+    pub name: String,
+    /// Toolset the tool belongs to.
+    pub toolset: String,
+    /// One-line description for listings (the schema's description is what agents see).
+    #[serde(default)]
+    pub description: String,
+    /// Emoji shown next to the tool in listings.
+    #[serde(default)]
+    pub emoji: Option<String>,
+    /// Env vars the tool cannot work without; each must be granted or the tool is
+    /// unavailable.
+    #[serde(default)]
+    pub requires_env: Vec<String>,
+    /// Largest result the tool expects to return, in characters (capped by the operator).
+    #[serde(default)]
+    pub max_result_chars: Option<usize>,
+    /// Wall-clock time the tool wishes per call, in milliseconds (capped by the operator).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Linear memory the tool wishes, in MiB (capped by the operator).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// Capabilities the tool asks for. Anything not listed is denied.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+}
+
+/// Capabilities a tool asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Filesystem mounts, by logical name (the operator maps names to host directories).
+    #[serde(default)]
+    pub fs: Vec<FsRequest>,
+    /// Outbound HTTP destinations (`https://host[:port]`, `*.domain` wildcards).
+    #[serde(default)]
+    pub network: Vec<String>,
+    /// Optional env vars (those in `requires_env` are implied).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Whether the tool uses the host's `terminal` interface.
+    #[serde(default)]
+    pub terminal: bool,
+}
+
+/// A request for one mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsRequest {
+    /// Logical mount name, e.g. `workspace`. The guest sees it at `/<mount>`.
+    pub mount: String,
+    /// Read-only or read-write.
+    pub access: Access,
+}
+
+/// Filesystem access level. Ordered: `Ro < Rw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// Read-only.
+    #[serde(rename = "ro")]
+    Ro,
+    /// Read-write.
+    #[serde(rename = "rw")]
+    Rw,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Ro => "read-only",
+            Access::Rw => "read-write",
+        })
+    }
+}
+
+/// Why a declaration was rejected.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeclarationError {
+    /// The component has no `hermetic:declaration` section.
+    #[error("no `{SECTION}` custom section (build the tool with hermetic-sdk's export_tool!)")]
+    Missing,
+    /// More than one declaration section.
+    #[error("more than one `{SECTION}` custom section")]
+    Duplicate,
+    /// Larger than [`MAX_DECLARATION_BYTES`].
+    #[error("declaration is {0} bytes, over the {MAX_DECLARATION_BYTES}-byte limit")]
+    TooLarge(usize),
+    /// Not UTF-8 or not valid TOML for the schema above.
+    #[error("declaration is not valid: {0}")]
+    Invalid(String),
+}
+
+impl Declaration {
+    /// Parses and validates declaration text.
+    ///
+    /// # Errors
+    /// [`DeclarationError::Invalid`] naming the offending key or value.
+    pub fn parse(bytes: &[u8]) -> Result<Self, DeclarationError> {
+        if bytes.len() > MAX_DECLARATION_BYTES {
+            return Err(DeclarationError::TooLarge(bytes.len()));
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| DeclarationError::Invalid(format!("not UTF-8: {e}")))?;
+        let decl: Declaration =
+            toml::from_str(text).map_err(|e| DeclarationError::Invalid(e.message().to_owned()))?;
+        decl.validate()?;
+        Ok(decl)
+    }
+
+    fn validate(&self) -> Result<(), DeclarationError> {
+        let bad = |what: &str, value: &str, rule: &str| {
+            Err(DeclarationError::Invalid(format!(
+                "{what} {value:?} {rule}"
+            )))
+        };
+        if !is_identifier(&self.name, 64) {
+            return bad("name", &self.name, "must be 1-64 of [A-Za-z0-9_-]");
+        }
+        if !is_identifier(&self.toolset, 64) {
+            return bad("toolset", &self.toolset, "must be 1-64 of [A-Za-z0-9_-]");
+        }
+        for var in self.requires_env.iter().chain(&self.capabilities.env) {
+            if !is_env_name(var) {
+                return bad("env var", var, "must match [A-Za-z_][A-Za-z0-9_]*");
+            }
+        }
+        for fs in &self.capabilities.fs {
+            if !is_identifier(&fs.mount, 64) {
+                return bad("mount", &fs.mount, "must be 1-64 of [A-Za-z0-9_-]");
+            }
+        }
+        if self.timeout_ms == Some(0) {
+            return bad("timeout_ms", "0", "must be positive");
+        }
+        if self.memory_mb == Some(0) {
+            return bad("memory_mb", "0", "must be positive");
+        }
+        Ok(())
+    }
+
+    /// Every env var the tool may see: required ones first, then optional ones.
+    pub fn env_vars(&self) -> impl Iterator<Item = &str> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.requires_env
+            .iter()
+            .chain(&self.capabilities.env)
+            .filter(move |v| seen.insert(v.as_str()))
+            .map(String::as_str)
+    }
+}
+
+fn is_identifier(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn is_env_name(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && s.len() <= 256
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_declaration_parses() {
+        let d = Declaration::parse(
+            br#"
+name = "weather"
+toolset = "weather"
+emoji = "W"
+requires_env = ["WEATHER_API_KEY"]
+timeout_ms = 5000
+[capabilities]
+fs = [{ mount = "workspace", access = "ro" }]
+network = ["https://api.example.com"]
+env = ["LANG", "WEATHER_API_KEY"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(d.capabilities.fs[0].access, Access::Ro);
+        assert_eq!(
+            d.env_vars().collect::<Vec<_>>(),
+            ["WEATHER_API_KEY", "LANG"]
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_names_are_rejected() {
+        let unknown = Declaration::parse(b"name='a'\ntoolset='b'\ngrant_all=true");
+        assert!(matches!(unknown, Err(DeclarationError::Invalid(m)) if m.contains("grant_all")));
+        assert!(Declaration::parse(b"name='a b'\ntoolset='b'").is_err());
+        assert!(Declaration::parse(b"name='a'\ntoolset='b'\nrequires_env=['1X']").is_err());
+        assert!(
+            Declaration::parse(
+                b"name='a'\ntoolset='b'\n[capabilities]\nfs=[{mount='w',access='rwx'}]"
+            )
+            .is_err()
+        );
+        assert!(Declaration::parse(&vec![b' '; MAX_DECLARATION_BYTES + 1]).is_err());
+    }
+}

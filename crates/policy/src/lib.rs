@@ -1,0 +1,17 @@
+//! # hermetic-policy — what a tool may do, decided as data
+//!
+//! Pure: declarations, operator and tenant policies, network destinations, and the
+//! terminal and approval settings, as plain data; [`effective`] turns a tool's
+//! [`Declaration`] ∩ the operator's [`OperatorPolicy`] ∩ a tenant's [`TenantPolicy`]
+//! into the [`EffectiveGrants`] its sandbox gets. No I/O, no clocks, no wasmtime, no
+//! async runtime: every decision here can be unit-tested and fuzzed alone. Reading
+//! policy files (and the file-system facts they need) is `hermetic::policy_file`'s job.
+
+pub mod approval;
+pub mod declaration;
+mod grants;
+pub mod network;
+pub mod terminal;
+
+pub use declaration::{Access, Capabilities, Declaration, DeclarationError, FsRequest};
+pub use grants::*;

@@ -1,0 +1,718 @@
+//! The audit log: one JSON line per tool call, policy decision, approval request and
+//! approval answer, hash-chained so that editing, reordering or deleting a line is
+//! detected by [`verify`] (`hermetic audit verify FILE`).
+//!
+//! Each line is a JSON object whose first keys are `seq` (1, 2, 3, … in file order),
+//! `time` (RFC 3339, UTC) and whose last two are `prev` (the previous line's `hash`;
+//! 64 zeros for the first line) and `hash`: the SHA-256, in hex, of the line's own
+//! bytes up to `prev`'s value, closed with `}` — that is, of the line as it reads
+//! without its `,"hash":"…"` member. Changing any byte breaks that line's hash;
+//! deleting or moving a line breaks the next line's `prev` and the `seq` sequence.
+//!
+//! # What the chain cannot show
+//! Cutting lines off the *end* leaves a valid shorter chain. [`verify`] reports the
+//! number of lines and the last hash (the head); an operator who records the head
+//! elsewhere (the server logs it at shutdown; `--head` checks it) detects truncation.
+//!
+//! # Durability and cost
+//! Lines are written whole with one `write` each under a mutex, straight to the file
+//! (no user-space buffer), so a line that was recorded survives a crash of the process.
+//! There is no `fsync` per line (it would cost milliseconds per call): a crash of the
+//! whole machine can lose the last lines the kernel had not written yet.
+
+use hermetic::approval::{ApprovalObserver, ApprovalRequest, SessionKey, Verdict};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// `prev` of the first line.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Longest last line [`AuditLog::open`] reads back to continue a chain.
+const MAX_LINE: u64 = 1 << 20;
+
+/// The `,"hash":"<64 hex>"}` a line ends with: 9 + 64 + 2 bytes.
+const HASH_SUFFIX_LEN: usize = 75;
+
+/// Errors opening or writing the audit log.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file cannot be opened, read or written.
+    #[error("audit log {path}: {reason}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        reason: String,
+    },
+    /// The existing file does not end with a valid line, so the chain cannot continue.
+    #[error(
+        "audit log {path}: cannot continue the chain: {reason} (run `hermetic audit verify {path}`)"
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its last line.
+        reason: String,
+    },
+}
+
+/// Longest tool name written to a line, in bytes (longer ones are cut).
+const MAX_TOOL_BYTES: usize = 256;
+
+/// One event to record. Empty or `None` fields are left out of the line.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Event<'a> {
+    /// `call`, `decision`, `approval_request` or `approval_answer`.
+    pub kind: &'a str,
+    /// Tenant id (`""`: the operator).
+    pub tenant: &'a str,
+    /// Session id.
+    pub session: &'a str,
+    /// Tool name.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub tool: &'a str,
+    /// SHA-256 of the call's arguments (secret values redacted first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args_sha256: Option<&'a str>,
+    /// The grants the call ran with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grants: Option<&'a Value>,
+    /// What happened: `ok`, `error`, `cancelled`, `limit:<name>`, `unknown_tool`,
+    /// `unavailable`, `rate_limited`, or an approval outcome.
+    pub outcome: &'a str,
+    /// Why, when the outcome needs explaining.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    /// How long the call took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// Kind-specific details (an approval's command and rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: u64,
+    time: &'a str,
+    #[serde(flatten)]
+    event: &'a Event<'a>,
+    prev: &'a str,
+}
+
+struct Chain {
+    file: File,
+    seq: u64,
+    prev: String,
+    buf: Vec<u8>,
+}
+
+/// An append-only, hash-chained audit log file. Share it with `Arc`.
+pub struct AuditLog {
+    path: PathBuf,
+    chain: Mutex<Chain>,
+    /// Secret values, raw and JSON-escaped, replaced before hashing or writing.
+    redactions: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Opens (or creates) `path` for appending. When the file has lines, the chain
+    /// continues from its last one.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`], or [`AuditError::Corrupt`] when the last line is not a valid
+    /// audit line (the server refuses to start rather than fork the chain).
+    pub fn open(path: &Path) -> Result<Self, AuditError> {
+        let io = |e: std::io::Error| AuditError::Io {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        let (seq, prev) = last_link(&mut file).map_err(|reason| match reason {
+            Tail::Io(e) => io(e),
+            Tail::Bad(reason) => AuditError::Corrupt {
+                path: path.to_path_buf(),
+                reason,
+            },
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            chain: Mutex::new(Chain {
+                file,
+                seq,
+                prev,
+                buf: Vec::with_capacity(512),
+            }),
+            redactions: Vec::new(),
+        })
+    }
+
+    /// Redacts these secret values from argument digests and approval commands.
+    pub fn with_redactions<'a>(mut self, secrets: impl IntoIterator<Item = &'a str>) -> Self {
+        self.redactions = secrets
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let escaped = serde_json::to_string(s).unwrap_or_default();
+                let escaped = escaped
+                    .strip_prefix('"')
+                    .and_then(|e| e.strip_suffix('"'))
+                    .unwrap_or(s)
+                    .to_owned();
+                (s.to_owned(), escaped)
+            })
+            .collect();
+        self
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The hash of the last line written (the head of the chain).
+    pub fn head(&self) -> (u64, String) {
+        let chain = self.chain.lock().unwrap_or_else(|p| p.into_inner());
+        (chain.seq, chain.prev.clone())
+    }
+
+    /// `text` with every secret value replaced by `[REDACTED]`.
+    pub fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        let mut out = std::borrow::Cow::Borrowed(text);
+        for (raw, escaped) in &self.redactions {
+            for needle in [raw, escaped] {
+                if out.contains(needle.as_str()) {
+                    out = std::borrow::Cow::Owned(out.replace(needle.as_str(), "[REDACTED]"));
+                }
+            }
+        }
+        out
+    }
+
+    /// SHA-256 (hex) of a call's JSON arguments after redacting secret values, so the
+    /// digest cannot be used to test guesses of a secret.
+    pub fn args_digest(&self, args: &str) -> String {
+        super::auth::hex(&Sha256::digest(self.redact(args).as_bytes()))
+    }
+
+    /// Appends one line.
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] when the write fails (the chain is unchanged then).
+    pub fn record(&self, event: &Event<'_>) -> Result<(), AuditError> {
+        // Tool names come from agents: a huge one must not make a huge line (which the
+        // next start would refuse to continue the chain from).
+        let short;
+        let mut trimmed = *event;
+        if event.tool.len() > MAX_TOOL_BYTES {
+            let mut end = MAX_TOOL_BYTES;
+            while !event.tool.is_char_boundary(end) {
+                end -= 1;
+            }
+            short = format!("{}…", &event.tool[..end]);
+            trimmed.tool = &short;
+        }
+        let event = &trimmed;
+        let time = rfc3339(SystemTime::now());
+        let mut chain = self.chain.lock().unwrap_or_else(|p| p.into_inner());
+        let chain = &mut *chain;
+        let seq = chain.seq + 1;
+        chain.buf.clear();
+        let line = Line {
+            seq,
+            time: &time,
+            event,
+            prev: &chain.prev,
+        };
+        serde_json::to_writer(&mut chain.buf, &line).map_err(|e| AuditError::Io {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        let hash = super::auth::hex(&Sha256::digest(&chain.buf));
+        chain.buf.pop(); // the closing brace
+        chain.buf.extend_from_slice(b",\"hash\":\"");
+        chain.buf.extend_from_slice(hash.as_bytes());
+        chain.buf.extend_from_slice(b"\"}\n");
+        chain
+            .file
+            .write_all(&chain.buf)
+            .map_err(|e| AuditError::Io {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?;
+        chain.seq = seq;
+        chain.prev = hash;
+        Ok(())
+    }
+
+    /// Records `event`, logging (not returning) a failure: for transports, where an
+    /// audit failure must be loud but must not change the agent's result.
+    pub fn record_or_log(&self, event: &Event<'_>) {
+        if let Err(e) = self.record(event) {
+            tracing::error!("audit record lost: {e}");
+        }
+    }
+}
+
+enum Tail {
+    Io(std::io::Error),
+    Bad(String),
+}
+
+/// The `seq` and `hash` of the file's last line (0 and [`GENESIS`] when empty).
+fn last_link(file: &mut File) -> Result<(u64, String), Tail> {
+    let len = file.seek(SeekFrom::End(0)).map_err(Tail::Io)?;
+    if len == 0 {
+        return Ok((0, GENESIS.to_owned()));
+    }
+    let start = len.saturating_sub(MAX_LINE);
+    file.seek(SeekFrom::Start(start)).map_err(Tail::Io)?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).map_err(Tail::Io)?;
+    let Some(body) = tail.strip_suffix(b"\n") else {
+        return Err(Tail::Bad(
+            "the last line is incomplete (no newline)".to_owned(),
+        ));
+    };
+    let line_start = match body.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None if start == 0 => 0,
+        None => return Err(Tail::Bad("the last line is too long".to_owned())),
+    };
+    let line = std::str::from_utf8(&body[line_start..])
+        .map_err(|_| Tail::Bad("the last line is not UTF-8".to_owned()))?;
+    let link = check_line(line).map_err(Tail::Bad)?;
+    Ok((link.seq, link.hash))
+}
+
+/// What a line says about itself.
+struct Link {
+    seq: u64,
+    prev: String,
+    hash: String,
+}
+
+/// Checks one line's own hash and returns its links.
+fn check_line(line: &str) -> Result<Link, String> {
+    let split = line
+        .len()
+        .checked_sub(HASH_SUFFIX_LEN)
+        .filter(|&i| line.is_char_boundary(i))
+        .ok_or("not an audit line (too short)")?;
+    let (body, suffix) = line.split_at(split);
+    let hash = suffix
+        .strip_prefix(",\"hash\":\"")
+        .and_then(|s| s.strip_suffix("\"}"))
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or("not an audit line (no trailing hash)")?;
+    let mut hasher = Sha256::new();
+    hasher.update(body.as_bytes());
+    hasher.update(b"}");
+    if super::auth::hex(&hasher.finalize()) != hash {
+        return Err("its hash does not match its content (the line was edited)".to_owned());
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        seq: u64,
+        prev: String,
+    }
+    let probe: Probe = serde_json::from_str(line)
+        .map_err(|e| format!("not an audit line (no seq or prev: {e})"))?;
+    Ok(Link {
+        seq: probe.seq,
+        prev: probe.prev,
+        hash: hash.to_owned(),
+    })
+}
+
+/// A chain that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Lines in the file.
+    pub lines: u64,
+    /// The last line's hash ([`GENESIS`] for an empty file).
+    pub head: String,
+}
+
+/// Why a chain did not verify.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The file cannot be read.
+    #[error("cannot read {path}: {reason}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        reason: String,
+    },
+    /// A line is broken: edited, out of place, or something before it was deleted.
+    #[error("line {line}: {reason}")]
+    Line {
+        /// 1-based line number of the first bad line.
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl VerifyError {
+    /// The first bad line, when the chain (not the file) is at fault.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            Self::Line { line, .. } => Some(*line),
+            Self::Io { .. } => None,
+        }
+    }
+}
+
+/// Verifies an audit log: each line's own hash, each `prev` against the line before,
+/// and `seq` counting 1, 2, 3, …
+///
+/// # Errors
+/// [`VerifyError::Line`] with the first bad line.
+pub fn verify(path: &Path) -> Result<Verified, VerifyError> {
+    let file = File::open(path).map_err(|e| VerifyError::Io {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    verify_lines(std::io::BufReader::new(file))
+}
+
+/// [`verify`] over any reader.
+///
+/// # Errors
+/// As for [`verify`].
+pub fn verify_lines(reader: impl BufRead) -> Result<Verified, VerifyError> {
+    let mut prev = GENESIS.to_owned();
+    let mut number = 0u64;
+    for line in reader.split(b'\n') {
+        number += 1;
+        let bad = |reason: String| VerifyError::Line {
+            line: number,
+            reason,
+        };
+        let line = line.map_err(|e| bad(e.to_string()))?;
+        let line = std::str::from_utf8(&line).map_err(|_| bad("not UTF-8".to_owned()))?;
+        let link = check_line(line).map_err(bad)?;
+        if link.seq != number {
+            return Err(bad(format!(
+                "seq is {} where {number} was expected (lines were deleted or reordered)",
+                link.seq
+            )));
+        }
+        if link.prev != prev {
+            return Err(bad(
+                "prev does not match the previous line's hash (lines were deleted, inserted or reordered)"
+                    .to_owned(),
+            ));
+        }
+        prev = link.hash;
+    }
+    Ok(Verified {
+        lines: number,
+        head: prev,
+    })
+}
+
+/// Formats a time as RFC 3339 in UTC with milliseconds (`2026-11-30T08:48:46.123Z`).
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Writes approval requests and answers to the audit log. Attach it to the approval
+/// gate with [`hermetic::approval::ApprovalGate::with_observer`].
+#[derive(Debug, Clone)]
+pub struct AuditObserver(pub std::sync::Arc<AuditLog>);
+
+impl ApprovalObserver for AuditObserver {
+    fn before_request(&self, request: &ApprovalRequest, approver: &str) {
+        let detail = serde_json::json!({
+            "command": self.0.redact(&request.command),
+            "rules": request.rules,
+            "approver": approver,
+        });
+        self.0.record_or_log(&Event {
+            kind: "approval_request",
+            tenant: &request.key.tenant,
+            session: &request.key.session,
+            tool: "terminal",
+            outcome: "asked",
+            detail: Some(&detail),
+            ..Event::default()
+        });
+    }
+
+    fn after_answer(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        let outcome = serde_json::to_value(verdict.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let detail = serde_json::json!({
+            "command": self.0.redact(&request.command),
+            "approved": verdict.approved,
+            "decided_by": verdict.decided_by,
+        });
+        self.0.record_or_log(&Event {
+            kind: "approval_answer",
+            tenant: &request.key.tenant,
+            session: &request.key.session,
+            tool: "terminal",
+            outcome: &outcome,
+            detail: Some(&detail),
+            ..Event::default()
+        });
+    }
+
+    fn decided(&self, key: &SessionKey, command: &str, verdict: &Verdict) {
+        let outcome = serde_json::to_value(verdict.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let detail = serde_json::json!({
+            "command": self.0.redact(command),
+            "rules": verdict.rules,
+            "approved": verdict.approved,
+            "decided_by": verdict.decided_by,
+        });
+        self.0.record_or_log(&Event {
+            kind: "decision",
+            tenant: &key.tenant,
+            session: &key.session,
+            tool: "terminal",
+            outcome: &outcome,
+            detail: Some(&detail),
+            ..Event::default()
+        });
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+mod tests {
+    use super::*;
+
+    fn event(outcome: &str) -> Event<'_> {
+        Event {
+            kind: "call",
+            tenant: "acme",
+            session: "s1",
+            tool: "echo",
+            outcome,
+            ..Event::default()
+        }
+    }
+
+    fn write_three(path: &Path) -> Vec<String> {
+        let log = AuditLog::open(path).unwrap();
+        for outcome in ["ok", "error", "ok"] {
+            log.record(&event(outcome)).unwrap();
+        }
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn verify_text(lines: &[String]) -> Result<Verified, VerifyError> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        verify_lines(std::io::Cursor::new(text))
+    }
+
+    #[test]
+    fn a_written_chain_verifies_and_continues_after_reopening() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let lines = write_three(&path);
+        let first: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(first["seq"], 1);
+        assert_eq!(first["prev"], GENESIS);
+        assert_eq!(first["tenant"], "acme");
+        let verified = verify(&path).unwrap();
+        assert_eq!(verified.lines, 3);
+        let log = AuditLog::open(&path).unwrap();
+        assert_eq!(log.head(), (3, verified.head.clone()));
+        log.record(&event("ok")).unwrap();
+        let again = verify(&path).unwrap();
+        assert_eq!(again.lines, 4);
+    }
+
+    #[test]
+    fn a_huge_agent_chosen_tool_name_is_cut_and_the_chain_still_reopens() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let name = "é".repeat(1 << 20);
+        log.record(&Event {
+            tool: &name,
+            ..event("unknown_tool")
+        })
+        .unwrap();
+        drop(log);
+        let line = std::fs::read_to_string(&path).unwrap();
+        assert!(line.len() < 2_000, "{} bytes", line.len());
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&event("ok")).unwrap();
+        assert_eq!(verify(&path).unwrap().lines, 2);
+    }
+
+    #[test]
+    fn an_edited_line_is_caught_at_that_line() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut lines = write_three(&dir.path().join("a"));
+        lines[1] = lines[1].replace("\"error\"", "\"ok\"");
+        assert_eq!(verify_text(&lines).unwrap_err().line(), Some(2));
+    }
+
+    #[test]
+    fn a_deleted_line_is_caught_at_the_next_line() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut lines = write_three(&dir.path().join("a"));
+        lines.remove(1);
+        assert_eq!(verify_text(&lines).unwrap_err().line(), Some(2));
+        // Deleting the first line is caught too.
+        let mut lines = write_three(&dir.path().join("b"));
+        lines.remove(0);
+        assert_eq!(verify_text(&lines).unwrap_err().line(), Some(1));
+    }
+
+    #[test]
+    fn reordered_lines_are_caught() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut lines = write_three(&dir.path().join("a"));
+        lines.swap(1, 2);
+        assert_eq!(verify_text(&lines).unwrap_err().line(), Some(2));
+    }
+
+    #[test]
+    fn a_truncated_tail_shows_in_the_head_and_count() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut lines = write_three(&dir.path().join("a"));
+        let full = verify_text(&lines).unwrap();
+        lines.pop();
+        let cut = verify_text(&lines).unwrap();
+        assert_eq!(cut.lines, 2);
+        assert_ne!(cut.head, full.head);
+    }
+
+    #[test]
+    fn a_file_with_a_broken_last_line_is_not_continued() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("a");
+        write_three(&path);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"{\"seq\":4").unwrap();
+        assert!(matches!(
+            AuditLog::open(&path),
+            Err(AuditError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn secrets_are_redacted_before_the_arguments_are_hashed() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let log = AuditLog::open(&dir.path().join("a"))
+            .unwrap()
+            .with_redactions(["s3cr\"et"]);
+        let with_secret = log.args_digest(r#"{"key":"s3cr\"et"}"#);
+        let redacted = log.args_digest(r#"{"key":"[REDACTED]"}"#);
+        assert_eq!(with_secret, redacted);
+        assert_ne!(log.args_digest(r#"{"key":"other"}"#), redacted);
+    }
+
+    #[test]
+    fn the_observer_records_the_gate_s_request_and_answer_with_secrets_redacted() {
+        use hermetic::approval::{
+            Answer, ApprovalConfig, ApprovalContext, ApprovalGate, ScriptedApprover,
+        };
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = std::sync::Arc::new(AuditLog::open(&path).unwrap().with_redactions(["hunter2"]));
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(std::sync::Arc::new(
+                ScriptedApprover::new([Answer::Once]).asynchronous(),
+            ))
+            .with_observer(std::sync::Arc::new(AuditObserver(log.clone())));
+        let verdict = gate.check(
+            &ApprovalContext::new("acme", "s1"),
+            "rm -rf build --password=hunter2",
+        );
+        assert!(verdict.approved);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("hunter2"), "{text}");
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), 2, "{text}");
+        assert_eq!(records[0]["kind"], "approval_request");
+        assert_eq!(records[0]["tenant"], "acme");
+        assert_eq!(records[0]["session"], "s1");
+        assert_eq!(
+            records[0]["detail"]["command"],
+            "rm -rf build --password=[REDACTED]"
+        );
+        assert_eq!(records[0]["detail"]["rules"][0], "fs.rm_recursive");
+        assert_eq!(records[1]["kind"], "approval_answer");
+        assert_eq!(records[1]["outcome"], "approved_once");
+        assert_eq!(records[1]["detail"]["approved"], true);
+        assert_eq!(verify(&path).unwrap().lines, 2);
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_028_526_123);
+        assert_eq!(rfc3339(t), "2026-11-30T08:48:46.123Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,393 @@
+//! Who is calling: bearer tokens → tenants, the admin token of the approvals endpoint,
+//! per-tenant rate limits, and the `Host`/`Origin` allow-list that stops DNS-rebinding
+//! attacks. Everything here is compiled once when the server starts; the per-request
+//! work is one SHA-256 of the presented token and a few comparisons.
+
+use hermetic::policy_file::{ServerPolicy, TokenDigest};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+
+/// Prefix of tokens made by [`new_token`], so a leaked one is recognisable in logs and
+/// by secret scanners.
+pub const TOKEN_PREFIX: &str = "hmt_";
+
+/// The SHA-256 digest of a token (what the policy file stores).
+pub fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
+}
+
+/// A fresh random token: [`TOKEN_PREFIX`] + 256 bits from the OS, in hex.
+///
+/// # Errors
+/// When the OS random source fails.
+pub fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
+}
+
+/// The token of an `Authorization: Bearer <token>` header value.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Whether `candidate` equals one of `digests`, in time that depends only on how many
+/// digests there are: every entry is compared in full, with no early exit, so timing
+/// tells nothing about which (or whether one) matched.
+fn find(digests: &[(TokenDigest, usize)], candidate: &TokenDigest) -> Option<usize> {
+    let mut found = usize::MAX;
+    for (known, index) in digests {
+        let equal = known.ct_eq(candidate);
+        // Branch-free select of the matching index.
+        let mask = 0usize.wrapping_sub(usize::from(equal.unwrap_u8()));
+        found = (found & !mask) | (index & mask);
+    }
+    (found != usize::MAX).then_some(found)
+}
+
+/// A tenant an HTTP request can act as: its id and its rate limit.
+#[derive(Debug)]
+pub struct TenantAccess {
+    /// Tenant id (`""`: the operator, used when the policy defines no tokens).
+    pub id: Arc<str>,
+    /// tools/call rate limit (`None`: unlimited).
+    pub limiter: Option<RateLimiter>,
+}
+
+/// Compiled authentication: token digests → tenants, and the admin digests.
+#[derive(Debug)]
+pub struct Authenticator {
+    tenants: Vec<Arc<TenantAccess>>,
+    /// Digest → index into `tenants`.
+    tokens: Vec<(TokenDigest, usize)>,
+    admin: Vec<(TokenDigest, usize)>,
+    /// Used when no tenant has a token: every request acts as the default tenant.
+    open: Option<Arc<TenantAccess>>,
+}
+
+/// Why a request was not authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// A token no tenant (or admin) has.
+    Unknown,
+}
+
+impl Authenticator {
+    /// Compiles the policy's tokens. With no tenant tokens at all, every request acts
+    /// as `default_tenant` (a single-operator server; [`super::http::serve`] then
+    /// refuses non-loopback addresses).
+    pub fn new(policy: &ServerPolicy, default_tenant: &str) -> Self {
+        let limiter = |tenant: &str| {
+            policy
+                .calls_per_minute
+                .get(tenant)
+                .map(|n| RateLimiter::per_minute(*n))
+        };
+        let mut tenants = Vec::new();
+        let mut tokens = Vec::new();
+        for (id, digests) in &policy.tenant_tokens {
+            let index = tenants.len();
+            tenants.push(Arc::new(TenantAccess {
+                id: Arc::from(id.as_str()),
+                limiter: limiter(id),
+            }));
+            tokens.extend(digests.iter().map(|d| (*d, index)));
+        }
+        let open = tokens.is_empty().then(|| {
+            Arc::new(TenantAccess {
+                id: Arc::from(default_tenant),
+                limiter: limiter(default_tenant),
+            })
+        });
+        let admin = policy.admin_tokens.iter().map(|d| (*d, 0)).collect();
+        Self {
+            tenants,
+            tokens,
+            admin,
+            open,
+        }
+    }
+
+    /// Whether requests must carry a token (the policy gives tenants tokens).
+    pub fn requires_tokens(&self) -> bool {
+        self.open.is_none()
+    }
+
+    /// Whether the approvals endpoint is on (the policy has admin tokens).
+    pub fn has_admin(&self) -> bool {
+        !self.admin.is_empty()
+    }
+
+    /// The tenant an `Authorization` header value acts as.
+    ///
+    /// # Errors
+    /// [`AuthFailure`] when tokens are required and the header is missing or unknown.
+    pub fn tenant(&self, authorization: Option<&str>) -> Result<Arc<TenantAccess>, AuthFailure> {
+        if let Some(open) = &self.open {
+            return Ok(open.clone());
+        }
+        let token = authorization.and_then(bearer).ok_or(AuthFailure::Missing)?;
+        find(&self.tokens, &digest(token))
+            .and_then(|i| self.tenants.get(i).cloned())
+            .ok_or(AuthFailure::Unknown)
+    }
+
+    /// Checks an admin `Authorization` header value.
+    ///
+    /// # Errors
+    /// [`AuthFailure`] when it is missing or not an admin token.
+    pub fn admin(&self, authorization: Option<&str>) -> Result<(), AuthFailure> {
+        let token = authorization.and_then(bearer).ok_or(AuthFailure::Missing)?;
+        find(&self.admin, &digest(token))
+            .map(|_| ())
+            .ok_or(AuthFailure::Unknown)
+    }
+}
+
+/// A GCRA (generic cell rate algorithm) limiter: `n` calls per minute, with bursts of
+/// up to `n`. Hand-written rather than the `governor` crate: it is one atomic and a
+/// dozen lines, where governor would add several dependencies for the same thing.
+#[derive(Debug)]
+pub struct RateLimiter {
+    base: Instant,
+    /// Time between calls at the sustained rate, in nanoseconds.
+    interval: u64,
+    /// How far ahead of now the theoretical arrival time may run (the burst).
+    tolerance: u64,
+    /// Theoretical arrival time of the next call, in nanoseconds since `base`.
+    tat: AtomicU64,
+}
+
+impl RateLimiter {
+    /// `n` calls per minute (`n` ≥ 1; 0 is treated as 1).
+    pub fn per_minute(n: u32) -> Self {
+        let n = u64::from(n.max(1));
+        let interval = 60_000_000_000 / n;
+        Self {
+            base: Instant::now(),
+            interval,
+            tolerance: interval * n,
+            tat: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes one call.
+    ///
+    /// # Errors
+    /// How long until a call would be allowed, when over the limit.
+    pub fn check(&self) -> Result<(), Duration> {
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            let next = tat.max(now).saturating_add(self.interval);
+            let allowed_at = next.saturating_sub(self.tolerance);
+            if allowed_at > now {
+                return Err(Duration::from_nanos(allowed_at - now));
+            }
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Ok(()),
+                Err(current) => tat = current,
+            }
+        }
+    }
+}
+
+/// The `Host` and `Origin` values a server accepts (DNS-rebinding protection).
+///
+/// Defaults: the loopback names `localhost`, `127.0.0.1` and `[::1]` with the bound
+/// port, the bound address itself when it is a specific (not unspecified) address, and
+/// the matching `http://` origins. Requests without `Origin` (non-browser clients)
+/// pass; one with an `Origin` must match.
+#[derive(Debug, Clone)]
+pub struct AllowList {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+impl AllowList {
+    /// The defaults for `bound`, extended by the operator's `hosts` (`name` — which
+    /// also matches `name:<bound port>` — or `name:port`) and `origins`
+    /// (`scheme://host[:port]`). Entries are compared case-insensitively.
+    pub fn new(bound: SocketAddr, hosts: &[String], origins: &[String]) -> Self {
+        let port = bound.port();
+        let mut names = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "[::1]".to_owned(),
+        ];
+        if !bound.ip().is_unspecified() && !bound.ip().is_loopback() {
+            names.push(match bound {
+                SocketAddr::V4(a) => a.ip().to_string(),
+                SocketAddr::V6(a) => format!("[{}]", a.ip()),
+            });
+        }
+        let mut allowed_hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+        let mut allowed_origins: Vec<String> =
+            names.iter().map(|n| format!("http://{n}:{port}")).collect();
+        for host in hosts {
+            let host = host.trim().to_ascii_lowercase();
+            // `name` without a port: also with the bound port (clients send it).
+            let has_port = if host.starts_with('[') {
+                host.contains("]:")
+            } else {
+                host.contains(':')
+            };
+            if !has_port {
+                allowed_hosts.push(format!("{host}:{port}"));
+            }
+            allowed_hosts.push(host);
+        }
+        allowed_origins.extend(
+            origins
+                .iter()
+                .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase()),
+        );
+        Self {
+            hosts: allowed_hosts,
+            origins: allowed_origins,
+        }
+    }
+
+    /// Whether a `Host` header value is allowed (a missing header is not).
+    pub fn host_allowed(&self, host: Option<&str>) -> bool {
+        host.is_some_and(|h| self.hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim())))
+    }
+
+    /// Whether an `Origin` header value is allowed (a missing header is).
+    pub fn origin_allowed(&self, origin: Option<&str>) -> bool {
+        origin.is_none_or(|o| {
+            let o = o.trim().trim_end_matches('/');
+            self.origins.iter().any(|a| a.eq_ignore_ascii_case(o))
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn policy() -> ServerPolicy {
+        let mut p = ServerPolicy::default();
+        p.tenant_tokens
+            .insert("acme".into(), vec![digest("a1"), digest("a2")]);
+        p.tenant_tokens.insert("globex".into(), vec![digest("g1")]);
+        p.admin_tokens.push(digest("root"));
+        p.calls_per_minute.insert("acme".into(), 2);
+        p
+    }
+
+    #[test]
+    fn the_digest_is_sha256_in_hex() {
+        assert_eq!(
+            hex(&digest("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn new_tokens_are_prefixed_random_and_distinct() {
+        let a = new_token().unwrap();
+        let b = new_token().unwrap();
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 64);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn tokens_map_to_their_tenant_and_nothing_else_authenticates() {
+        let auth = Authenticator::new(&policy(), "");
+        assert!(auth.requires_tokens());
+        let id = |h: Option<&str>| auth.tenant(h).map(|t| t.id.to_string());
+        assert_eq!(id(Some("Bearer a1")).unwrap(), "acme");
+        assert_eq!(id(Some("bearer  a2 ")).unwrap(), "acme");
+        assert_eq!(id(Some("Bearer g1")).unwrap(), "globex");
+        assert_eq!(id(None), Err(AuthFailure::Missing));
+        assert_eq!(id(Some("Basic a1")), Err(AuthFailure::Missing));
+        assert_eq!(id(Some("Bearer ")), Err(AuthFailure::Missing));
+        assert_eq!(id(Some("Bearer nope")), Err(AuthFailure::Unknown));
+        // The admin token is not a tenant token, and tenant tokens are not admin.
+        assert_eq!(id(Some("Bearer root")), Err(AuthFailure::Unknown));
+        assert_eq!(auth.admin(Some("Bearer root")), Ok(()));
+        assert_eq!(auth.admin(Some("Bearer a1")), Err(AuthFailure::Unknown));
+    }
+
+    #[test]
+    fn without_tokens_every_request_is_the_default_tenant() {
+        let auth = Authenticator::new(&ServerPolicy::default(), "ops");
+        assert!(!auth.requires_tokens());
+        assert!(!auth.has_admin());
+        assert_eq!(&*auth.tenant(None).unwrap().id, "ops");
+    }
+
+    #[test]
+    fn the_rate_limiter_allows_a_burst_then_says_when_to_retry() {
+        let limiter = RateLimiter::per_minute(2);
+        assert!(limiter.check().is_ok());
+        assert!(limiter.check().is_ok());
+        let wait = limiter.check().unwrap_err();
+        assert!(
+            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn the_allow_list_takes_loopback_for_the_bound_port_and_operator_entries() {
+        let bound: SocketAddr = "127.0.0.1:8788".parse().unwrap();
+        let list = AllowList::new(
+            bound,
+            &["mcp.example.com".into(), "api.example.com:443".into()],
+            &["https://console.example.com".into()],
+        );
+        for ok in [
+            "localhost:8788",
+            "127.0.0.1:8788",
+            "[::1]:8788",
+            "LOCALHOST:8788",
+            "mcp.example.com",
+            "mcp.example.com:8788",
+            "api.example.com:443",
+        ] {
+            assert!(list.host_allowed(Some(ok)), "{ok}");
+        }
+        for bad in [
+            "localhost:9999",
+            "evil.com:8788",
+            "localhost",
+            "api.example.com",
+            "",
+        ] {
+            assert!(!list.host_allowed(Some(bad)), "{bad}");
+        }
+        assert!(!list.host_allowed(None));
+        assert!(list.origin_allowed(None));
+        assert!(list.origin_allowed(Some("http://localhost:8788")));
+        assert!(list.origin_allowed(Some("https://console.example.com/")));
+        assert!(!list.origin_allowed(Some("http://evil.com")));
+        assert!(!list.origin_allowed(Some("null")));
+    }
+}

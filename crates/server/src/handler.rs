@@ -1,0 +1,450 @@
+//! The MCP request handler: tools/list, tools/call (with progress and cancellation) and
+//! tool-list change subscriptions, over the library API only.
+
+use super::{Shared, Tenant};
+use hermetic::{CallOptions, CallOutcome};
+use hermetic::{CancelToken, Progress, ProgressSink};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Progress reports buffered per call before further ones are dropped. A guest can
+/// report far faster than a client reads; progress is advisory, so losing some under
+/// back-pressure is better than unbounded memory or stalling the guest.
+const PROGRESS_BUFFER: usize = 64;
+
+/// What clients are told about this server at initialization.
+const INSTRUCTIONS: &str = "hermetic runs every tool in a fresh WebAssembly sandbox that gets \
+only what the tool declared and the operator granted. A failed call is a tool result with \
+isError set and a JSON {\"error\": ...} body.";
+
+/// Serves one MCP session (stdio) or the requests of one HTTP session. Cheap to clone.
+#[derive(Clone)]
+pub struct McpHandler {
+    shared: Arc<Shared>,
+    /// Session id for transports without their own (stdio).
+    session: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHandler {
+    pub(crate) fn new(shared: Arc<Shared>, session: Option<Arc<str>>) -> Self {
+        Self { shared, session }
+    }
+
+    /// Tenant and session for a request: an HTTP request's [`Tenant`] extension (set
+    /// from its bearer token by the HTTP front) and `Mcp-Session-Id` header (checked
+    /// there to belong to that tenant) win over the server default and the handler's
+    /// own id. `None` for an HTTP request without a tenant on a server that requires
+    /// tokens: such a request must not fall back to the operator's view.
+    fn identity(&self, context: &RequestContext<RoleServer>) -> Option<(Arc<str>, String)> {
+        let parts = context.extensions.get::<::http::request::Parts>();
+        let tenant = match parts.and_then(|p| p.extensions.get::<Tenant>()) {
+            Some(t) => t.0.clone(),
+            None if parts.is_some() && self.shared.auth.requires_tokens() => return None,
+            None => Arc::from(self.shared.options.tenant.as_str()),
+        };
+        let session = parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| self.session.as_deref().map(str::to_owned))
+            .unwrap_or_default();
+        Some((tenant, session))
+    }
+
+    /// tools/call: runs the tool with the request's tenant and session, forwards its
+    /// progress when the client asked for it, and cancels it when the request is
+    /// cancelled, its session ends, or this future is dropped.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let started = std::time::Instant::now();
+        let name = request.name.into_owned();
+        let Some((tenant, session)) = self.identity(&context) else {
+            return error_result("unauthenticated: this server requires a bearer token");
+        };
+        let args = match &request.arguments {
+            Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
+            None => "{}".to_owned(),
+        };
+        let audit = self.shared.options.audit.as_deref();
+        if self
+            .shared
+            .draining
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let result = "the server is shutting down; retry on another server or later";
+            if let Some(audit) = audit {
+                audit.record_or_log(&super::audit::Event {
+                    kind: "decision",
+                    tenant: &tenant,
+                    session: &session,
+                    tool: &name,
+                    outcome: "shutting_down",
+                    ..Default::default()
+                });
+            }
+            return error_result(result);
+        }
+        if !self.shared.may_call(&name) {
+            // Same answer as for a tool that does not exist: a selection never reveals
+            // what lies outside it.
+            let result = CallOutcome::UnknownTool { name: name.clone() };
+            if let Some(audit) = audit {
+                record_call(
+                    audit,
+                    &self.shared,
+                    &tenant,
+                    &session,
+                    &name,
+                    &args,
+                    &result,
+                    started,
+                );
+            }
+            return call_tool_result(&result);
+        }
+        let (progress, forwarder) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, task) = forward_progress(context.peer.clone(), token);
+                (Some(sink), Some(task))
+            }
+            None => (None, None),
+        };
+        let cancel = CancelOnDrop(CancelToken::new());
+        let approver =
+            super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone());
+        let options = CallOptions {
+            tenant: tenant.to_string(),
+            session: session.clone(),
+            progress,
+            cancel: Some(cancel.0.clone()),
+            approver: Some(Arc::new(approver)),
+        };
+        // The arguments are kept for the audit record only when there is one.
+        let (call_args, args) = if audit.is_some() {
+            (args.clone(), args)
+        } else {
+            (args, String::new())
+        };
+        let call = self
+            .shared
+            .registry
+            .invoke_async(name.clone(), call_args, options);
+        tokio::pin!(call);
+        // `ct` fires on notifications/cancelled and when the session ends (the client
+        // went away). The guest is interrupted at its next epoch tick and the call
+        // returns the "cancelled" error, so no sandbox outlives its request.
+        let result = tokio::select! {
+            result = &mut call => result,
+            () = context.ct.cancelled() => {
+                cancel.0.cancel();
+                let result = call.await;
+                tracing::info!(tool = %name, "call cancelled by the client: {}", result.to_json());
+                result
+            }
+        };
+        // The call has returned, so its sink is dropped: the forwarder drains what is
+        // buffered and ends, and every progress notification precedes the result.
+        if let Some(task) = forwarder
+            && let Err(e) = task.await
+        {
+            tracing::warn!("progress forwarding failed: {e}");
+        }
+        if let Some(audit) = audit {
+            record_call(
+                audit,
+                &self.shared,
+                &tenant,
+                &session,
+                &name,
+                &args,
+                &result,
+                started,
+            );
+        }
+        call_tool_result(&result)
+    }
+}
+
+/// An error tool result with a JSON `{"error": message}` body.
+fn error_result(message: &str) -> CallToolResult {
+    let error = serde_json::json!({ "error": message });
+    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+/// Writes the audit record of one tools/call.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one record's fields, all borrowed"
+)]
+fn record_call(
+    audit: &super::audit::AuditLog,
+    shared: &Shared,
+    tenant: &str,
+    session: &str,
+    name: &str,
+    args: &str,
+    result: &CallOutcome,
+    started: std::time::Instant,
+) {
+    // The record reads the outcome's type, never the text a tool returned.
+    let kind = if result.is_decision() {
+        "decision"
+    } else {
+        "call"
+    };
+    let outcome = result.audit_name();
+    let reason = result.decision_reason();
+    let grants = (kind == "call")
+        .then(|| shared.registry.grants_for(name, tenant))
+        .flatten()
+        .map(|g| grants_summary(&g));
+    let digest = audit.args_digest(args);
+    audit.record_or_log(&super::audit::Event {
+        kind,
+        tenant,
+        session,
+        tool: name,
+        args_sha256: Some(&digest),
+        grants: grants.as_ref(),
+        outcome: &outcome,
+        reason: reason.as_deref(),
+        duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+        detail: None,
+    });
+}
+
+/// The grants of a call, for the audit log: what it could touch, not the limits.
+fn grants_summary(grants: &hermetic::EffectiveGrants) -> Value {
+    serde_json::json!({
+        "mounts": grants.mounts.iter()
+            .map(|m| serde_json::json!({"name": m.name, "access": m.access}))
+            .collect::<Vec<_>>(),
+        "env": grants.env,
+        "network": grants.network,
+        "terminal": grants.terminal,
+    })
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("hermetic", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let shared = self.shared.clone();
+        let Some((tenant, _)) = self.identity(&context) else {
+            return Err(McpError::invalid_request(
+                "unauthenticated: this server requires a bearer token",
+                None,
+            ));
+        };
+        // Availability may run a tool's `check()` (a guest call): keep it off the
+        // async workers.
+        let definitions = tokio::task::spawn_blocking(move || {
+            shared
+                .registry
+                .definitions_for(&tenant, &shared.options.selection)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(mcp_tools(&definitions)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let call = self.call(request, context);
+        Ok(self.shared.calls.track_future(call).await.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Sessions that began with the initialize handshake predate
+        // subscriptions/listen; they get list changes pushed on the session.
+        self.shared.add_legacy_peer(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.changes.subscribe();
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        // The server is gone: end the subscription gracefully.
+                        return Ok(());
+                    }
+                    context
+                        .sink()
+                        .notify_tool_list_changed()
+                        .await
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                }
+            }
+        }
+    }
+}
+
+/// Cancels the call when the request's future is dropped before the call returned
+/// (e.g. its session was torn down): no guest keeps running for a request nobody
+/// waits for. Cancelling after the call returned changes nothing.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// MCP tool entries from OpenAI function definitions (`[{"type": "function",
+/// "function": {name, description, parameters}}]`).
+fn mcp_tools(definitions: &Value) -> Vec<Tool> {
+    let Some(definitions) = definitions.as_array() else {
+        return Vec::new();
+    };
+    definitions
+        .iter()
+        .filter_map(|definition| {
+            let function = definition.get("function")?;
+            let name = function.get("name")?.as_str()?.to_owned();
+            let description = function
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|d| std::borrow::Cow::Owned(d.to_owned()));
+            // `parameters` is checked to be an object schema when the tool loads.
+            let parameters: JsonObject = function.get("parameters")?.as_object()?.clone();
+            Some(Tool::new_with_raw(name, description, Arc::new(parameters)))
+        })
+        .collect()
+}
+
+/// A call's outcome as an MCP tool result: its JSON as the content, and `isError` for
+/// every failure and for a result that reports the tool's own error.
+fn call_tool_result(result: &CallOutcome) -> CallToolResult {
+    let content = vec![ContentBlock::text(result.to_json())];
+    if result.is_error() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// A progress sink for one call and the task that forwards what it receives as
+/// `notifications/progress` with the client's token. The task ends when the sink (held
+/// by the call) is dropped.
+fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> (ProgressSink, tokio::task::JoinHandle<()>) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_BUFFER);
+    let sink: ProgressSink = Arc::new(move |progress| {
+        // Full: dropped (see PROGRESS_BUFFER). Closed: the request is gone.
+        let _ = sender.try_send(progress);
+    });
+    let task = tokio::spawn(async move {
+        while let Some(progress) = receiver.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), progress.done as f64);
+            param.total = progress.total.map(|t| t as f64);
+            if !progress.message.is_empty() {
+                param.message = Some(progress.message);
+            }
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("could not send a progress notification: {e}");
+                break;
+            }
+        }
+    });
+    (sink, task)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        reason = "tests"
+    )]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_result_with_an_error_key_is_an_error_result() {
+        let r = call_tool_result(&CallOutcome::Success(r#"{"error": "nope"}"#.to_owned()));
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            r.content[0].as_text().map(|t| t.text.as_str()),
+            Some(r#"{"error": "nope"}"#)
+        );
+    }
+
+    #[test]
+    fn other_results_are_successes() {
+        for text in [r#"{"echo": "x"}"#, r#"{"errors": 1}"#, r#"{"error": null}"#] {
+            let r = call_tool_result(&CallOutcome::Success(text.to_owned()));
+            assert_eq!(r.is_error, Some(false), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_host_failure_is_an_error_result() {
+        let r = call_tool_result(&CallOutcome::Cancelled);
+        assert_eq!(r.is_error, Some(true));
+    }
+
+    #[test]
+    fn definitions_become_mcp_tools_with_the_parameters_as_input_schema() {
+        let definitions = json!([{"type": "function", "function": {
+            "name": "echo", "description": "Echo", "parameters": {"type": "object", "properties": {}}
+        }}]);
+        let tools = mcp_tools(&definitions);
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].name, "echo");
+        assert_eq!(tools[0].description.as_deref(), Some("Echo"));
+        assert_eq!(
+            Value::Object((*tools[0].input_schema).clone()),
+            json!({"type": "object", "properties": {}})
+        );
+    }
+}

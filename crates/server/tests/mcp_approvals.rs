@@ -1,0 +1,393 @@
+//! The operator console's approvals endpoint over real HTTP, with the server in this
+//! process: approval requests are raised from a thread exactly as the approval gate
+//! raises them (a blocking [`Approver::request`] with a deadline), and answered with
+//! `GET /approvals` and `POST /approvals/{id}`. Also: shutdown hooks run when the
+//! server stops.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use hermetic::approval::{Answer, ApprovalRequest, Approver, RuleId, SessionKey, Tier};
+use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+use hermetic_server::approvals::McpApprover;
+use hermetic_server::{McpServer, ServeOptions, auth, http};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest any wait may take (a hang guard, not a timing assertion).
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+const ADMIN: &str = "hmt_admin_test_token";
+
+struct Running {
+    server: McpServer,
+    addr: String,
+    shutdown: tokio_util::sync::CancellationToken,
+    done: Option<std::thread::JoinHandle<()>>,
+    _workspace: tempfile::TempDir,
+}
+
+impl Running {
+    fn start() -> Self {
+        let workspace = tempfile::TempDir::new().unwrap();
+        let registry = Registry::new(RegistryOptions::new(OperatorPolicy::with_workspace(
+            workspace.path().to_path_buf(),
+        )))
+        .unwrap();
+        let mut options = ServeOptions::default();
+        options.access.admin_tokens.push(auth::digest(ADMIN));
+        let server = McpServer::new(Arc::new(registry), options);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (serving, token) = (server.clone(), shutdown.clone());
+        let done = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+                http::serve(&serving, listener, token).await.unwrap();
+            });
+        });
+        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
+        Self {
+            server,
+            addr,
+            shutdown,
+            done: Some(done),
+            _workspace: workspace,
+        }
+    }
+
+    /// (status, body) of one request.
+    fn request(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response[9..12].parse().unwrap();
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// Waits until the console lists a pending request and returns it.
+    fn pending(&self) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, body) = self.request("GET", "/approvals", Some(ADMIN), "");
+            assert_eq!(status, 200, "{body}");
+            let list: Value = serde_json::from_str(&body).unwrap();
+            if let Some(first) = list.as_array().unwrap().first() {
+                return first.clone();
+            }
+            assert!(start.elapsed() < HANG_GUARD, "no approval request arrived");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn answer(&self, id: &Value, answer: &str) -> (u16, String) {
+        self.request(
+            "POST",
+            &format!("/approvals/{id}"),
+            Some(ADMIN),
+            &json!({ "answer": answer }).to_string(),
+        )
+    }
+
+    fn stop(mut self) {
+        self.shutdown.cancel();
+        self.done.take().unwrap().join().unwrap();
+    }
+}
+
+fn request(command: &str) -> ApprovalRequest {
+    ApprovalRequest::new(
+        SessionKey::new("acme", "session-1"),
+        command,
+        Tier::Dangerous,
+        vec![RuleId::RmRecursive],
+        vec![command.to_owned()],
+    )
+}
+
+/// Raises `request` from a thread, as the gate would, through `approver`.
+fn ask(approver: Arc<dyn Approver>, command: &str) -> std::thread::JoinHandle<Answer> {
+    let request = request(command);
+    std::thread::spawn(move || {
+        approver
+            .request(&request, Instant::now() + HANG_GUARD)
+            .unwrap()
+    })
+}
+
+#[test]
+fn the_console_lists_pending_approvals_and_its_answers_reach_the_gate() {
+    let running = Running::start();
+    let broker = running
+        .server
+        .approvals()
+        .expect("admin token → broker")
+        .clone();
+
+    let (status, body) = running.request("GET", "/approvals", Some(ADMIN), "");
+    assert_eq!((status, body.as_str()), (200, "[]"));
+
+    // Approve for the session.
+    let waiter = ask(broker.clone(), "rm -rf build");
+    let pending = running.pending();
+    assert_eq!(pending["tenant"], "acme");
+    assert_eq!(pending["session"], "session-1");
+    assert_eq!(pending["command"], "rm -rf build");
+    assert_eq!(pending["rules"], json!(["fs.rm_recursive"]));
+    assert!(pending["expires_in_ms"].as_u64().unwrap() > 0);
+    let (status, body) = running.answer(&pending["id"], "session");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(waiter.join().unwrap(), Answer::Session);
+    // Answered requests leave the list, and cannot be answered twice.
+    let (_, body) = running.request("GET", "/approvals", Some(ADMIN), "");
+    assert_eq!(body, "[]");
+    assert_eq!(running.answer(&pending["id"], "once").0, 404);
+
+    // Deny, through the MCP approver a call gets when its client cannot elicit.
+    let approver: Arc<dyn Approver> = Arc::new(McpApprover::new(None, Some(broker.clone())));
+    let waiter = ask(approver, "rm -rf /srv/data");
+    let pending = running.pending();
+    assert_eq!(pending["command"], "rm -rf /srv/data");
+    // Only the four choices are answers.
+    assert_eq!(running.answer(&pending["id"], "yes please").0, 400);
+    assert_eq!(running.answer(&pending["id"], "timeout").0, 400);
+    assert_eq!(running.answer(&pending["id"], "deny").0, 200);
+    assert_eq!(waiter.join().unwrap(), Answer::Deny);
+
+    assert_eq!(running.answer(&json!(999_999), "once").0, 404);
+    running.stop();
+}
+
+#[test]
+fn the_console_needs_the_admin_token() {
+    let running = Running::start();
+    let broker = running.server.approvals().unwrap().clone();
+    let waiter = ask(broker, "rm -rf build");
+    let pending = running.pending();
+    for token in [None, Some("hmt_wrong")] {
+        assert_eq!(running.request("GET", "/approvals", token, "").0, 401);
+        let path = format!("/approvals/{}", pending["id"]);
+        let (status, _) = running.request("POST", &path, token, r#"{"answer":"once"}"#);
+        assert_eq!(status, 401);
+    }
+    // Still pending: nothing was answered without the token.
+    assert_eq!(running.pending()["id"], pending["id"]);
+    assert_eq!(running.answer(&pending["id"], "once").0, 200);
+    assert_eq!(waiter.join().unwrap(), Answer::Once);
+    running.stop();
+}
+
+#[test]
+fn shutdown_hooks_run_when_the_server_stops() {
+    let running = Running::start();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    running
+        .server
+        .on_shutdown(Box::new(move || flag.store(true, Ordering::SeqCst)));
+    assert!(!ran.load(Ordering::SeqCst));
+    running.stop();
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+// ── Elicitation with the official Python SDK ─────────────────────────────────────────
+//
+// `McpApprover` on its own, with every answer the client can give: a small MCP server
+// whose one tool asks the question through it, as a call does when the gate asks its
+// `CallOptions::approver`. The client is tests/mcp/client.py's `elicit` scenario; the
+// same scenario drives the real terminal tool through `hermetic serve` in
+// crates/cli/tests/mcp.rs (`a_dangerous_terminal_command_runs_only_after_…`).
+
+mod elicitation {
+    use super::*;
+    use hyper_util::rt::TokioIo;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::RequestContext;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::{ErrorData, RoleServer, ServerHandler};
+    use std::path::Path;
+    use std::process::Command;
+
+    #[derive(Clone)]
+    struct Asker;
+
+    impl ServerHandler for Asker {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let schema = json!({"type": "object", "properties": {}});
+            let schema = schema.as_object().unwrap().clone();
+            Ok(ListToolsResult::with_all_items(vec![Tool::new_with_raw(
+                "approve_me",
+                None,
+                Arc::new(schema),
+            )]))
+        }
+
+        async fn call_tool(
+            &self,
+            _request: CallToolRequestParams,
+            context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            // No console: a client that cannot be asked gets Unavailable.
+            let approver = McpApprover::new(Some(&context.peer), None);
+            let answer = tokio::task::spawn_blocking(move || {
+                approver.request(&request("rm -rf build"), Instant::now() + HANG_GUARD)
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            let text = json!({ "answer": answer }).to_string();
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        }
+    }
+
+    /// Serves [`Asker`] on loopback; returns the URL. The runtime lives as long as the
+    /// test process.
+    fn start() -> String {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let service = StreamableHttpService::new(
+                    || Ok(Asker),
+                    Arc::new(LocalSessionManager::default()),
+                    StreamableHttpServerConfig::default(),
+                );
+                loop {
+                    let (stream, _) = listener.accept().await.unwrap();
+                    let service = service.clone();
+                    tokio::spawn(async move {
+                        let route = hyper::service::service_fn(move |request| {
+                            let service = service.clone();
+                            async move {
+                                Ok::<_, std::convert::Infallible>(service.handle(request).await)
+                            }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), route)
+                            .await;
+                    });
+                }
+            });
+        });
+        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
+        format!("http://{addr}/mcp")
+    }
+
+    /// Runs the `elicit` scenario; returns its report.
+    fn elicit(mode: &str, answer: &str) -> Value {
+        let url = start();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/client.py");
+        let out = Command::new("python3")
+            .arg(script)
+            .args([
+                "elicit",
+                mode,
+                "--url",
+                &url,
+                "--call",
+                "approve_me",
+                "--elicit",
+                answer,
+            ])
+            .output()
+            .expect("python3 with the MCP SDK (.ci/run installs it)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_client_that_elicits_approves_once() {
+        let report = elicit("legacy", "once");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "once"}),
+            "{report:#}"
+        );
+        let seen = &report["elicitations"][0];
+        assert!(
+            seen["message"].as_str().unwrap().contains("rm -rf build"),
+            "{report:#}"
+        );
+        assert!(
+            seen["message"]
+                .as_str()
+                .unwrap()
+                .contains("fs.rm_recursive"),
+            "{report:#}"
+        );
+    }
+
+    #[test]
+    fn a_client_that_declines_denies() {
+        let report = elicit("legacy", "decline");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "deny"}),
+            "{report:#}"
+        );
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_2026_client_cannot_be_asked_mid_call_so_nobody_answers() {
+        // 2026-07-28 forbids server-to-client requests: no elicitation is sent, and
+        // with no console the answer is Unavailable (the gate then denies).
+        let report = elicit("auto", "once");
+        assert_eq!(
+            report["calls"]["approve_me"]["text"],
+            json!({"answer": "unavailable"}),
+            "{report:#}"
+        );
+        assert_eq!(report["elicitations"], json!([]));
+    }
+}

@@ -1,0 +1,252 @@
+//! The backend contract: how a command becomes a host process. Every backend is one
+//! file implementing [`TerminalBackend`]; the process handling (process groups,
+//! timeouts, output, background processes) is shared and lives in `exec.rs` and
+//! `process.rs`. A backend that cannot run here yet (singularity/apptainer, modal,
+//! daytona) would be one more file building its CLI's command line.
+
+use hermetic_approval::SessionKey;
+use std::process::Command;
+
+/// A backend failed to prepare or run a command.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend's program could not be started.
+    #[error("{backend}: cannot start {program}: {reason}")]
+    Spawn {
+        /// Backend name.
+        backend: &'static str,
+        /// Program.
+        program: String,
+        /// OS error.
+        reason: String,
+    },
+    /// Setting up the session (starting a container, …) failed.
+    #[error("{backend}: {reason}")]
+    Setup {
+        /// Backend name.
+        backend: &'static str,
+        /// What failed.
+        reason: String,
+    },
+    /// The backend's configuration cannot work.
+    #[error("terminal backend {backend} is misconfigured: {reason}")]
+    Config {
+        /// Backend name.
+        backend: &'static str,
+        /// What to fix.
+        reason: String,
+    },
+}
+
+/// What a backend needs to build one command's process.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The complete shell script to run (already wrapped by [`wrap_script`]).
+    pub script: String,
+    /// Environment for the command (already scrubbed: exactly these variables).
+    pub env: Vec<(String, String)>,
+    /// Working directory, in the backend's file system.
+    pub cwd: String,
+    /// Allocate a pseudo-terminal on the far side (ssh `-tt`).
+    pub pty: bool,
+}
+
+/// How a backend honours `pty: true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtyMode {
+    /// It cannot: the command runs without a pseudo-terminal (and the result says so).
+    None,
+    /// The host runs the backend's process on a pseudo-terminal (local).
+    Host,
+    /// The backend allocates one on the far side itself (ssh `-tt`).
+    Backend,
+}
+
+/// Runs commands somewhere. Implementations are cheap to call and thread-safe.
+///
+/// # Contract
+/// The host has already put the command through the approval gate: a backend never
+/// decides whether a command may run, and never sees one the gate refused.
+pub trait TerminalBackend: Send + Sync {
+    /// `local`, `bwrap`, `docker`, `ssh`.
+    fn name(&self) -> &'static str;
+
+    /// The default working directory when neither the agent nor the session set one.
+    fn default_cwd(&self) -> String;
+
+    /// Whether commands run in another process tree (container, remote host), so the
+    /// script must report its pid and a timeout must also kill there.
+    fn is_remote(&self) -> bool;
+
+    /// Whether commands run under bash, the shell the approval gate parses them as.
+    /// Backends that can only count on a POSIX `sh` (containers, remote hosts) say no,
+    /// and commands with bash-only quoting are refused there (see
+    /// [`bash_only_quoting`]).
+    fn runs_bash(&self) -> bool {
+        true
+    }
+
+    /// Who provides the pseudo-terminal when the agent asks for one.
+    fn pty_mode(&self) -> PtyMode {
+        PtyMode::None
+    }
+
+    /// The host process that runs `job` for `session` (preparing the session first,
+    /// e.g. starting its container). The caller sets stdio and the process group.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the session cannot be prepared.
+    fn command(&self, session: &SessionKey, job: &Job) -> Result<Command, BackendError>;
+
+    /// Kills the process tree rooted at `pid` on the far side (remote backends only).
+    ///
+    /// # Errors
+    /// [`BackendError`] when the kill command could not be run.
+    fn kill_remote(&self, session: &SessionKey, pid: u32) -> Result<(), BackendError> {
+        let _ = (session, pid);
+        Ok(())
+    }
+
+    /// The session ended: release what it held (its container, …).
+    fn end_session(&self, session: &SessionKey) {
+        let _ = session;
+    }
+
+    /// The host is shutting down: release everything.
+    fn shutdown(&self) {}
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// A per-command random marker: lines starting with it carry the pid and final working
+/// directory back through the merged output and are removed before the agent sees it.
+pub fn new_marker() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("__HERMETIC_{:016x}__", h.finish())
+}
+
+/// The script a backend runs: reports the pid (remote backends, so a timeout can kill
+/// the tree there), changes to `cwd`, runs `command`, and on exit — however the command
+/// exits — reports the working directory so a `cd` holds for the next call.
+pub fn wrap_script(
+    command: &str,
+    cwd: &str,
+    marker: &str,
+    report_pid: bool,
+    track_cwd: bool,
+) -> String {
+    let mut s = String::new();
+    if report_pid {
+        s.push_str(&format!("printf '%s pid %s\\n' {marker} \"$$\"\n"));
+    }
+    if track_cwd {
+        // On the far side (ssh, containers) the host cannot kill the command's process
+        // group once the script exited, so a foreground script ends what it left
+        // running (`sleep 1000 &`) itself, on its way out.
+        let reap = if report_pid {
+            s.push_str(
+                "__hermetic_k() { kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }\n",
+            );
+            " for c in $(cat /proc/$$/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done;"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "trap '__hermetic_ec=$?; printf \"%s cwd %s\\n\" {marker} \"$PWD\";{reap} exit $__hermetic_ec' EXIT\n"
+        ));
+    }
+    s.push_str(&format!("cd -- {} || exit 126\n", shell_quote(cwd)));
+    s.push_str(command);
+    s.push('\n');
+    s
+}
+
+/// Whether `command` uses quoting that bash and a POSIX `sh` read differently: ANSI-C
+/// `$'…'` and locale `$"…"` strings. Under dash, `echo $'x\'; rm -rf ~; echo \'` runs
+/// the `rm` that bash (and so the approval gate) sees as quoted text.
+pub fn bash_only_quoting(command: &str) -> bool {
+    command.contains("$'") || command.contains("$\"")
+}
+
+/// The remote kill: stop the process first so it cannot fork more, then kill its
+/// children (recursively, through /proc), then it. Works with any POSIX sh and busybox.
+pub fn remote_kill_script(pid: u32) -> String {
+    format!(
+        "k() {{ kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }}; k {pid}"
+    )
+}
+
+/// A working directory from an agent must be a plain path: no shell metacharacters,
+/// no control characters.
+pub fn valid_workdir(dir: &str) -> bool {
+    !dir.is_empty()
+        && dir.len() <= 4096
+        && !dir.chars().any(|c| {
+            c.is_control()
+                || matches!(
+                    c,
+                    '$' | '`'
+                        | ';'
+                        | '&'
+                        | '|'
+                        | '<'
+                        | '>'
+                        | '('
+                        | ')'
+                        | '{'
+                        | '}'
+                        | '*'
+                        | '?'
+                        | '['
+                        | ']'
+                        | '!'
+                        | '"'
+                        | '\''
+                        | '\\'
+                        | '#'
+                        | '~'
+                )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bash_only_quoting_is_spotted() {
+        assert!(bash_only_quoting("echo $'x\\'; rm -rf ~; echo \\'"));
+        assert!(bash_only_quoting("echo $\"hi\""));
+        assert!(!bash_only_quoting("echo '$HOME' \"$HOME\" $x"));
+    }
+
+    #[test]
+    fn workdirs_with_shell_metacharacters_are_refused() {
+        assert!(valid_workdir("/tmp/build dir/x-1.2"));
+        for bad in [
+            "",
+            "/tmp;rm -rf /",
+            "$(id)",
+            "/a`b`",
+            "/a\nb",
+            "~root",
+            "/a|b",
+        ] {
+            assert!(!valid_workdir(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn quoting_survives_single_quotes() {
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,812 @@
+//! Shell commands for agents, run by the host behind the approval gate.
+//!
+//! The `terminal` and `process` tools are guests; they call the host's `terminal`
+//! interface (linked only into tools that declare it and were granted it). For every
+//! command, foreground or background, on every backend:
+//!
+//! 1. the request is checked (timeout at most [`config::MAX_TIMEOUT_SECS`], a plain
+//!    `workdir`);
+//! 2. the tenant's [`ApprovalGate`] decides — hardline commands never run, dangerous
+//!    ones run only after a human (or the operator's policy) approves, and silence is
+//!    denial;
+//! 3. only then does the tenant's [`TerminalBackend`] see it: `local`, `bwrap`,
+//!    `docker` (any docker-compatible CLI) or `ssh`, chosen by the operator;
+//! 4. the output (stdout and stderr merged) is streamed as progress, then stripped of
+//!    ANSI escapes, redacted and capped ([`output`]).
+//!
+//! Background processes live in a [`process::ProcessRegistry`] per (tenant, session);
+//! [`TerminalHost::end_session`] and [`TerminalHost::shutdown`] kill them.
+
+pub mod backend;
+pub mod bwrap;
+/// The terminal settings (data, in `hermetic-policy`).
+pub use hermetic_policy::terminal as config;
+pub mod docker;
+mod exec;
+pub mod local;
+pub mod output;
+pub mod process;
+pub mod ssh;
+
+pub use backend::{BackendError, Job, TerminalBackend};
+pub use config::{BackendKind, TerminalConfig, TerminalSettings};
+
+use config::MAX_TIMEOUT_SECS;
+use hermetic::CancelToken;
+pub use hermetic::{CommandRequest, ProcessRequest, TerminalCallContext, TerminalService};
+use hermetic_approval::{
+    ApprovalContext, ApprovalGate, ApprovalObserver, Approver, Outcome, SessionKey, Verdict,
+};
+use process::{Action, ProcessRegistry};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// PATH for local and bwrap commands: the standard directories, not the host's PATH
+/// (which may point into a user's private bin directories).
+const COMMAND_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Kept back from the call's own deadline so a command's timeout ends before the tool's.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+/// Live terminal sessions one tenant may hold. Each may hold background processes and
+/// a container until it ends, and a session ends only when its client says so or the
+/// server prunes it: without a cap one tenant could open sessions until the host runs
+/// out of processes or disk. 64 is far more than one agent fleet's concurrent sessions.
+pub const MAX_SESSIONS_PER_TENANT: usize = 64;
+
+/// A tenant has [`MAX_SESSIONS_PER_TENANT`] live terminal sessions already.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this tenant already has {MAX_SESSIONS_PER_TENANT} live terminal sessions; end one (close its MCP session) before using the terminal in a new one"
+)]
+pub struct TooManySessions;
+
+/// Terminal set-up errors.
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    /// The tenant's approval settings do not compile.
+    #[error("approval settings of tenant {tenant:?}: {reason}")]
+    Approval {
+        /// Tenant id ("" = operator).
+        tenant: String,
+        /// Why.
+        reason: String,
+    },
+    /// The backend cannot be built.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// One tenant's compiled terminal: its backend and its approval gate.
+struct TenantTerminal {
+    config: TerminalConfig,
+    backend: Arc<dyn TerminalBackend>,
+    gate: ApprovalGate,
+}
+
+/// The host's terminal service: per-tenant backends and approval gates (built on first
+/// use), each session's working directory, and the background processes.
+///
+/// Dropping it (or [`TerminalHost::shutdown`]) kills every background process and
+/// removes every session container.
+pub struct TerminalHost {
+    settings: TerminalSettings,
+    host_cwd: PathBuf,
+    tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
+    cwds: Mutex<HashMap<SessionKey, String>>,
+    /// Sessions that ran a command and have not ended, by tenant.
+    live: Mutex<HashMap<String, std::collections::HashSet<String>>>,
+    processes: ProcessRegistry,
+    /// Observers every tenant's gate reports to (the audit log).
+    observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
+}
+
+impl std::fmt::Debug for TerminalHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalHost")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TerminalHost {
+    /// A terminal service for these settings. Nothing is started or compiled until a
+    /// command arrives, so a host whose tools never use the terminal pays nothing.
+    pub fn new(settings: TerminalSettings) -> Self {
+        Self {
+            settings,
+            host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            tenants: Mutex::new(HashMap::new()),
+            cwds: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
+            processes: ProcessRegistry::default(),
+            observers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds an observer of every approval request and answer (e.g. the server's audit
+    /// log), for every tenant's gate. Gates already built are rebuilt on their next
+    /// use; their session approvals start afresh.
+    pub fn add_observer(&self, observer: Arc<dyn ApprovalObserver>) {
+        self.observers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(observer);
+        self.tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &TerminalSettings {
+        &self.settings
+    }
+
+    /// The background processes.
+    pub fn processes(&self) -> &ProcessRegistry {
+        &self.processes
+    }
+
+    fn tenant(&self, tenant: &str) -> Result<Arc<TenantTerminal>, TerminalError> {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tenants.get(tenant) {
+            return Ok(Arc::clone(t));
+        }
+        let config = self.settings.for_tenant(tenant).clone();
+        let cwd = config.cwd.as_ref().map(|p| p.display().to_string());
+        let local_cwd = || {
+            cwd.clone()
+                .unwrap_or_else(|| self.host_cwd.display().to_string())
+        };
+        let backend: Arc<dyn TerminalBackend> = match config.backend {
+            BackendKind::Local => Arc::new(local::LocalBackend::new(local_cwd())),
+            BackendKind::Bwrap => Arc::new(bwrap::BwrapBackend::new(&config.bwrap, local_cwd())),
+            BackendKind::Docker => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
+            BackendKind::Ssh => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
+        };
+        let mut gate =
+            ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
+                tenant: tenant.to_owned(),
+                reason: e.to_string(),
+            })?;
+        for observer in self
+            .observers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            gate = gate.with_observer(Arc::clone(observer));
+        }
+        let t = Arc::new(TenantTerminal {
+            config,
+            backend,
+            gate,
+        });
+        tenants.insert(tenant.to_owned(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// Counts `session` among the tenant's live sessions.
+    ///
+    /// # Errors
+    /// [`TooManySessions`] when it is new and the tenant already has
+    /// [`MAX_SESSIONS_PER_TENANT`].
+    fn claim_session(&self, tenant: &str, session: &str) -> Result<(), TooManySessions> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = live.entry(tenant.to_owned()).or_default();
+        if sessions.contains(session) {
+            return Ok(());
+        }
+        if sessions.len() >= MAX_SESSIONS_PER_TENANT {
+            return Err(TooManySessions);
+        }
+        sessions.insert(session.to_owned());
+        Ok(())
+    }
+
+    /// Live terminal sessions of `tenant` (ran a command, not ended yet).
+    pub fn live_sessions(&self, tenant: &str) -> usize {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tenant)
+            .map_or(0, std::collections::HashSet::len)
+    }
+
+    /// The session ended: kill its background processes, forget its working directory,
+    /// and release what its backend holds (its container).
+    pub fn end_session(&self, tenant: &str, session: &str) {
+        if let Some(sessions) = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(tenant)
+        {
+            sessions.remove(session);
+        }
+        let key = SessionKey::new(tenant, session);
+        self.processes.end_session(&key);
+        self.cwds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        let t = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tenant)
+            .cloned();
+        if let Some(t) = t {
+            t.backend.end_session(&key);
+        }
+    }
+
+    /// Host shutdown: kill every background process and release every backend.
+    pub fn shutdown(&self) {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.processes.kill_all();
+        let tenants: Vec<Arc<TenantTerminal>> = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for t in tenants {
+            t.backend.shutdown();
+        }
+    }
+}
+
+/// `options` with a [`TerminalHost`] for the terminal settings of its policy: what the
+/// `hermetic` binary does, so tools granted the terminal reach real backends.
+pub fn attach(options: hermetic::RegistryOptions) -> hermetic::RegistryOptions {
+    let host = Arc::new(TerminalHost::new(options.policy.terminal.clone()));
+    options.with_terminal(host)
+}
+
+impl TerminalService for TerminalHost {
+    fn run(
+        &self,
+        call: &TerminalCallContext,
+        request: &CommandRequest,
+        on_output: &mut dyn FnMut(&str),
+    ) -> Value {
+        TerminalCall::new(self, call).run(request, on_output)
+    }
+
+    fn start(&self, call: &TerminalCallContext, request: &CommandRequest) -> Value {
+        TerminalCall::new(self, call).start(request)
+    }
+
+    fn process(&self, call: &TerminalCallContext, request: &ProcessRequest) -> Value {
+        TerminalCall::new(self, call).process(request)
+    }
+
+    fn end_session(&self, tenant: &str, session: &str) {
+        TerminalHost::end_session(self, tenant, session);
+    }
+
+    fn shutdown(&self) {
+        TerminalHost::shutdown(self);
+    }
+
+    fn add_observer(&self, observer: Arc<dyn ApprovalObserver>) {
+        TerminalHost::add_observer(self, observer);
+    }
+}
+
+impl Drop for TerminalHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One call's access to the terminal: who is calling, who can approve, what env the
+/// tool was granted. Built by dispatch only when the tool's grants include the terminal.
+pub struct TerminalCall<'a> {
+    /// The host's terminal service.
+    pub host: &'a TerminalHost,
+    /// Tenant id ("" = the operator).
+    pub tenant: String,
+    /// Agent session.
+    pub session: String,
+    /// Who answers approval requests (`None`: nobody; the headless default applies).
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The call's cancel token: cancelling kills the running command.
+    pub cancel: Option<CancelToken>,
+    /// Granted env vars with their values (passed to commands, redacted from output).
+    pub env: Vec<(String, String)>,
+    /// When the calling tool's own deadline passes.
+    pub deadline: Option<Instant>,
+}
+
+impl std::fmt::Debug for TerminalCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalCall")
+            .field("tenant", &self.tenant)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+fn error_result(message: impl Into<String>) -> Value {
+    json!({"output": "", "exit_code": -1, "error": message.into()})
+}
+
+/// The gate's refusal in Hermes's shapes: `blocked` for a refusal (hardline, deny rule,
+/// a human's no), `pending_approval` when nobody has approved yet (no approver,
+/// timeout, approver failure). Either way the command did not run.
+fn refusal(verdict: &Verdict, command: &str) -> Value {
+    match verdict.outcome {
+        Outcome::NoApprover | Outcome::Timeout | Outcome::ApproverError => json!({
+            "output": "",
+            "exit_code": -1,
+            "error": verdict.message,
+            "status": "pending_approval",
+            "command": command,
+            "description": verdict.descriptions.join("; "),
+            "pattern_key": verdict.rules.first().map(|r| r.as_str()),
+        }),
+        _ => json!({
+            "output": "",
+            "exit_code": -1,
+            "error": verdict.message,
+            "status": "blocked",
+        }),
+    }
+}
+
+impl<'a> TerminalCall<'a> {
+    /// The call `context` describes, on `host`.
+    pub fn new(host: &'a TerminalHost, context: &TerminalCallContext) -> Self {
+        Self {
+            host,
+            tenant: context.tenant.clone(),
+            session: context.session.clone(),
+            approver: context.approver.clone(),
+            cancel: context.cancel.clone(),
+            env: context.env.clone(),
+            deadline: context.deadline,
+        }
+    }
+
+    fn key(&self) -> SessionKey {
+        SessionKey::new(self.tenant.as_str(), self.session.as_str())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        self.env.iter().map(|(_, v)| v.clone()).collect()
+    }
+
+    /// Output for the agent: ANSI stripped, secrets redacted.
+    fn clean(&self, text: &str) -> String {
+        output::redact(&output::strip_ansi(text), &self.secrets())
+    }
+
+    /// Checks the request, then asks the gate. `Err` is the result to return.
+    fn admit(&self, request: &CommandRequest) -> Result<Arc<TenantTerminal>, Value> {
+        if request.command.trim().is_empty() {
+            return Err(error_result("command is empty"));
+        }
+        if let Some(dir) = &request.workdir
+            && !backend::valid_workdir(dir)
+        {
+            return Err(error_result(format!(
+                "workdir {dir:?} is not a plain path: shell metacharacters and control characters are not allowed"
+            )));
+        }
+        let t = self.tenant_terminal()?;
+        if !t.backend.runs_bash() && backend::bash_only_quoting(&request.command) {
+            return Err(error_result(format!(
+                "the {} backend runs commands under sh, which reads $'…' and $\"…\" quoting differently from bash: rewrite the command without them",
+                t.backend.name()
+            )));
+        }
+        self.gate(&t, &request.command)?;
+        // Text fed to the command's stdin can be code (`bash`, `python3`, `sh -s` read
+        // their program from it), which the gate never saw in `command`: it passes the
+        // gate as a command of its own.
+        if let Some(stdin) = request.stdin.as_deref().filter(|s| !s.trim().is_empty()) {
+            self.gate(&t, stdin)?;
+        }
+        Ok(t)
+    }
+
+    fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, Value> {
+        self.host
+            .tenant(&self.tenant)
+            .map_err(|e| error_result(format!("terminal unavailable: {e}")))
+    }
+
+    /// Puts `text` through the tenant's approval gate. `Err` is the refusal to return.
+    fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), Value> {
+        let verdict = t.gate.check_with_approver(
+            &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
+            text,
+            self.approver.as_deref(),
+        );
+        if verdict.approved {
+            return Ok(());
+        }
+        tracing::info!(
+            tenant = %self.tenant,
+            session = %self.session,
+            outcome = ?verdict.outcome,
+            rules = ?verdict.rules,
+            "terminal input refused by the approval gate"
+        );
+        Err(refusal(&verdict, text))
+    }
+
+    /// The command's environment: a fixed PATH, HOME, LANG and TERM, the operator's
+    /// pass-through variables, and the tool's granted env. Nothing else of the host's.
+    fn command_env(&self, config: &TerminalConfig) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("PATH".to_owned(), COMMAND_PATH.to_owned()),
+            (
+                "HOME".to_owned(),
+                std::env::var("HOME").unwrap_or_else(|_| "/".to_owned()),
+            ),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("TERM".to_owned(), "dumb".to_owned()),
+        ];
+        for var in &config.env {
+            if let Ok(v) = std::env::var(var) {
+                env.push((var.clone(), v));
+            }
+        }
+        env.extend(self.env.iter().cloned());
+        env
+    }
+
+    fn job(
+        &self,
+        t: &TenantTerminal,
+        request: &CommandRequest,
+        marker: &str,
+        foreground: bool,
+    ) -> Job {
+        let cwd = request.workdir.clone().unwrap_or_else(|| {
+            self.host
+                .cwds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&self.key())
+                .cloned()
+                .unwrap_or_else(|| t.backend.default_cwd())
+        });
+        Job {
+            script: backend::wrap_script(
+                &request.command,
+                &cwd,
+                marker,
+                t.backend.is_remote(),
+                foreground,
+            ),
+            env: self.command_env(&t.config),
+            cwd,
+            pty: request.pty && t.backend.pty_mode() == backend::PtyMode::Backend,
+        }
+    }
+
+    /// The backend's process, on a host pseudo-terminal when asked and the backend
+    /// runs locally.
+    fn spawn(
+        &self,
+        t: &TenantTerminal,
+        key: &SessionKey,
+        job: &Job,
+        pty: bool,
+    ) -> Result<exec::Spawned, BackendError> {
+        let cmd = t.backend.command(key, job)?;
+        if pty && t.backend.pty_mode() == backend::PtyMode::Host {
+            exec::spawn_pty(cmd, t.backend.name())
+        } else {
+            exec::spawn(cmd, t.backend.name())
+        }
+    }
+
+    /// Runs a command in the foreground. `on_output` receives its output (cleaned) as
+    /// it arrives. The result is Hermes's `{"output", "exit_code", "error"}`, or a
+    /// refusal (see the module docs).
+    pub fn run(&self, request: &CommandRequest, on_output: &mut dyn FnMut(&str)) -> Value {
+        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
+            return error_result(e.to_string());
+        }
+        let t = match self.admit(request) {
+            Ok(t) => t,
+            Err(v) => return v,
+        };
+        let requested = request
+            .timeout_secs
+            .map_or(t.config.timeout_secs.min(MAX_TIMEOUT_SECS), u64::from);
+        if requested > MAX_TIMEOUT_SECS {
+            return error_result(format!(
+                "timeout {requested}s is over the {MAX_TIMEOUT_SECS}s maximum for foreground commands; run long jobs with background=true and check on them with the process tool"
+            ));
+        }
+        let mut timeout = Duration::from_secs(requested.max(1));
+        if let Some(deadline) = self.deadline {
+            // The tool's own deadline bounds the command: better a clean timeout result
+            // than the whole call failing with a time limit.
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .saturating_sub(DEADLINE_MARGIN);
+            timeout = timeout.min(left.max(Duration::from_secs(1)));
+        }
+        let marker = backend::new_marker();
+        let job = self.job(&t, request, &marker, true);
+        let key = self.key();
+        let spawned = match self.spawn(&t, &key, &job, request.pty) {
+            Ok(s) => s,
+            Err(e) => return error_result(format!("could not run the command: {e}")),
+        };
+        let secrets = self.secrets();
+        let mut stream = |text: &str| {
+            on_output(&output::redact(&output::strip_ansi(text), &secrets));
+        };
+        let finished = exec::run_to_end(
+            &exec::Foreground {
+                backend: t.backend.as_ref(),
+                session: &key,
+                timeout,
+                cancelled: &|| self.cancelled(),
+            },
+            spawned,
+            marker,
+            request.stdin.clone(),
+            &mut stream,
+        );
+        if let Some(cwd) = finished.cwd {
+            self.host
+                .cwds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, cwd);
+        }
+        let (kept, total) = finished.output.into_parts();
+        let mut text = output::cap(&self.clean(&kept), total);
+        let exit_code = match finished.ending {
+            exec::Ending::Exited(code) => code,
+            exec::Ending::TimedOut => {
+                text.push_str(&format!(
+                    "\n[Command timed out after {}s]",
+                    timeout.as_secs()
+                ));
+                124
+            }
+            exec::Ending::Cancelled => {
+                text.push_str("\n[Command interrupted: the call was cancelled]");
+                130
+            }
+        };
+        let mut text = text.trim_end();
+        if request.pty {
+            // A pseudo-terminal's line discipline adds blank lines of its own at the start.
+            text = text.trim_start_matches('\n');
+        }
+        let text = text.to_owned();
+        let mut result = json!({"output": text, "exit_code": exit_code, "error": null});
+        if let Some(meaning) = output::exit_code_meaning(&request.command, exit_code) {
+            result["exit_code_meaning"] = json!(meaning);
+        }
+        if request.pty && t.backend.pty_mode() == backend::PtyMode::None {
+            result["pty_note"] = json!(format!(
+                "the {} backend has no PTY mode; the command ran without a pseudo-terminal",
+                t.backend.name()
+            ));
+        }
+        result
+    }
+
+    /// Starts a background process (after the same gate):
+    /// `{"output": "Background process started", "session_id", "pid"}`.
+    pub fn start(&self, request: &CommandRequest) -> Value {
+        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
+            return error_result(e.to_string());
+        }
+        let t = match self.admit(request) {
+            Ok(t) => t,
+            Err(v) => return v,
+        };
+        let key = self.key();
+        if let Err(e) = self.host.processes.reserve(&key) {
+            return error_result(e.to_string());
+        }
+        let marker = backend::new_marker();
+        let job = self.job(&t, request, &marker, false);
+        let spawned = match self.spawn(&t, &key, &job, request.pty) {
+            Ok(s) => s,
+            Err(e) => return error_result(format!("could not start the command: {e}")),
+        };
+        // Registered before its stdin is written (by the registry, off this thread): a
+        // process that never reads must not hold the call, and must stay killable.
+        let (id, pid) = self.host.processes.add(
+            &key,
+            &request.command,
+            Arc::clone(&t.backend),
+            spawned,
+            marker,
+            request.stdin.clone(),
+        );
+        json!({"output": "Background process started", "session_id": id, "pid": pid})
+    }
+
+    /// How long a stdin write may wait for the process to read: bounded by the call's
+    /// own deadline, so a process that never reads cannot make the call time out.
+    fn stdin_wait(&self) -> Duration {
+        let wait = process::STDIN_WAIT;
+        match self.deadline {
+            Some(deadline) => wait.min(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(DEADLINE_MARGIN),
+            ),
+            None => wait,
+        }
+    }
+
+    /// A `process` action on this session's background processes. Data written to a
+    /// process passes the approval gate first: a background `bash` or `python3` would
+    /// otherwise run whatever it is sent, unasked.
+    pub fn process(&self, request: &ProcessRequest) -> Value {
+        if let ProcessRequest::Write { data, .. } | ProcessRequest::Submit { data, .. } = request
+            && !data.trim().is_empty()
+        {
+            let gated = self.tenant_terminal().and_then(|t| self.gate(&t, data));
+            if let Err(refused) = gated {
+                return refused;
+            }
+        }
+        let action = match request {
+            ProcessRequest::List => Action::List,
+            ProcessRequest::Poll(id) => Action::Poll(id),
+            ProcessRequest::Log { id, offset, limit } => Action::Log {
+                id,
+                offset: *offset,
+                limit: *limit,
+            },
+            ProcessRequest::Wait { id, timeout_secs } => {
+                let secs = timeout_secs
+                    .map_or(config::DEFAULT_TIMEOUT_SECS, u64::from)
+                    .min(MAX_TIMEOUT_SECS);
+                let mut timeout = Duration::from_secs(secs);
+                if let Some(deadline) = self.deadline {
+                    let left = deadline
+                        .saturating_duration_since(Instant::now())
+                        .saturating_sub(DEADLINE_MARGIN);
+                    timeout = timeout.min(left);
+                }
+                Action::Wait { id, timeout }
+            }
+            ProcessRequest::Kill(id) => Action::Kill(id),
+            ProcessRequest::Write { id, data } => Action::Write {
+                id,
+                data,
+                newline: false,
+                wait: self.stdin_wait(),
+            },
+            ProcessRequest::Submit { id, data } => Action::Write {
+                id,
+                data,
+                newline: true,
+                wait: self.stdin_wait(),
+            },
+            ProcessRequest::Close(id) => Action::Close(id),
+        };
+        self.host
+            .processes
+            .action(&self.key(), action, &|text| self.clean(text), &|| {
+                self.cancelled()
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        reason = "tests"
+    )]
+    use super::*;
+
+    fn call<'a>(host: &'a TerminalHost, tenant: &str, session: &str) -> TerminalCall<'a> {
+        TerminalCall {
+            host,
+            tenant: tenant.into(),
+            session: session.into(),
+            approver: None,
+            cancel: None,
+            env: Vec::new(),
+            deadline: None,
+        }
+    }
+
+    #[test]
+    fn stdin_is_code_to_the_gate() {
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        let dir = tempfile::TempDir::new().unwrap();
+        let marker = dir.path().join("from_stdin");
+        let request = CommandRequest {
+            command: "bash".into(),
+            stdin: Some(format!("rm -rf scratch; touch {}", marker.display())),
+            ..CommandRequest::default()
+        };
+        let r = call(&host, "", "stdin-gate").run(&request, &mut |_| {});
+        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(!marker.exists());
+        let r = call(&host, "", "stdin-gate").start(&request);
+        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(!marker.exists());
+        let safe = CommandRequest {
+            command: "cat".into(),
+            stdin: Some("hello".into()),
+            ..CommandRequest::default()
+        };
+        let r = call(&host, "", "stdin-gate").run(&safe, &mut |_| {});
+        assert_eq!(r["output"], "hello", "{r}");
+        host.end_session("", "stdin-gate");
+    }
+
+    #[test]
+    fn a_background_start_with_stdin_nobody_reads_returns_and_is_killable() {
+        // 1 MiB of stdin is more than the gate analyzes (so it would need approval, see
+        // `stdin_is_code_to_the_gate`): this test is about the write, so the gate is off.
+        let mut settings = TerminalSettings::default();
+        settings.default.approval.mode = hermetic_approval::Mode::Off;
+        let host = Arc::new(TerminalHost::new(settings));
+        let request = CommandRequest {
+            command: "sleep 1000".into(),
+            stdin: Some("x".repeat(1024 * 1024)),
+            ..CommandRequest::default()
+        };
+        let started = Instant::now();
+        let r = call(&host, "", "stdin").start(&request);
+        assert!(started.elapsed() < Duration::from_secs(10), "{r}");
+        let pid = r["pid"].as_u64().unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(host.processes().running(), 1);
+        host.end_session("", "stdin");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the process is gone (killed and reaped)"
+        );
+    }
+
+    #[test]
+    fn a_tenant_cannot_open_more_than_the_cap_of_terminal_sessions() {
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        // An empty command is refused after the session is counted: nothing runs.
+        let empty = CommandRequest::default();
+        for n in 0..MAX_SESSIONS_PER_TENANT {
+            let r = call(&host, "acme", &format!("s{n}")).start(&empty);
+            assert_eq!(r["error"], "command is empty", "{r}");
+        }
+        assert_eq!(host.live_sessions("acme"), MAX_SESSIONS_PER_TENANT);
+        let over = call(&host, "acme", "one-too-many").run(&empty, &mut |_| {});
+        assert!(
+            over["error"]
+                .as_str()
+                .unwrap()
+                .contains("live terminal sessions"),
+            "{over}"
+        );
+        // Known sessions and other tenants are not affected; an ended session frees
+        // its slot.
+        let r = call(&host, "acme", "s0").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
+        let r = call(&host, "globex", "s0").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
+        host.end_session("acme", "s1");
+        let r = call(&host, "acme", "one-too-many").start(&empty);
+        assert_eq!(r["error"], "command is empty", "{r}");
+    }
+}

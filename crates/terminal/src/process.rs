@@ -1,0 +1,548 @@
+//! Background processes: a registry per (tenant, session), a rolling output buffer per
+//! process, and the `process` tool's actions in Hermes's result shapes.
+
+use super::backend::TerminalBackend;
+use super::exec::{self, MarkerEvent, Spawned, StreamText, TICK};
+use hermetic_approval::SessionKey;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Characters of output kept per process (the newest ones).
+pub const BUFFER_CHARS: usize = 200_000;
+/// Processes one session may hold, running and finished together.
+pub const MAX_PER_SESSION: usize = 64;
+/// How long a finished process stays listed (its output readable).
+pub const KEEP_FINISHED: Duration = Duration::from_secs(30 * 60);
+/// Characters of output in `poll`'s preview.
+const PREVIEW_CHARS: usize = 1_000;
+/// Characters of output `wait` returns.
+const WAIT_OUTPUT_CHARS: usize = 2_000;
+/// Lines `log` returns when the agent gives no limit.
+const DEFAULT_LOG_LINES: u64 = 200;
+/// Longest a `write` waits for a process to take its data: one that does not read its
+/// stdin must not hold the call (nor the process's stdin lock) past its deadline.
+pub(crate) const STDIN_WAIT: Duration = Duration::from_secs(5);
+
+static PROC_SEQ: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Default)]
+struct State {
+    buffer: String,
+    buffer_chars: usize,
+    exit_code: Option<i32>,
+    finished: Option<Instant>,
+    remote_pid: Option<u32>,
+}
+
+/// One background process.
+pub(crate) struct Proc {
+    id: String,
+    command: String,
+    pid: u32,
+    started: Instant,
+    state: Mutex<State>,
+    changed: Condvar,
+    /// `None` when closed, or while a writer thread holds the pipe.
+    stdin: Mutex<Option<Box<dyn Write + Send>>>,
+    /// `close` was asked for: a writer thread drops the pipe instead of returning it.
+    stdin_closed: std::sync::atomic::AtomicBool,
+    backend: Arc<dyn TerminalBackend>,
+    session: SessionKey,
+    /// The backend process, until the watcher has reaped it.
+    child: Mutex<Option<exec::ChildHandle>>,
+}
+
+impl Proc {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn kill(&self) {
+        let remote = self.lock().remote_pid;
+        if let Some(pid) = remote
+            && let Err(e) = self.backend.kill_remote(&self.session, pid)
+        {
+            tracing::warn!(error = %e, "could not kill a remote background process");
+        }
+        exec::kill_group(self.pid);
+        if let Some(child) = self
+            .child
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            child.kill();
+        }
+    }
+
+    /// Forgetting the process: kill its group even when the leader has finished (what
+    /// it left running, `nohup srv &`, must not outlive its session), then reap the
+    /// leader. The watcher leaves it unreaped, so the group id cannot have been reused.
+    fn release(&self) {
+        if self.lock().finished.is_none() {
+            self.kill();
+        } else {
+            exec::kill_group(self.pid);
+        }
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            child.kill();
+            child.wait();
+        }
+    }
+
+    /// Writes `bytes` to its stdin from a helper thread (a process that never reads
+    /// would block the writer for ever); waits at most `wait` (and while `cancelled`
+    /// is false) for the write to finish. The pipe is back in place for the next
+    /// write once the thread is done.
+    fn write_stdin(
+        self: &Arc<Self>,
+        bytes: Vec<u8>,
+        wait: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> StdinWrite {
+        let Some(mut pipe) = self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return StdinWrite::Unavailable;
+        };
+        let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("hermetic-terminal-stdin".into())
+            .spawn(move || {
+                let result = pipe.write_all(&bytes).and_then(|()| pipe.flush());
+                let mut slot = me.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                if result.is_ok() && !me.stdin_closed.load(Ordering::SeqCst) {
+                    *slot = Some(pipe);
+                }
+                drop(slot);
+                let _ = done_tx.send(result);
+            });
+        if let Err(e) = spawned {
+            return StdinWrite::Failed(e);
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            match done.recv_timeout(TICK) {
+                Ok(Ok(())) => return StdinWrite::Written,
+                Ok(Err(e)) => return StdinWrite::Failed(e),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return StdinWrite::Failed(std::io::Error::other("the writer stopped"));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if Instant::now() >= deadline || cancelled() {
+                return StdinWrite::Pending;
+            }
+        }
+    }
+}
+
+/// How a write to a background process's stdin went.
+enum StdinWrite {
+    Written,
+    /// The process has not taken it all yet; the rest is written as it reads.
+    Pending,
+    /// Closed, or a previous write is still pending.
+    Unavailable,
+    Failed(std::io::Error),
+}
+
+/// Appends to a rolling buffer, keeping the newest [`BUFFER_CHARS`] characters.
+fn push_rolling(state: &mut State, text: &str) {
+    state.buffer.push_str(text);
+    state.buffer_chars += text.chars().count();
+    // Trim in batches (at 125%) so appending stays linear.
+    if state.buffer_chars > BUFFER_CHARS + BUFFER_CHARS / 4 {
+        let drop = state.buffer_chars - BUFFER_CHARS;
+        let cut = state
+            .buffer
+            .char_indices()
+            .nth(drop)
+            .map_or(state.buffer.len(), |(i, _)| i);
+        state.buffer.drain(..cut);
+        state.buffer_chars = BUFFER_CHARS;
+    }
+}
+
+fn last_chars(s: &str, n: usize) -> &str {
+    let count = s.chars().count();
+    if count <= n {
+        return s;
+    }
+    let cut = s.char_indices().nth(count - n).map_or(0, |(i, _)| i);
+    &s[cut..]
+}
+
+/// All background processes of this host, by session.
+#[derive(Default)]
+pub struct ProcessRegistry {
+    sessions: Mutex<HashMap<SessionKey, Vec<Arc<Proc>>>>,
+}
+
+/// Why a background process could not be registered.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this session already has {MAX_PER_SESSION} background processes running; kill or wait for one first"
+)]
+pub struct TooMany;
+
+impl ProcessRegistry {
+    /// Makes room for one more process in `session`: forgets finished ones older than
+    /// [`KEEP_FINISHED`], then the oldest finished one if the session is full.
+    ///
+    /// # Errors
+    /// [`TooMany`] when every slot holds a running process.
+    pub(crate) fn reserve(&self, session: &SessionKey) -> Result<(), TooMany> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let procs = sessions.entry(session.clone()).or_default();
+        let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(procs).into_iter().partition(|p| {
+            p.lock()
+                .finished
+                .is_some_and(|f| f.elapsed() >= KEEP_FINISHED)
+        });
+        *procs = kept;
+        let mut forgotten = expired;
+        let full = procs.len() >= MAX_PER_SESSION;
+        if full {
+            match procs.iter().position(|p| p.lock().finished.is_some()) {
+                Some(i) => forgotten.push(procs.remove(i)),
+                None => return Err(TooMany),
+            }
+        }
+        drop(sessions);
+        for p in forgotten {
+            p.release();
+        }
+        Ok(())
+    }
+
+    /// Registers a started process and its watcher; returns its id and local pid.
+    pub(crate) fn add(
+        &self,
+        session: &SessionKey,
+        command: &str,
+        backend: Arc<dyn TerminalBackend>,
+        spawned: Spawned,
+        marker: String,
+        stdin_text: Option<String>,
+    ) -> (String, u32) {
+        let seq = PROC_SEQ.fetch_add(1, Ordering::Relaxed);
+        let id = format!("proc_{:x}{:06x}", std::process::id(), seq);
+        let Spawned {
+            child,
+            stdin,
+            output,
+        } = spawned;
+        let pid = child.id();
+        let proc = Arc::new(Proc {
+            id: id.clone(),
+            command: command.to_owned(),
+            pid,
+            started: Instant::now(),
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            stdin: Mutex::new(stdin),
+            stdin_closed: std::sync::atomic::AtomicBool::new(false),
+            backend,
+            session: session.clone(),
+            child: Mutex::new(Some(child)),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(session.clone())
+            .or_default()
+            .push(Arc::clone(&proc));
+        let watched = Arc::clone(&proc);
+        let spawn = std::thread::Builder::new()
+            .name("hermetic-terminal-bg".into())
+            .spawn(move || watch(&watched, output, marker));
+        if spawn.is_err() {
+            proc.kill();
+        }
+        // Registered first, so it can be killed even if it never reads its stdin; the
+        // write itself is not waited for (the agent can poll or write more later).
+        if let Some(text) = stdin_text {
+            let _ = proc.write_stdin(text.into_bytes(), Duration::ZERO, &|| true);
+        }
+        (id, pid)
+    }
+
+    fn find(&self, session: &SessionKey, id: &str) -> Option<Arc<Proc>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.get(session)?.iter().find(|p| p.id == id).cloned()
+    }
+
+    /// Kills every process of `session` and forgets them.
+    pub fn end_session(&self, session: &SessionKey) {
+        let procs = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session)
+            .unwrap_or_default();
+        for p in procs {
+            p.release();
+        }
+    }
+
+    /// Kills every process of every session.
+    pub fn kill_all(&self) {
+        let sessions: Vec<SessionKey> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for s in sessions {
+            self.end_session(&s);
+        }
+    }
+
+    /// Running processes across all sessions (for tests and status pages).
+    pub fn running(&self) -> usize {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions
+            .values()
+            .flatten()
+            .filter(|p| p.lock().finished.is_none())
+            .count()
+    }
+
+    /// The `process` tool's actions. `clean` prepares output for the agent (ANSI,
+    /// redaction); `cancelled` stops a `wait` early.
+    pub(crate) fn action(
+        &self,
+        session: &SessionKey,
+        action: Action<'_>,
+        clean: &dyn Fn(&str) -> String,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Value {
+        if let Action::List = action {
+            let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            let list: Vec<Value> = sessions
+                .get(session)
+                .map(|v| v.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|p| {
+                    let s = p.lock();
+                    json!({
+                        "session_id": p.id,
+                        "command": p.command,
+                        "pid": p.pid,
+                        "status": if s.finished.is_some() { "exited" } else { "running" },
+                        "exit_code": s.exit_code,
+                        "uptime_seconds": p.started.elapsed().as_secs(),
+                        "output_preview": clean(last_chars(&s.buffer, 200)),
+                    })
+                })
+                .collect();
+            return json!({"processes": list});
+        }
+        let id = action.id();
+        let Some(p) = self.find(session, id) else {
+            return json!({"status": "not_found", "error": format!("No process with ID {id}")});
+        };
+        match action {
+            Action::List => json!({}),
+            Action::Poll(_) => {
+                let s = p.lock();
+                let mut v = json!({
+                    "session_id": p.id,
+                    "command": p.command,
+                    "status": if s.finished.is_some() { "exited" } else { "running" },
+                    "pid": p.pid,
+                    "uptime_seconds": p.started.elapsed().as_secs(),
+                    "output_preview": clean(last_chars(&s.buffer, PREVIEW_CHARS)),
+                });
+                if let Some(code) = s.exit_code {
+                    v["exit_code"] = json!(code);
+                }
+                v
+            }
+            Action::Log { offset, limit, .. } => {
+                let s = p.lock();
+                let text = clean(&s.buffer);
+                let lines: Vec<&str> = text.lines().collect();
+                let total = lines.len();
+                let limit =
+                    usize::try_from(limit.unwrap_or(DEFAULT_LOG_LINES)).unwrap_or(usize::MAX);
+                let (from, to) = match offset {
+                    // Hermes: no offset means the newest `limit` lines.
+                    None | Some(0) => (total.saturating_sub(limit), total),
+                    Some(o) => {
+                        let o = usize::try_from(o).unwrap_or(usize::MAX).min(total);
+                        (o, o.saturating_add(limit).min(total))
+                    }
+                };
+                json!({
+                    "session_id": p.id,
+                    "status": if s.finished.is_some() { "exited" } else { "running" },
+                    "output": lines[from..to].join("\n"),
+                    "total_lines": total,
+                    "showing": format!("{} lines", to - from),
+                })
+            }
+            Action::Wait { timeout, .. } => {
+                let deadline = Instant::now() + timeout;
+                let mut s = p.lock();
+                while s.finished.is_none() && Instant::now() < deadline && !cancelled() {
+                    let wait = deadline
+                        .saturating_duration_since(Instant::now())
+                        .min(TICK * 4);
+                    s = p
+                        .changed
+                        .wait_timeout(s, wait)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                let output = clean(last_chars(&s.buffer, WAIT_OUTPUT_CHARS));
+                if s.finished.is_some() {
+                    json!({"status": "exited", "exit_code": s.exit_code, "output": output})
+                } else {
+                    json!({
+                        "status": "timeout",
+                        "output": output,
+                        "timeout_note": format!("Waited {}s; the process is still running", timeout.as_secs()),
+                    })
+                }
+            }
+            Action::Kill(_) => {
+                if let Some(code) = p.lock().exit_code {
+                    return json!({"status": "already_exited", "session_id": p.id, "exit_code": code});
+                }
+                p.kill();
+                json!({"status": "killed", "session_id": p.id})
+            }
+            Action::Write {
+                data,
+                newline,
+                wait,
+                ..
+            } => {
+                let mut bytes = data.as_bytes().to_vec();
+                if newline {
+                    bytes.push(b'\n');
+                }
+                let len = bytes.len();
+                match p.write_stdin(bytes, wait.min(STDIN_WAIT), cancelled) {
+                    StdinWrite::Written => json!({"status": "ok", "bytes_written": len}),
+                    StdinWrite::Pending => json!({
+                        "status": "pending",
+                        "error": format!(
+                            "the process has not read all {len} bytes yet; the rest is written as it reads (further writes wait until then; kill it to stop)"
+                        ),
+                    }),
+                    StdinWrite::Unavailable => json!({
+                        "status": "error",
+                        "error": "stdin is closed, or an earlier write is still pending",
+                    }),
+                    StdinWrite::Failed(e) => {
+                        json!({"status": "error", "error": format!("write failed: {e}")})
+                    }
+                }
+            }
+            Action::Close(_) => {
+                let mut stdin = p.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                p.stdin_closed.store(true, Ordering::SeqCst);
+                stdin.take();
+                json!({"status": "ok", "message": "stdin closed"})
+            }
+        }
+    }
+}
+
+/// A `process` tool action.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Action<'a> {
+    List,
+    Poll(&'a str),
+    Log {
+        id: &'a str,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    },
+    Wait {
+        id: &'a str,
+        timeout: Duration,
+    },
+    Kill(&'a str),
+    Write {
+        id: &'a str,
+        data: &'a str,
+        newline: bool,
+        /// How long the call can wait for the process to take the data.
+        wait: Duration,
+    },
+    Close(&'a str),
+}
+
+impl Action<'_> {
+    fn id(&self) -> &str {
+        match self {
+            Action::List => "",
+            Action::Poll(id) | Action::Kill(id) | Action::Close(id) => id,
+            Action::Log { id, .. } | Action::Wait { id, .. } | Action::Write { id, .. } => id,
+        }
+    }
+}
+
+/// Collects a background process's output until it ends, then records its exit.
+fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
+    let mut stream = StreamText::new(marker);
+    let mut events = Vec::new();
+    let mut exited_at: Option<(i32, Instant)> = None;
+    let mut eof = false;
+    loop {
+        let mut text = String::new();
+        if eof {
+            std::thread::sleep(TICK);
+        } else {
+            match output.recv_timeout(TICK) {
+                Ok(bytes) => stream.feed(&bytes, &mut text, &mut events),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    stream.finish(&mut text, &mut events);
+                    eof = true;
+                }
+            }
+        }
+        {
+            let mut s = p.lock();
+            for e in events.drain(..) {
+                if let MarkerEvent::Pid(pid) = e {
+                    s.remote_pid = Some(pid);
+                }
+            }
+            if !text.is_empty() {
+                push_rolling(&mut s, &text);
+            }
+        }
+        if exited_at.is_none() {
+            let mut child = p.child.lock().unwrap_or_else(|e| e.into_inner());
+            // Not reaped: `release` kills its group later, which needs the id unreused.
+            // Taken by `release` (the session ended): it was killed.
+            if let Some(code) = child
+                .as_mut()
+                .map_or(Some(128 + 9), exec::ChildHandle::exited)
+            {
+                exited_at = Some((code, Instant::now()));
+            }
+        }
+        if let Some((code, at)) = exited_at
+            && (eof || at.elapsed() >= Duration::from_millis(300))
+        {
+            let mut s = p.lock();
+            s.exit_code = Some(code);
+            s.finished = Some(Instant::now());
+            drop(s);
+            p.changed.notify_all();
+            return;
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The SSH backend: the OpenSSH client against one host, key authentication only
+//! (BatchMode: never a password prompt), one shared master connection
+//! (ControlMaster/ControlPersist) so each command costs a channel, not a handshake.
+//! A timeout kills the remote process tree through a second channel.
+
+use super::backend::{BackendError, Job, TerminalBackend, remote_kill_script, shell_quote};
+use super::config::SshConfig;
+use super::exec::run_helper;
+use hermetic_approval::SessionKey;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+static SSH_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Seconds a remote kill may take.
+const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Runs commands on a remote host over OpenSSH.
+#[derive(Debug)]
+pub struct SshBackend {
+    config: SshConfig,
+    cwd: String,
+    /// Private directory for the control socket.
+    control_dir: PathBuf,
+    /// Whether the master connection was started (and by whom it must be stopped).
+    master: Mutex<bool>,
+}
+
+impl SshBackend {
+    /// An SSH backend; `cwd` on the remote host (default: the login directory).
+    ///
+    /// # Errors
+    /// [`BackendError::Config`] without a host.
+    pub fn new(config: &SshConfig, cwd: Option<String>) -> Result<Self, BackendError> {
+        if config.host.is_empty() {
+            return Err(BackendError::Config {
+                backend: "ssh",
+                reason: "set [terminal.ssh] host".into(),
+            });
+        }
+        let control_dir = std::env::temp_dir().join(format!(
+            "hermetic-ssh-{}-{}",
+            std::process::id(),
+            SSH_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        Ok(Self {
+            config: config.clone(),
+            cwd: cwd.unwrap_or_else(|| ".".to_owned()),
+            control_dir,
+            master: Mutex::new(false),
+        })
+    }
+
+    /// `ssh` with every option but the remote command.
+    fn ssh(&self) -> Command {
+        let c = &self.config;
+        let mut cmd = Command::new("ssh");
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        if let Some(home) = std::env::var_os("HOME") {
+            cmd.env("HOME", home);
+        }
+        let opt = |cmd: &mut Command, o: String| {
+            cmd.arg("-o").arg(o);
+        };
+        opt(&mut cmd, "BatchMode=yes".into());
+        opt(&mut cmd, "ControlMaster=auto".into());
+        opt(
+            &mut cmd,
+            format!("ControlPath={}/%C", self.control_dir.display()),
+        );
+        opt(
+            &mut cmd,
+            format!("ControlPersist={}", c.control_persist_secs.max(1)),
+        );
+        opt(
+            &mut cmd,
+            format!("ConnectTimeout={}", c.connect_timeout_secs.max(1)),
+        );
+        opt(
+            &mut cmd,
+            format!("StrictHostKeyChecking={}", c.strict_host_key_checking),
+        );
+        opt(&mut cmd, "LogLevel=ERROR".into());
+        if let Some(file) = &c.known_hosts_file {
+            opt(&mut cmd, format!("UserKnownHostsFile={}", file.display()));
+        }
+        if let Some(key) = &c.identity_file {
+            cmd.arg("-i").arg(key);
+            opt(&mut cmd, "IdentitiesOnly=yes".into());
+        }
+        for o in &c.options {
+            opt(&mut cmd, o.clone());
+        }
+        cmd.arg("-p").arg(c.port.to_string());
+        if let Some(user) = &c.user {
+            cmd.arg("-l").arg(user);
+        }
+        cmd
+    }
+
+    /// Starts the shared master connection once, detached from every command's pipes
+    /// (a master started by a command would hold that command's output open).
+    fn ensure_master(&self) -> Result<(), BackendError> {
+        let mut started = self.master.lock().unwrap_or_else(|p| p.into_inner());
+        if *started {
+            return Ok(());
+        }
+        use std::os::unix::fs::DirBuilderExt;
+        // Not recursive, so a directory someone else planted under this name (the name
+        // is predictable) is an error rather than a place for our control socket.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.control_dir)
+            .map_err(|e| BackendError::Setup {
+                backend: "ssh",
+                reason: format!("control directory {}: {e}", self.control_dir.display()),
+            })?;
+        let mut cmd = self.ssh();
+        cmd.args(["-M", "-N", "-f", "--", &self.config.host]);
+        run_helper(
+            cmd,
+            "ssh",
+            Duration::from_secs(self.config.connect_timeout_secs.max(1) + 5),
+        )
+        .map_err(|e| BackendError::Setup {
+            backend: "ssh",
+            reason: format!("connecting to {}: {e}", self.config.host),
+        })?;
+        *started = true;
+        Ok(())
+    }
+}
+
+impl TerminalBackend for SshBackend {
+    /// Commands run under the image's or host's `sh` (busybox images have no bash).
+    fn runs_bash(&self) -> bool {
+        false
+    }
+
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn default_cwd(&self) -> String {
+        self.cwd.clone()
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+
+    fn pty_mode(&self) -> super::backend::PtyMode {
+        super::backend::PtyMode::Backend
+    }
+
+    fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
+        self.ensure_master()?;
+        // Environment variables travel inside the script: sshd accepts only the names
+        // its AcceptEnv lists.
+        let mut script = String::new();
+        for (k, v) in &job.env {
+            if k != "PATH" && k != "HOME" {
+                script.push_str(&format!("export {k}={}\n", shell_quote(v)));
+            }
+        }
+        script.push_str(&job.script);
+        let mut cmd = self.ssh();
+        if job.pty {
+            cmd.arg("-tt");
+        } else {
+            cmd.arg("-T");
+        }
+        cmd.args(["--", &self.config.host])
+            .arg(format!("sh -c {}", shell_quote(&script)));
+        Ok(cmd)
+    }
+
+    fn kill_remote(&self, _session: &SessionKey, pid: u32) -> Result<(), BackendError> {
+        let mut cmd = self.ssh();
+        cmd.args(["-T", "--", &self.config.host])
+            .arg(format!("sh -c {}", shell_quote(&remote_kill_script(pid))));
+        run_helper(cmd, "ssh", KILL_TIMEOUT).map(drop)
+    }
+
+    fn shutdown(&self) {
+        let mut started = self.master.lock().unwrap_or_else(|p| p.into_inner());
+        if *started {
+            let mut cmd = self.ssh();
+            cmd.args(["-O", "exit", "--", &self.config.host]);
+            let _ = run_helper(cmd, "ssh", KILL_TIMEOUT);
+            *started = false;
+        }
+        let _ = std::fs::remove_dir_all(&self.control_dir);
+    }
+}

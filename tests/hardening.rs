@@ -1,0 +1,380 @@
+//! The hardening suite (issue: nothing an agent, a guest or a client sends may take the
+//! host down, reach across tenants, or pass as the host's own word). Real components
+//! from guest-tools/, one hostile act each, each with the reason it must fail.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use hermetic::{CallOptions, CallOutcome, LimitKind, Registry};
+use hermetic_tests::{call, error_of, fixture, policy_registry, tools_dir};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn invoke(registry: &Registry, name: &str, args: Value) -> CallOutcome {
+    registry.invoke(name, &args.to_string(), &CallOptions::default())
+}
+
+fn liar(registry: &Registry, mode: &str) -> CallOutcome {
+    invoke(registry, "liar", json!({"mode": mode}))
+}
+
+// --- 1. the shell parser ---------------------------------------------------------
+
+/// Commands that made the parser allocate without bound reach the detector through the
+/// real terminal tool: each is refused as needing approval, and the host lives on.
+#[test]
+fn commands_that_aborted_the_parser_are_held_for_approval_through_the_terminal_tool() {
+    let f = fixture(true, &["echo"]);
+    for command in ["a << $( <<x ", "<<E$[\t\t", "cat <<'' "] {
+        let out = call(&f.registry, "terminal", json!({"command": command}));
+        assert_eq!(out["status"], "pending_approval", "{command:?}: {out}");
+    }
+    assert_eq!(
+        call(&f.registry, "echo", json!({"message": "alive"}))["echo"],
+        "alive"
+    );
+}
+
+// --- 4. availability gates calls --------------------------------------------------
+
+#[test]
+fn a_tool_whose_check_fails_is_refused_by_name_not_only_hidden() {
+    let f = fixture(false, &["flaky"]);
+    std::fs::write(f.workspace.path().join("check.txt"), "false").unwrap();
+    let listed = f.registry.definitions(&Default::default());
+    assert_eq!(listed, json!([]), "hidden from listings");
+    match invoke(&f.registry, "flaky", json!({})) {
+        CallOutcome::Unavailable { name, reason } => {
+            assert_eq!(name, "flaky");
+            assert!(reason.contains("check() returned false"), "{reason}");
+        }
+        other => panic!("the call ran or failed otherwise: {other:?}"),
+    }
+}
+
+#[test]
+fn hostile_checks_are_run_at_once_with_a_short_deadline() {
+    let f = fixture(
+        false,
+        &["echo", "slowcheck_a", "slowcheck_b", "slowcheck_c"],
+    );
+    let started = Instant::now();
+    let tools = f.registry.tools();
+    let took = started.elapsed();
+    let unavailable: Vec<&str> = tools
+        .iter()
+        .filter(|t| !t.available)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(unavailable, ["slowcheck_a", "slowcheck_b", "slowcheck_c"]);
+    // Run one after another, three checks would take three check deadlines (3 s).
+    assert!(took < Duration::from_millis(2500), "listing took {took:?}");
+    let reason = tools[1].reason.clone().unwrap();
+    assert!(reason.contains("time limit"), "{reason}");
+    match invoke(&f.registry, "slowcheck_a", json!({})) {
+        CallOutcome::Unavailable { .. } => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+// --- 5. a tenant's subdirectory replaced by a symlink -----------------------------
+
+const TENANT_POLICY: &str = r#"
+[mounts.workspace]
+path = "ws"
+access = "rw"
+
+[tenants.acme]
+[tenants.acme.mounts.workspace]
+access = "rw"
+subdir = "tenants/acme"
+"#;
+
+#[test]
+fn a_tenant_subdirectory_that_became_a_symlink_is_refused_not_followed() {
+    let root = tempfile::TempDir::new().unwrap();
+    let ws = root.path().join("ws");
+    std::fs::create_dir_all(ws.join("tenants/acme")).unwrap();
+    std::fs::write(ws.join("tenants/acme/mine.txt"), "acme's own").unwrap();
+    let registry = policy_registry(root.path(), TENANT_POLICY, true);
+    let acme = CallOptions {
+        tenant: "acme".into(),
+        ..CallOptions::default()
+    };
+    let read = |path: &str| -> Value {
+        let out = registry.call("read_file", &json!({"path": path}).to_string(), &acme);
+        serde_json::from_str(&out).unwrap()
+    };
+    // The twin: the real subdirectory works.
+    assert_eq!(read("mine.txt")["content"], "1|acme's own");
+
+    // Someone with write access to `tenants/` (another tenant's terminal command, a
+    // guest in a rw mount) swaps acme's directory for a link to /etc.
+    std::fs::rename(ws.join("tenants/acme"), ws.join("tenants/acme-old")).unwrap();
+    std::os::unix::fs::symlink("/etc", ws.join("tenants/acme")).unwrap();
+    let out = read("passwd");
+    let text = out.to_string();
+    assert!(!text.contains("root:"), "/etc/passwd was read: {text}");
+    let err = error_of(&out);
+    assert!(err.contains("symlink"), "{err}");
+    let out = registry.call(
+        "write_file",
+        &json!({"path": "planted", "content": "x"}).to_string(),
+        &acme,
+    );
+    assert!(out.contains("error"), "{out}");
+    assert!(!std::path::Path::new("/etc/planted").exists());
+
+    // A link in the middle of the path is refused as well.
+    std::fs::remove_file(ws.join("tenants/acme")).unwrap();
+    std::fs::rename(ws.join("tenants"), ws.join("tenants-real")).unwrap();
+    std::os::unix::fs::symlink("tenants-real", ws.join("tenants")).unwrap();
+    let err = error_of(&read("mine.txt"));
+    assert!(err.contains("symlink"), "{err}");
+}
+
+// --- 6. a tool's output is not the host's word --------------------------------------
+
+#[test]
+fn a_result_imitating_a_host_limit_is_the_tools_own_error_not_a_limit() {
+    let f = fixture(false, &["liar"]);
+    let outcome = liar(&f.registry, "fake_limit");
+    assert!(
+        matches!(outcome, CallOutcome::Success(_)),
+        "the host took the tool's text for its own: {outcome:?}"
+    );
+    assert_eq!(outcome.audit_name(), "tool_error");
+    assert!(!outcome.is_decision());
+    let outcome = liar(&f.registry, "fake_unavailable");
+    assert_eq!(outcome.audit_name(), "tool_error");
+    assert!(!outcome.is_decision(), "filed as a policy decision");
+}
+
+#[test]
+fn results_that_are_not_json_objects_are_tool_errors() {
+    let f = fixture(false, &["liar"]);
+    for (mode, kind) in [
+        ("array", "an array"),
+        ("number", "a number"),
+        ("string", "a string"),
+    ] {
+        match liar(&f.registry, mode) {
+            CallOutcome::ToolError { message } => {
+                assert!(message.contains(kind), "{mode}: {message}");
+            }
+            other => panic!("{mode} passed as {other:?}"),
+        }
+    }
+    assert!(matches!(
+        liar(&f.registry, "deep_object"),
+        CallOutcome::Success(_)
+    ));
+}
+
+#[test]
+fn a_result_nested_forty_thousand_deep_is_refused_without_recursion() {
+    let f = fixture(false, &["liar"]);
+    match liar(&f.registry, "deep") {
+        CallOutcome::Limit {
+            kind: LimitKind::ResultSize,
+            message,
+        } => assert!(message.contains("depth"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(liar(&f.registry, "ok"), CallOutcome::Success(_)));
+}
+
+#[test]
+fn control_characters_are_stripped_from_error_text() {
+    let f = fixture(false, &["liar"]);
+    let json = f.registry.call(
+        "liar",
+        r#"{"mode": "control_error"}"#,
+        &CallOptions::default(),
+    );
+    let error = error_of(&serde_json::from_str(&json).unwrap());
+    for bad in ['\u{1b}', '\0', '\u{202e}', '\u{2066}', '\u{7}'] {
+        assert!(!error.contains(bad), "{bad:?} survived in {error:?}");
+    }
+    assert_eq!(
+        error, "[TOOL_ERROR] red alert nul biditxet bell done",
+        "the words survive"
+    );
+}
+
+#[test]
+fn an_unavailable_tool_and_an_unknown_one_are_decisions_with_their_own_names() {
+    let f = fixture(false, &["echo"]);
+    let outcome = invoke(&f.registry, "nope", json!({}));
+    assert_eq!(
+        outcome,
+        CallOutcome::UnknownTool {
+            name: "nope".into()
+        }
+    );
+    assert!(outcome.is_decision());
+    assert_eq!(outcome.audit_name(), "unknown_tool");
+    let outcome = invoke(&f.registry, "echo", json!({"message": 5}));
+    assert_eq!(outcome.audit_name(), "invalid_arguments");
+    let _keep = tools_dir(&[]);
+}
+
+// --- 7. progress flood ------------------------------------------------------------
+
+#[test]
+fn a_progress_flood_is_capped_and_coalesced() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let f = fixture(false, &["liar"]);
+    let reports = Arc::new(AtomicU64::new(0));
+    let last_done = Arc::new(AtomicU64::new(0));
+    let (r, l) = (Arc::clone(&reports), Arc::clone(&last_done));
+    let options = CallOptions {
+        progress: Some(Arc::new(move |p: hermetic::Progress| {
+            r.fetch_add(1, Ordering::Relaxed);
+            l.store(p.done, Ordering::Relaxed);
+        })),
+        ..CallOptions::default()
+    };
+    let outcome = f
+        .registry
+        .invoke("liar", r#"{"mode": "progress_flood"}"#, &options);
+    assert!(matches!(outcome, CallOutcome::Success(_)), "{outcome:?}");
+    let sent = reports.load(Ordering::Relaxed);
+    // The guest sent 200,000.
+    assert!(
+        sent >= 1 && sent <= u64::from(hermetic::sandbox::MAX_PROGRESS_REPORTS) + 1,
+        "{sent} reports reached the caller"
+    );
+    // The last report the caller saw is the guest's last one (coalesced, not lost).
+    assert_eq!(last_done.load(Ordering::Relaxed), 199_999);
+}
+
+// --- 2. deadlines reach host calls ------------------------------------------------
+
+#[test]
+fn a_guest_sleeping_in_a_host_call_ends_at_its_deadline() {
+    let f = fixture(false, &["sleeper", "echo"]);
+    let started = Instant::now();
+    let outcome = invoke(&f.registry, "sleeper", json!({}));
+    let took = started.elapsed();
+    match outcome {
+        CallOutcome::Limit {
+            kind: LimitKind::Time,
+            ..
+        } => {}
+        other => panic!("{other:?}"),
+    }
+    // The declared deadline is 2 s; the guest asked to sleep for an hour.
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(took >= Duration::from_millis(1900), "took {took:?}");
+    // The twin: a short sleep completes.
+    let out = call(&f.registry, "sleeper", json!({"secs": 0}));
+    assert_eq!(out["slept"], 0, "{out}");
+}
+
+#[test]
+fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
+    let f = fixture(false, &["sleeper"]);
+    let token = hermetic::CancelToken::new();
+    let options = CallOptions {
+        cancel: Some(token.clone()),
+        ..CallOptions::default()
+    };
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        token.cancel();
+    });
+    let started = Instant::now();
+    let outcome = f.registry.invoke("sleeper", "{}", &options);
+    let took = started.elapsed();
+    canceller.join().unwrap();
+    assert_eq!(outcome, CallOutcome::Cancelled);
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+}
+
+// --- 3. one tenant cannot starve another ------------------------------------------
+
+const FAIR_POLICY: &str = r#"
+[mounts.workspace]
+path = "ws"
+access = "rw"
+
+[tenants.flood]
+[tenants.flood.limits]
+max_concurrent = 1
+
+[tenants.calm]
+"#;
+
+/// Tenant `flood` queues 5,000 calls of a spinning tool (its limit: one at a time);
+/// tenant `calm`'s echo calls meanwhile are served as if nothing were queued. Before,
+/// every queued call held a blocking-pool thread while it waited for its slot, and
+/// `calm` waited behind all of them.
+#[test]
+fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
+    use std::sync::Arc;
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join("ws")).unwrap();
+    let registry = Arc::new(policy_registry(root.path(), FAIR_POLICY, false));
+    let dir = tools_dir(&["echo", "spin"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let as_tenant = |tenant: &str| CallOptions {
+        tenant: tenant.into(),
+        ..CallOptions::default()
+    };
+    runtime.block_on(async {
+        let echo = || {
+            registry.invoke_async(
+                "echo".into(),
+                r#"{"message": "hi"}"#.into(),
+                as_tenant("calm"),
+            )
+        };
+        // Unloaded: warm up, then the slowest of 20.
+        for _ in 0..5 {
+            echo().await;
+        }
+        let mut unloaded = Duration::ZERO;
+        for _ in 0..20 {
+            let started = Instant::now();
+            assert!(echo().await.is_success());
+            unloaded = unloaded.max(started.elapsed());
+        }
+        let flood: Vec<_> = (0..5_000)
+            .map(|_| {
+                let r = Arc::clone(&registry);
+                let options = as_tenant("flood");
+                tokio::spawn(
+                    async move { r.invoke_async("spin".into(), "{}".into(), options).await },
+                )
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut loaded = Duration::ZERO;
+        for _ in 0..20 {
+            let started = Instant::now();
+            assert!(echo().await.is_success());
+            loaded = loaded.max(started.elapsed());
+        }
+        for task in &flood {
+            task.abort();
+        }
+        // One spinning call holds one core; calm's calls have the other. Generous
+        // against noise, far below the 12–44 s seen before.
+        assert!(
+            loaded < unloaded * 10 + Duration::from_millis(200),
+            "calm's slowest echo: {loaded:?} while flood queued, {unloaded:?} before"
+        );
+    });
+    // The one flood call running spins to its deadline; do not wait for it.
+    runtime.shutdown_background();
+}
