@@ -113,6 +113,20 @@ pub struct ServerPolicy {
     pub audit_file: Option<PathBuf>,
     /// How long a shutdown waits for calls in flight, in seconds.
     pub shutdown_grace_secs: Option<u64>,
+    /// Live MCP sessions one tenant may hold at once (absent: the server's default).
+    pub max_sessions_per_tenant: Option<u32>,
+    /// MCP sessions one tenant may open per minute (absent: the server's default).
+    pub sessions_per_minute: Option<u32>,
+    /// Seconds without traffic after which an MCP session ends (absent: the
+    /// server's default).
+    pub session_idle_timeout_secs: Option<u64>,
+    /// Seconds a connection may take to send a request's headers, and may sit idle
+    /// between requests (absent: the server's default).
+    pub header_timeout_secs: Option<u64>,
+    /// Open HTTP connections in total (absent: the server's default).
+    pub max_connections: Option<u32>,
+    /// Open HTTP connections from one peer IP address (absent: the server's default).
+    pub max_connections_per_ip: Option<u32>,
 }
 
 /// Parses a token digest written as 64 hex digits (either case).
@@ -172,6 +186,12 @@ struct ServerToml {
     allowed_origins: Vec<String>,
     audit_file: Option<PathBuf>,
     shutdown_grace_secs: Option<u64>,
+    max_sessions_per_tenant: Option<u32>,
+    sessions_per_minute: Option<u32>,
+    session_idle_timeout_secs: Option<u64>,
+    header_timeout_secs: Option<u64>,
+    max_connections: Option<u32>,
+    max_connections_per_ip: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -382,8 +402,40 @@ pub fn parse(
     }
     server.allowed_hosts = raw.server.allowed_hosts;
     server.allowed_origins = raw.server.allowed_origins;
-    server.audit_file = raw.server.audit_file.map(|f| file_dir.join(f));
     server.shutdown_grace_secs = raw.server.shutdown_grace_secs;
+    // Zero would refuse every session or connection, or end them at once: say so
+    // rather than serve nothing.
+    let at_least_one = |key: &str, value: Option<u64>| match value {
+        Some(0) => Err(invalid(format!(
+            "server.{key} must be at least 1 (omit it for the default)"
+        ))),
+        _ => Ok(()),
+    };
+    at_least_one(
+        "max_sessions_per_tenant",
+        raw.server.max_sessions_per_tenant.map(u64::from),
+    )?;
+    at_least_one(
+        "sessions_per_minute",
+        raw.server.sessions_per_minute.map(u64::from),
+    )?;
+    at_least_one(
+        "session_idle_timeout_secs",
+        raw.server.session_idle_timeout_secs,
+    )?;
+    at_least_one("header_timeout_secs", raw.server.header_timeout_secs)?;
+    at_least_one("max_connections", raw.server.max_connections.map(u64::from))?;
+    at_least_one(
+        "max_connections_per_ip",
+        raw.server.max_connections_per_ip.map(u64::from),
+    )?;
+    server.max_sessions_per_tenant = raw.server.max_sessions_per_tenant;
+    server.sessions_per_minute = raw.server.sessions_per_minute;
+    server.session_idle_timeout_secs = raw.server.session_idle_timeout_secs;
+    server.header_timeout_secs = raw.server.header_timeout_secs;
+    server.max_connections = raw.server.max_connections;
+    server.max_connections_per_ip = raw.server.max_connections_per_ip;
+    server.audit_file = raw.server.audit_file.map(|f| file_dir.join(f));
 
     let mut tenants = BTreeMap::new();
     for (id, t) in raw.tenants {
@@ -695,6 +747,12 @@ mod tests {
         assert_eq!(server.allowed_origins, ["https://console.example.com"]);
         assert_eq!(server.audit_file, Some(dir.path().join("audit.jsonl")));
         assert_eq!(server.shutdown_grace_secs, Some(30));
+        assert_eq!(server.max_sessions_per_tenant, Some(256));
+        assert_eq!(server.sessions_per_minute, Some(60));
+        assert_eq!(server.session_idle_timeout_secs, Some(300));
+        assert_eq!(server.header_timeout_secs, Some(10));
+        assert_eq!(server.max_connections, Some(1024));
+        assert_eq!(server.max_connections_per_ip, Some(64));
     }
 
     #[test]
@@ -717,6 +775,21 @@ mod tests {
             .contains("used twice")
         );
         assert!(err("[tenants.a.limits]\ncalls_per_minute = 0").contains("at least 1"));
+        for key in [
+            "max_sessions_per_tenant",
+            "sessions_per_minute",
+            "session_idle_timeout_secs",
+            "header_timeout_secs",
+            "max_connections",
+            "max_connections_per_ip",
+        ] {
+            let e = err(&format!("[server]\n{key} = 0"));
+            assert!(
+                e.contains(&format!("server.{key} must be at least 1")),
+                "{e}"
+            );
+        }
+        assert!(err("[server]\nmax_session = 3").contains("max_session"));
         assert!(err("[server]\nlisten = \"0.0.0.0:80\"").contains("listen"));
         // Without any of them: no tokens, nothing else.
         let none = parse_in(dir.path(), "").unwrap().server;

@@ -15,6 +15,7 @@
 //! All three are deadline-driven [`Approver`]s of kind [`ApproverKind::Async`]: the gate
 //! calls them on the call's blocking thread and they wait on a channel.
 
+use hermetic::CancelToken;
 use hermetic::approval::{Answer, ApprovalRequest, Approver, ApproverError, ApproverKind};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::{Peer, RoleServer};
@@ -56,6 +57,8 @@ fn message(request: &ApprovalRequest) -> String {
 pub struct ElicitationApprover {
     peer: Peer<RoleServer>,
     runtime: tokio::runtime::Handle,
+    /// The asking call's cancel token: a cancelled call stops waiting.
+    cancel: Option<CancelToken>,
 }
 
 impl std::fmt::Debug for ElicitationApprover {
@@ -81,6 +84,7 @@ impl ElicitationApprover {
         Some(Self {
             peer: peer.clone(),
             runtime,
+            cancel: None,
         })
     }
 
@@ -133,7 +137,7 @@ impl Approver for ElicitationApprover {
                 .await;
             let _ = tx.send(result);
         });
-        match rx.recv_timeout(timeout) {
+        match wait(&rx, deadline, self.cancel.as_ref()) {
             Ok(Ok(result)) => Ok(match result.action {
                 ElicitationAction::Accept => tenant_scoped(
                     result
@@ -158,6 +162,34 @@ impl Approver for ElicitationApprover {
         }
     }
 }
+
+/// Waits on `rx` until `deadline`, or until `cancel` fires (polled: the approver
+/// waits on a blocking thread, and a cancelled call — its client went away, its
+/// session was deleted — must not sit here until the deadline). `Err` when nothing
+/// came in time.
+fn wait<T>(
+    rx: &mpsc::Receiver<T>,
+    deadline: Instant,
+    cancel: Option<&CancelToken>,
+) -> Result<T, mpsc::RecvTimeoutError> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(cancel) = cancel else {
+            return rx.recv_timeout(left);
+        };
+        if cancel.is_cancelled() || left.is_zero() {
+            return Err(mpsc::RecvTimeoutError::Timeout);
+        }
+        match rx.recv_timeout(left.min(CANCEL_POLL)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            other => return other,
+        }
+    }
+}
+
+/// How often a waiting approver looks at its call's cancel token: quick enough that
+/// a cancelled call ends at once for its client, rare enough to cost nothing.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A tenant's own client may approve for its session, not forever: "always" writes to
 /// the allowlist that every tenant sharing the operator's approval settings reads, so
@@ -273,6 +305,19 @@ impl Approver for ApprovalBroker {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
+        Ok(self.request_until(request, deadline, None))
+    }
+}
+
+impl ApprovalBroker {
+    /// [`Approver::request`] that also stops waiting (with [`Answer::Timeout`]) when
+    /// `cancel` fires.
+    pub fn request_until(
+        &self,
+        request: &ApprovalRequest,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
+    ) -> Answer {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::sync_channel(1);
         let view = PendingApproval {
@@ -296,14 +341,12 @@ impl Approver for ApprovalBroker {
                     answer: tx,
                 },
             );
-        let answer = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or(Answer::Timeout);
+        let answer = wait(&rx, deadline, cancel).unwrap_or(Answer::Timeout);
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        Ok(answer)
+        answer
     }
 }
 
@@ -313,6 +356,7 @@ impl Approver for ApprovalBroker {
 pub struct McpApprover {
     elicitation: Option<ElicitationApprover>,
     broker: Option<Arc<ApprovalBroker>>,
+    cancel: Option<CancelToken>,
 }
 
 impl McpApprover {
@@ -321,7 +365,19 @@ impl McpApprover {
         Self {
             elicitation: peer.and_then(ElicitationApprover::for_peer),
             broker,
+            cancel: None,
         }
+    }
+
+    /// Stops waiting for an answer (with [`Answer::Timeout`]) when `cancel` fires:
+    /// the asking call's token, so a call cancelled while it waits for a human ends
+    /// at once instead of at the approval's deadline.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        if let Some(elicitation) = &mut self.elicitation {
+            elicitation.cancel = Some(cancel.clone());
+        }
+        self.cancel = Some(cancel);
+        self
     }
 }
 
@@ -348,7 +404,9 @@ impl Approver for McpApprover {
             }
         }
         match &self.broker {
-            Some(broker) if Instant::now() < deadline => broker.request(request, deadline),
+            Some(broker) if Instant::now() < deadline => {
+                Ok(broker.request_until(request, deadline, self.cancel.as_ref()))
+            }
             Some(_) => Ok(Answer::Timeout),
             None => Ok(Answer::Unavailable),
         }
@@ -399,6 +457,27 @@ mod tests {
             assert!(start.elapsed() < TEST_WAIT, "no request arrived");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn a_cancelled_call_stops_waiting_for_the_console_at_once() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let cancel = CancelToken::new();
+        let approver = McpApprover::new(None, Some(broker.clone())).with_cancel(cancel.clone());
+        let waiter = std::thread::spawn(move || {
+            let start = Instant::now();
+            let answer = approver
+                .request(&request(), Instant::now() + Duration::from_secs(600))
+                .unwrap();
+            (answer, start.elapsed())
+        });
+        wait_pending(&broker);
+        cancel.cancel();
+        let (answer, took) = waiter.join().unwrap();
+        // Far below the 600 s deadline: the wait noticed the cancel.
+        assert_eq!(answer, Answer::Timeout);
+        assert!(took < TEST_WAIT, "{took:?}");
+        assert!(broker.list().is_empty());
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub struct TenantAccess {
     pub id: Arc<str>,
     /// tools/call rate limit (`None`: unlimited).
     pub limiter: Option<RateLimiter>,
+    /// Rate limit of new MCP sessions (`initialize` handshakes), always on: each
+    /// session holds a worker task and buffers until it ends.
+    pub sessions: RateLimiter,
 }
 
 /// Compiled authentication: token digests → tenants, and the admin digests.
@@ -104,6 +107,9 @@ impl Authenticator {
                 .get(tenant)
                 .map(|n| RateLimiter::per_minute(*n))
         };
+        let sessions_per_minute = policy
+            .sessions_per_minute
+            .unwrap_or(super::http::DEFAULT_SESSIONS_PER_MINUTE);
         let mut tenants = Vec::new();
         let mut tokens = Vec::new();
         for (id, digests) in &policy.tenant_tokens {
@@ -111,6 +117,7 @@ impl Authenticator {
             tenants.push(Arc::new(TenantAccess {
                 id: Arc::from(id.as_str()),
                 limiter: limiter(id),
+                sessions: RateLimiter::per_minute(sessions_per_minute),
             }));
             tokens.extend(digests.iter().map(|d| (*d, index)));
         }
@@ -118,6 +125,7 @@ impl Authenticator {
             Arc::new(TenantAccess {
                 id: Arc::from(default_tenant),
                 limiter: limiter(default_tenant),
+                sessions: RateLimiter::per_minute(sessions_per_minute),
             })
         });
         let admin = policy.admin_tokens.iter().map(|d| (*d, 0)).collect();

@@ -128,8 +128,15 @@ impl McpHandler {
             None => (None, None),
         };
         let cancel = CancelOnDrop(CancelToken::new());
+        // Lets the transport cancel this call at once: when the client's stream for it
+        // goes away, its session is deleted, or a shutdown's grace ran out.
+        let _live = self
+            .shared
+            .live
+            .register(&session, context.id.clone(), cancel.0.clone());
         let approver =
-            super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone());
+            super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
+                .with_cancel(cancel.0.clone());
         let options = CallOptions {
             tenant: tenant.to_string(),
             session: session.clone(),

@@ -18,6 +18,20 @@
 //!    (or that does not exist) → 404, as for an unknown session.
 //! 4. **Rate limit**: a tools/call over the tenant's `calls_per_minute` → 429 with
 //!    `Retry-After` (seconds).
+//! 5. **Sessions are bounded**: an `initialize` over the tenant's `sessions_per_minute`
+//!    → 429 with `Retry-After`; one while the tenant holds `max_sessions_per_tenant`
+//!    live sessions → 429. Sessions idle for `session_idle_timeout_secs` end.
+//! 6. **A body that is not a JSON-RPC message** → 400 with the JSON-RPC error it is
+//!    owed (parse error, or invalid params / invalid request with its id).
+//!
+//! Connections, before any of that: at most `max_connections` in total and
+//! `max_connections_per_ip` from one address (beyond: closed at once); a request's
+//! headers must arrive within `header_timeout_secs`, which also bounds how long a
+//! connection may sit idle between requests, and its body within [`BODY_TIMEOUT`].
+//!
+//! A call ends at once when its client goes away: when the HTTP response that would
+//! carry its result is dropped unfinished (the connection closed), and when its
+//! session is deleted.
 //!
 //! `/approvals` (`GET`: list pending, `POST /approvals/{id}` with
 //! `{"answer": "once|session|always|deny"}`) takes an admin token instead; it is off
@@ -31,12 +45,14 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, RequestId};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -51,14 +67,14 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8788";
 
 /// How long to wait for cancelled calls to end at shutdown: they stop at the next
 /// epoch tick, so this only bounds a wedged host call.
-const CALLS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+const CALLS_GRACE: Duration = Duration::from_secs(5);
 
 /// How long, after the calls in flight ended at shutdown, their responses may take to
 /// reach the clients before the sessions (and their streams) end.
-const RESPONSES_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+const RESPONSES_GRACE: Duration = Duration::from_secs(5);
 
 /// Pause after a failed `accept` before the next one.
-const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Largest request body read to find a rate-limited tools/call (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -68,6 +84,39 @@ const MAX_ANSWER_BODY: usize = 4096;
 
 /// The `Mcp-Session-Id` header.
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Default of `[server] max_sessions_per_tenant`. A live session costs a worker task,
+/// its channels and its handler (tens of kilobytes); 256 is far more than one agent
+/// fleet's tenant keeps open, and bounds a tenant to a few tens of megabytes.
+pub const DEFAULT_MAX_SESSIONS_PER_TENANT: u32 = 256;
+
+/// Default of `[server] sessions_per_minute`: agents open a session when they start, not
+/// per call; one a second (with bursts of 60) leaves room for restarts and reconnects.
+pub const DEFAULT_SESSIONS_PER_MINUTE: u32 = 60;
+
+/// Default of `[server] session_idle_timeout_secs`: rmcp's own (5 minutes). A session
+/// with no traffic that long is almost surely abandoned, and ending it frees its
+/// memory and its terminal's background processes; a client that comes back later
+/// gets 404 and starts a new one, as the MCP spec prescribes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default of `[server] header_timeout_secs`. Real clients send a request's headers in
+/// one packet; 10 s is generous for a slow link and short enough that slow-header
+/// (slowloris) clients cannot pin connections. hyper runs this clock whenever it waits
+/// for a request's head, so it is also the idle keep-alive timeout.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default of `[server] max_connections`: each connection is a task and buffers, and
+/// the process has a file-descriptor limit; 1024 serves many agents at once.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
+
+/// Default of `[server] max_connections_per_ip`: a client (or a NAT's worth of them)
+/// needs a handful; 64 keeps one address from taking all of [`DEFAULT_MAX_CONNECTIONS`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u32 = 64;
+
+/// How long a request's body may take to arrive once its headers did (4 MiB at a
+/// slow 150 KB/s); past it the request gets 408 and the connection ends.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -113,66 +162,252 @@ fn fronted_service(
     )
 }
 
-/// Which tenant created each legacy MCP session, so no other tenant can use it.
+/// Which tenant created each legacy MCP session, so no other tenant can use it, and
+/// how many each tenant holds, so none can hold more than its cap.
 struct SessionOwners {
-    owners: Mutex<HashMap<Box<str>, Arc<str>>>,
-    /// Size after the last pruning: prune again when it doubles (amortised O(1)).
-    pruned_at: Mutex<usize>,
+    state: Mutex<Owners>,
     manager: Arc<LocalSessionManager>,
+    /// `max_sessions_per_tenant`.
+    max_per_tenant: usize,
+}
+
+/// Sessions pruned on the way (ended without a DELETE: idle timeout, transport
+/// closed), with their tenants: their terminals must end too.
+type Pruned = Vec<(Arc<str>, Box<str>)>;
+
+#[derive(Default)]
+struct Owners {
+    owner: HashMap<Box<str>, Arc<str>>,
+    by_tenant: HashMap<Arc<str>, TenantSessions>,
+    /// Size after the last full pruning: prune again when it doubles (amortised O(1)).
+    pruned_at: usize,
+}
+
+#[derive(Default)]
+struct TenantSessions {
+    ids: std::collections::HashSet<Box<str>>,
+    /// `initialize` requests admitted and not yet answered: they count against the
+    /// cap, so concurrent handshakes cannot overshoot it.
+    opening: usize,
+}
+
+/// A session slot held for one `initialize` until its response is in (and the
+/// session, if any, bound).
+struct Opening<'a> {
+    owners: &'a SessionOwners,
+    tenant: Arc<str>,
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut state = self.owners.lock();
+        if let Some(t) = state.by_tenant.get_mut(&self.tenant) {
+            t.opening = t.opening.saturating_sub(1);
+            if t.opening == 0 && t.ids.is_empty() {
+                state.by_tenant.remove(&self.tenant);
+            }
+        }
+    }
 }
 
 impl SessionOwners {
-    fn owner(&self, id: &str) -> Option<Arc<str>> {
-        self.owners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
+    fn new(manager: Arc<LocalSessionManager>, max_per_tenant: usize) -> Self {
+        Self {
+            state: Mutex::new(Owners::default()),
+            manager,
+            max_per_tenant,
+        }
     }
 
-    /// Records `tenant` as the owner of session `id`. Returns the sessions pruned on
-    /// the way (ended without a DELETE), with their tenants: their terminals must end
-    /// too.
-    async fn bind(&self, id: &str, tenant: Arc<str>) -> Vec<(Arc<str>, Box<str>)> {
-        let len = {
-            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            owners.insert(Box::from(id), tenant);
-            owners.len()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn owner(&self, id: &str) -> Option<Arc<str>> {
+        self.lock().owner.get(id).cloned()
+    }
+
+    /// A slot for a new session of `tenant`, or `None` when it holds its cap of live
+    /// sessions. At the cap, the tenant's sessions that ended without a DELETE are
+    /// pruned first (and returned), so only live ones count.
+    async fn admit(&self, tenant: &Arc<str>) -> (Option<Opening<'_>>, Pruned) {
+        let opening = || Opening {
+            owners: self,
+            tenant: tenant.clone(),
         };
-        let due = {
-            let pruned_at = *self.pruned_at.lock().unwrap_or_else(|p| p.into_inner());
-            len >= (pruned_at * 2).max(64)
-        };
-        if due {
-            // Sessions that ended without a DELETE (idle timeout, transport closed).
-            let live: std::collections::HashSet<String> = self
-                .manager
-                .sessions
-                .read()
-                .await
-                .keys()
-                .map(|k| k.to_string())
-                .collect();
-            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            let mut pruned = Vec::new();
-            owners.retain(|id, tenant| {
-                let keep = live.contains(&**id);
-                if !keep {
-                    pruned.push((Arc::clone(tenant), id.clone()));
-                }
-                keep
-            });
-            *self.pruned_at.lock().unwrap_or_else(|p| p.into_inner()) = owners.len();
-            return pruned;
+        {
+            let mut state = self.lock();
+            let t = state.by_tenant.entry(tenant.clone()).or_default();
+            if t.ids.len() + t.opening < self.max_per_tenant {
+                t.opening += 1;
+                return (Some(opening()), Vec::new());
+            }
         }
-        Vec::new()
+        let live = self.manager.sessions.read().await;
+        let mut state = self.lock();
+        let Owners {
+            owner, by_tenant, ..
+        } = &mut *state;
+        let t = by_tenant.entry(tenant.clone()).or_default();
+        let dead: Vec<Box<str>> = t
+            .ids
+            .iter()
+            .filter(|id| !live.contains_key(&***id))
+            .cloned()
+            .collect();
+        drop(live);
+        let mut pruned = Vec::with_capacity(dead.len());
+        for id in dead {
+            t.ids.remove(&id);
+            owner.remove(&id);
+            pruned.push((tenant.clone(), id));
+        }
+        if t.ids.len() + t.opening < self.max_per_tenant {
+            t.opening += 1;
+            return (Some(opening()), pruned);
+        }
+        (None, pruned)
+    }
+
+    /// Records `tenant` as the owner of session `id` (admitted by [`Self::admit`]).
+    /// Returns the sessions pruned on the way.
+    async fn bind(&self, id: &str, tenant: Arc<str>) -> Pruned {
+        let due = {
+            let mut state = self.lock();
+            state.owner.insert(Box::from(id), tenant.clone());
+            state
+                .by_tenant
+                .entry(tenant)
+                .or_default()
+                .ids
+                .insert(Box::from(id));
+            state.owner.len() >= (state.pruned_at * 2).max(64)
+        };
+        if !due {
+            return Vec::new();
+        }
+        let live = self.manager.sessions.read().await;
+        let mut state = self.lock();
+        let Owners {
+            owner,
+            by_tenant,
+            pruned_at,
+        } = &mut *state;
+        let mut pruned = Vec::new();
+        owner.retain(|id, tenant| {
+            let keep = live.contains_key(&**id);
+            if !keep {
+                pruned.push((Arc::clone(tenant), id.clone()));
+            }
+            keep
+        });
+        drop(live);
+        for (tenant, id) in &pruned {
+            if let Some(t) = by_tenant.get_mut(tenant) {
+                t.ids.remove(id);
+            }
+        }
+        by_tenant.retain(|_, t| !t.ids.is_empty() || t.opening > 0);
+        *pruned_at = owner.len();
+        pruned
     }
 
     fn unbind(&self, id: &str) {
-        self.owners
+        let mut state = self.lock();
+        if let Some(tenant) = state.owner.remove(id)
+            && let Some(t) = state.by_tenant.get_mut(&tenant)
+        {
+            t.ids.remove(id);
+            if t.ids.is_empty() && t.opening == 0 {
+                state.by_tenant.remove(&tenant);
+            }
+        }
+    }
+}
+
+/// Open connections, in total and per peer address.
+struct Connections {
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+    max_total: usize,
+    max_per_ip: usize,
+}
+
+/// One admitted connection; frees its place when dropped.
+struct ConnectionSlot {
+    connections: Arc<Connections>,
+    ip: IpAddr,
+}
+
+impl Connections {
+    /// A place for a connection from `ip`, or `None` when either cap is reached.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<ConnectionSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let (total, per_ip) = &mut *open;
+        let from_ip = per_ip.entry(ip).or_insert(0);
+        if *total >= self.max_total || *from_ip >= self.max_per_ip {
+            if *from_ip == 0 {
+                per_ip.remove(&ip);
+            }
+            return None;
+        }
+        *total += 1;
+        *from_ip += 1;
+        Some(ConnectionSlot {
+            connections: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .connections
+            .open
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+            .unwrap_or_else(|p| p.into_inner());
+        let (total, per_ip) = &mut *open;
+        *total = total.saturating_sub(1);
+        if let Some(n) = per_ip.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per_ip.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// The HTTP front's limits, from the policy's `[server]` keys or their defaults.
+struct Limits {
+    max_sessions_per_tenant: usize,
+    session_idle_timeout: Duration,
+    header_timeout: Duration,
+    max_connections: usize,
+    max_connections_per_ip: usize,
+}
+
+impl Limits {
+    fn new(policy: &hermetic::policy_file::ServerPolicy) -> Self {
+        let count = |value: Option<u32>, default: u32| {
+            usize::try_from(value.unwrap_or(default)).unwrap_or(usize::MAX)
+        };
+        Self {
+            max_sessions_per_tenant: count(
+                policy.max_sessions_per_tenant,
+                DEFAULT_MAX_SESSIONS_PER_TENANT,
+            ),
+            session_idle_timeout: policy
+                .session_idle_timeout_secs
+                .map_or(DEFAULT_SESSION_IDLE_TIMEOUT, Duration::from_secs),
+            header_timeout: policy
+                .header_timeout_secs
+                .map_or(DEFAULT_HEADER_TIMEOUT, Duration::from_secs),
+            max_connections: count(policy.max_connections, DEFAULT_MAX_CONNECTIONS),
+            max_connections_per_ip: count(
+                policy.max_connections_per_ip,
+                DEFAULT_MAX_CONNECTIONS_PER_IP,
+            ),
+        }
     }
 }
 
@@ -206,25 +441,35 @@ pub async fn serve(
         return Err(ServeError::Unprotected(bound));
     }
     let access = &server.shared.options.access;
-    let manager = Arc::new(LocalSessionManager::default());
+    let limits = Limits::new(access);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.session_idle_timeout);
+    let manager = Arc::new(manager);
     // Ends the MCP sessions; cancelled only after calls in flight had their grace.
     let sessions_end = CancellationToken::new();
     let front = Arc::new(Front {
         server: server.clone(),
         mcp: fronted_service(server, sessions_end.clone(), manager.clone()),
         allow: AllowList::new(bound, &access.allowed_hosts, &access.allowed_origins),
-        sessions: SessionOwners {
-            owners: Mutex::new(HashMap::new()),
-            pruned_at: Mutex::new(0),
-            manager,
-        },
+        sessions: SessionOwners::new(manager, limits.max_sessions_per_tenant),
         responses: tokio_util::task::TaskTracker::new(),
     });
+    let connections = Arc::new(Connections {
+        open: Mutex::new((0, HashMap::new())),
+        max_total: limits.max_connections,
+        max_per_ip: limits.max_connections_per_ip,
+    });
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    // Without a timer hyper enforces no header timeout at all: a client could hold a
+    // connection forever by sending nothing, or a byte a minute.
+    http1
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 // Accept errors are transient (a peer that reset before accept, or out
                 // of file descriptors until some connections close): never stop the
                 // server for one, but do not spin on it either.
@@ -235,17 +480,26 @@ pub async fn serve(
                 }
             },
         };
+        // Over a cap: closed before reading a byte. Cheaper than an HTTP 503 (which
+        // would need a write the peer might never read) and what a client sees as a
+        // refused connection.
+        let Some(slot) = connections.admit(peer.ip()) else {
+            tracing::debug!(%peer, "refused a connection over max_connections(_per_ip)");
+            drop(stream);
+            continue;
+        };
         // Small JSON-RPC messages: send them now rather than waiting to coalesce.
         let _ = stream.set_nodelay(true);
         let front = front.clone();
         let connection_shutdown = shutdown.clone();
+        let http1 = http1.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let route = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let front = front.clone();
                 async move { Ok::<_, Infallible>(front.route(request).await) }
             });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), route);
+            let connection = http1.serve_connection(TokioIo::new(stream), route);
             tokio::pin!(connection);
             tokio::select! {
                 result = connection.as_mut() => {
@@ -269,13 +523,18 @@ pub async fn serve(
         "shutting down: waiting up to {} s for calls in flight",
         grace.as_secs_f64()
     );
-    if server.drain(grace).await {
-        // The calls returned; let their results reach the clients.
-        front.responses.close();
-        let _ = tokio::time::timeout(RESPONSES_GRACE, front.responses.wait()).await;
+    if !server.drain(grace).await {
+        // Cancel what is left ourselves, while the sessions still stand: rmcp would
+        // cancel a session's handlers only after closing its transport, and their
+        // "cancelled" results would have no way to the client.
+        server.cancel_calls();
+        server.wait_for_calls(CALLS_GRACE).await;
     }
-    // Ends the sessions, which cancels the calls still running; let them finish so
-    // their sandboxes are torn down before we return.
+    // The calls returned; let their results reach the clients.
+    front.responses.close();
+    let _ = tokio::time::timeout(RESPONSES_GRACE, front.responses.wait()).await;
+    // Ends the sessions (and whatever call a wedged host call kept running); let those
+    // calls finish so their sandboxes are torn down before we return.
     sessions_end.cancel();
     server.wait_for_calls(CALLS_GRACE).await;
     server.run_shutdown_hooks();
@@ -352,20 +611,82 @@ impl Front {
         request.extensions_mut().insert(Tenant(tenant.id.clone()));
         let delete = request.method() == Method::DELETE;
         let post = request.method() == Method::POST;
-        let mut response = if tenant.limiter.is_some() && request.method() == Method::POST {
+        // Held until the session (if any) is bound, so it counts against the cap.
+        let mut opening = None;
+        // The session request whose call is cancelled if its response is abandoned.
+        let mut watched = None;
+        let mut handling: Option<tokio_util::task::task_tracker::TaskTrackerToken> = None;
+        let mut response = if post {
             let (parts, body) = request.into_parts();
-            let body = match Limited::new(body, MAX_BODY).collect().await {
-                Ok(body) => body.to_bytes(),
-                Err(_) => {
+            let collect = Limited::new(body, MAX_BODY).collect();
+            let body = match tokio::time::timeout(BODY_TIMEOUT, collect).await {
+                Ok(Ok(body)) => body.to_bytes(),
+                Ok(Err(_)) => {
                     return text(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         "Payload Too Large (or the body could not be read)\n",
                     );
                 }
+                Err(_) => {
+                    let mut response = text(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "Request Timeout: the body did not arrive in time\n",
+                    );
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    return response;
+                }
             };
-            if let Some(response) = self.rate_limit(&tenant, &body, session.as_deref()) {
+            // Parsed here as well as in rmcp (which answers an unparseable body with a
+            // bare 415 and no JSON-RPC error for its id), to know what it asks for.
+            let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&body) {
+                Ok(message) => message,
+                Err(e) => {
+                    return match super::jsonrpc::failure_response(&body, &e.to_string()) {
+                        Some(reply) => json(StatusCode::BAD_REQUEST, &reply),
+                        None => text(
+                            StatusCode::BAD_REQUEST,
+                            "Bad Request: the body is not a JSON-RPC message\n",
+                        ),
+                    };
+                }
+            };
+            let asked = Asked::of(&message);
+            if let Some(tool) = asked.tool
+                && let Some(response) = self.rate_limit(&tenant, tool, session.as_deref())
+            {
                 return response;
             }
+            if asked.initialize && session.is_none() {
+                if let Err(wait) = tenant.sessions.check() {
+                    return too_many_requests(
+                        "Too Many Requests: this tenant's sessions_per_minute is used up\n",
+                        Some(wait),
+                    );
+                }
+                let (admitted, pruned) = self.sessions.admit(&tenant.id).await;
+                self.end_terminals(pruned);
+                let Some(admitted) = admitted else {
+                    return too_many_requests(
+                        "Too Many Requests: this tenant holds max_sessions_per_tenant live sessions; \
+                         end one (DELETE) or let one idle out\n",
+                        None,
+                    );
+                };
+                opening = Some(admitted);
+            }
+            if let (Some(session), Some(id)) = (&session, asked.request) {
+                watched = Some(Abandon {
+                    server: self.server.clone(),
+                    session: session.clone(),
+                    request: id,
+                });
+            }
+            // Counted from now, not from when rmcp hands back a response: a sessionless
+            // call's response exists only once the call returned, and a shutdown that
+            // ended the sessions in between would turn its result into a 500.
+            handling = Some(self.responses.token());
             self.mcp
                 .handle(Request::from_parts(parts, Full::new(body)))
                 .await
@@ -379,24 +700,17 @@ impl Front {
                 .and_then(|v| v.to_str().ok())
         {
             let pruned = self.sessions.bind(id, tenant.id.clone()).await;
-            if !pruned.is_empty() {
-                // Sessions that idled out or whose client vanished: their background
-                // processes and containers end with them, as on a DELETE (off the async
-                // workers: removing a container can take seconds).
-                if let Some(terminal) = self.server.registry().terminal().cloned() {
-                    tokio::task::spawn_blocking(move || {
-                        for (tenant_id, session_id) in pruned {
-                            terminal.end_session(&tenant_id, &session_id);
-                        }
-                    });
-                }
-            }
+            self.end_terminals(pruned);
         }
+        drop(opening);
         if delete {
             if let Some(id) = &session
                 && response.status().is_success()
             {
                 self.sessions.unbind(id);
+                // rmcp cancels the session's handlers only after a drain period of
+                // its own: a deleted session's calls end now.
+                self.server.shared.live.cancel_session(id);
                 // The session's background processes and container end with it (off
                 // the async workers: removing a container can take seconds).
                 if let Some(terminal) = self.server.registry().terminal().cloned() {
@@ -417,11 +731,13 @@ impl Front {
             // Counted until hyper drops the body, i.e. until it was sent (or the
             // client went away). GET streams are left out: they last as long as
             // their session.
-            let sending = self.responses.token();
+            let sending = handling.take().unwrap_or_else(|| self.responses.token());
             response = response.map(|body| {
                 Tracked {
                     inner: body,
                     _sending: sending,
+                    finished: false,
+                    abandon: watched,
                 }
                 .boxed()
             });
@@ -429,41 +745,48 @@ impl Front {
         response
     }
 
-    /// Takes the tenant's rate limit for each tools/call in `body`; a 429 when over.
+    /// Ends the terminals (background processes, containers) of sessions that idled
+    /// out or whose client vanished, as a DELETE would (off the async workers:
+    /// removing a container can take seconds).
+    fn end_terminals(&self, pruned: Pruned) {
+        if pruned.is_empty() {
+            return;
+        }
+        if let Some(terminal) = self.server.registry().terminal().cloned() {
+            tokio::task::spawn_blocking(move || {
+                for (tenant_id, session_id) in pruned {
+                    terminal.end_session(&tenant_id, &session_id);
+                }
+            });
+        }
+    }
+
+    /// Takes the tenant's rate limit for a tools/call of `tool`; a 429 when over.
     fn rate_limit(
         &self,
         tenant: &TenantAccess,
-        body: &[u8],
+        tool: &str,
         session: Option<&str>,
     ) -> Option<Response<Body>> {
         let limiter = tenant.limiter.as_ref()?;
-        let calls = tool_calls(body);
-        for tool in &calls {
-            if let Err(wait) = limiter.check() {
-                let retry = wait.as_secs_f64().ceil().max(1.0);
-                if let Some(audit) = self.server.audit() {
-                    let reason = format!("over calls_per_minute; retry after {retry} s");
-                    audit.record_or_log(&super::audit::Event {
-                        kind: "decision",
-                        tenant: &tenant.id,
-                        session: session.unwrap_or_default(),
-                        tool,
-                        outcome: "rate_limited",
-                        reason: Some(&reason),
-                        ..Default::default()
-                    });
-                }
-                let mut response = text(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "Too Many Requests: this tenant's calls_per_minute is used up\n",
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry as u64));
-                return Some(response);
-            }
+        let wait = limiter.check().err()?;
+        if let Some(audit) = self.server.audit() {
+            let retry = wait.as_secs_f64().ceil().max(1.0);
+            let reason = format!("over calls_per_minute; retry after {retry} s");
+            audit.record_or_log(&super::audit::Event {
+                kind: "decision",
+                tenant: &tenant.id,
+                session: session.unwrap_or_default(),
+                tool,
+                outcome: "rate_limited",
+                reason: Some(&reason),
+                ..Default::default()
+            });
         }
-        None
+        Some(too_many_requests(
+            "Too Many Requests: this tenant's calls_per_minute is used up\n",
+            Some(wait),
+        ))
     }
 
     async fn approvals(&self, request: Request<Incoming>) -> Response<Body> {
@@ -532,11 +855,24 @@ impl Front {
 }
 
 /// A response body that holds a [`TaskTracker`](tokio_util::task::TaskTracker) token
-/// until it is dropped (sent in full, or abandoned). Forwards the size hint, so a JSON
-/// response keeps its `Content-Length`.
+/// until it is dropped (sent in full, or abandoned), and cancels the call it would
+/// carry the result of when it is abandoned unfinished: hyper drops it when the
+/// client's connection goes away, and nobody would read that result. Forwards the
+/// size hint, so a JSON response keeps its `Content-Length`.
 struct Tracked {
     inner: Body,
     _sending: tokio_util::task::task_tracker::TaskTrackerToken,
+    /// The whole body was produced.
+    finished: bool,
+    abandon: Option<Abandon>,
+}
+
+/// The call a session POST's response carries: cancelled if that response is
+/// abandoned.
+struct Abandon {
+    server: McpServer,
+    session: String,
+    request: RequestId,
 }
 
 impl hyper::body::Body for Tracked {
@@ -547,7 +883,12 @@ impl hyper::body::Body for Tracked {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
-        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+        let this = self.get_mut();
+        let frame = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(frame, std::task::Poll::Ready(None)) || this.inner.is_end_stream() {
+            this.finished = true;
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {
@@ -559,40 +900,65 @@ impl hyper::body::Body for Tracked {
     }
 }
 
-/// The tool names of the tools/call requests in a JSON-RPC body (one message or a
-/// batch). A body that does not parse yields none: rmcp rejects it anyway.
-fn tool_calls(body: &[u8]) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow)]
-        name: Option<Cow<'a, str>>,
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Some(abandon) = &self.abandon {
+            let cancelled = abandon
+                .server
+                .shared
+                .live
+                .cancel_request(&abandon.session, &abandon.request);
+            if cancelled > 0 {
+                tracing::info!(
+                    session = %abandon.session,
+                    request = %abandon.request,
+                    "the client went away: its call is cancelled"
+                );
+            }
+        }
     }
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        // `Cow`: an escaped method name (`tools\/call`) must not slip past the limit.
-        #[serde(borrow)]
-        method: Option<Cow<'a, str>>,
-        #[serde(borrow)]
-        params: Option<Params<'a>>,
+}
+
+/// What one client message asks for, as far as the front cares.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Asked<'a> {
+    /// The tool of a tools/call.
+    tool: Option<&'a str>,
+    /// Whether it is an `initialize` (which opens a session).
+    initialize: bool,
+    /// The id of a request (its response is owed on this POST's stream).
+    request: Option<RequestId>,
+}
+
+impl<'a> Asked<'a> {
+    fn of(message: &'a ClientJsonRpcMessage) -> Self {
+        let ClientJsonRpcMessage::Request(request) = message else {
+            return Self::default();
+        };
+        Self {
+            tool: match &request.request {
+                ClientRequest::CallToolRequest(call) => Some(call.params.name.as_ref()),
+                _ => None,
+            },
+            initialize: matches!(&request.request, ClientRequest::InitializeRequest(_)),
+            request: Some(request.id.clone()),
+        }
     }
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    let messages: Vec<Message<'_>> = if first == Some(&b'[') {
-        serde_json::from_slice(body).unwrap_or_default()
-    } else {
-        serde_json::from_slice(body)
-            .map(|m| vec![m])
-            .unwrap_or_default()
-    };
-    messages
-        .into_iter()
-        .filter(|m| m.method.as_deref() == Some("tools/call"))
-        .map(|m| {
-            m.params
-                .and_then(|p| p.name)
-                .map(Cow::into_owned)
-                .unwrap_or_default()
-        })
-        .collect()
+}
+
+/// 429, with `Retry-After` (whole seconds, at least 1) when the wait is known.
+fn too_many_requests(body: &str, wait: Option<Duration>) -> Response<Body> {
+    let mut response = text(StatusCode::TOO_MANY_REQUESTS, body);
+    if let Some(wait) = wait {
+        let retry = wait.as_secs_f64().ceil().max(1.0) as u64;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(retry));
+    }
+    response
 }
 
 fn text(status: StatusCode, body: &str) -> Response<Body> {
@@ -640,26 +1006,35 @@ fn unauthorized(failure: AuthFailure) -> Response<Body> {
 mod tests {
     use super::*;
 
+    fn asked(body: &str) -> (Option<String>, bool, Option<RequestId>) {
+        let message: ClientJsonRpcMessage = serde_json::from_str(body).unwrap();
+        let asked = Asked::of(&message);
+        (
+            asked.tool.map(str::to_owned),
+            asked.initialize,
+            asked.request,
+        )
+    }
+
     #[test]
-    fn tool_calls_are_found_in_single_messages_batches_and_escaped_names() {
-        let one = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
-        assert_eq!(tool_calls(one), ["echo"]);
-        let escaped = br#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"e"}}"#;
-        assert_eq!(tool_calls(escaped), ["e"]);
-        let batch = br#" [{"method":"tools/call","params":{"name":"a"}},{"method":"tools/list"},{"method":"tools/call","params":{"name":"b"}}]"#;
-        assert_eq!(tool_calls(batch), ["a", "b"]);
-        assert!(tool_calls(br#"{"method":"tools/list"}"#).is_empty());
-        assert!(tool_calls(b"not json").is_empty());
+    fn the_front_reads_tool_calls_even_with_escaped_names_and_initializes_and_request_ids() {
+        let one = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
+        assert_eq!(
+            asked(one),
+            (Some("echo".into()), false, Some(RequestId::Number(1)))
+        );
+        // An escaped method name must not slip past the rate limit.
+        let escaped = r#"{"jsonrpc":"2.0","id":"x","method":"tools\/call","params":{"name":"e"}}"#;
+        assert_eq!(asked(escaped).0.as_deref(), Some("e"));
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        assert_eq!(asked(init), (None, true, Some(RequestId::Number(0))));
+        let notification = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(asked(notification), (None, false, None));
     }
 
     #[test]
     fn pruned_sessions_are_reported_with_their_tenants() {
-        #![allow(clippy::unwrap_used, reason = "tests")]
-        let owners = SessionOwners {
-            owners: Mutex::new(HashMap::new()),
-            pruned_at: Mutex::new(0),
-            manager: Arc::new(LocalSessionManager::default()),
-        };
+        let owners = SessionOwners::new(Arc::new(LocalSessionManager::default()), 256);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -674,5 +1049,50 @@ mod tests {
         assert!(pruned.iter().all(|(t, _)| &**t == "acme"));
         assert!(pruned.iter().any(|(_, id)| &**id == "sess7"));
         assert!(owners.owner("sess7").is_none());
+        assert!(owners.lock().by_tenant.is_empty());
+    }
+
+    #[test]
+    fn a_tenant_at_its_session_cap_is_refused_until_its_dead_sessions_are_pruned() {
+        let owners = SessionOwners::new(Arc::new(LocalSessionManager::default()), 2);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (acme, other): (Arc<str>, Arc<str>) = (Arc::from("acme"), Arc::from("other"));
+        rt.block_on(async {
+            // Two handshakes in flight hold both places.
+            let (first, _) = owners.admit(&acme).await;
+            let (second, _) = owners.admit(&acme).await;
+            assert!(first.is_some() && second.is_some());
+            // (none of these ids is live in the manager, so a prune would free them)
+            let (third, pruned) = owners.admit(&acme).await;
+            assert!(third.is_none() && pruned.is_empty());
+            // Another tenant is not affected.
+            assert!(owners.admit(&other).await.0.is_some());
+            owners.bind("a1", acme.clone()).await;
+            owners.bind("a2", acme.clone()).await;
+            drop((first, second));
+            // Both sessions ended without a DELETE: pruned at the cap, then admitted.
+            let (fourth, pruned) = owners.admit(&acme).await;
+            assert!(fourth.is_some());
+            assert_eq!(pruned.len(), 2);
+        });
+    }
+
+    #[test]
+    fn connections_are_capped_in_total_and_per_address_and_freed_when_dropped() {
+        let connections = Arc::new(Connections {
+            open: Mutex::new((0, HashMap::new())),
+            max_total: 3,
+            max_per_ip: 2,
+        });
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let a1 = connections.admit(a).unwrap();
+        let _a2 = connections.admit(a).unwrap();
+        assert!(connections.admit(a).is_none(), "per address");
+        let _b1 = connections.admit(b).unwrap();
+        assert!(connections.admit(b).is_none(), "in total");
+        drop(a1);
+        assert!(connections.admit(a).is_some());
     }
 }

@@ -33,6 +33,8 @@ pub mod audit;
 pub mod auth;
 pub mod handler;
 pub mod http;
+mod jsonrpc;
+mod live;
 pub mod stdio;
 pub mod watch;
 
@@ -131,6 +133,8 @@ pub(crate) struct Shared {
     /// Tool calls in flight, so a transport can wait for cancelled calls to end
     /// before the runtime goes away.
     pub(crate) calls: tokio_util::task::TaskTracker,
+    /// The same calls by session and request id, to cancel them at once.
+    pub(crate) live: live::LiveCalls,
     /// Compiled tokens and rate limits.
     pub(crate) auth: auth::Authenticator,
     /// Pending approvals for the operator console (only with admin tokens: without
@@ -208,6 +212,7 @@ impl McpServer {
                 legacy_peers: Mutex::new(Vec::new()),
                 allowed: RwLock::new(None),
                 calls: tokio_util::task::TaskTracker::new(),
+                live: live::LiveCalls::default(),
                 auth,
                 broker,
                 draining: AtomicBool::new(false),
@@ -266,6 +271,18 @@ impl McpServer {
             );
         }
         drained
+    }
+
+    /// How many tool calls are in flight right now.
+    pub fn calls_in_flight(&self) -> usize {
+        self.shared.calls.len()
+    }
+
+    /// Cancels every tool call in flight at once (each returns its "cancelled" error
+    /// result at the guest's next epoch tick). A shutdown does this when its grace ran
+    /// out, before ending the sessions, so every cancelled call still gets its reply.
+    pub fn cancel_calls(&self) -> usize {
+        self.shared.live.cancel_all()
     }
 
     /// Whether a shutdown began.

@@ -35,7 +35,8 @@ use config::MAX_TIMEOUT_SECS;
 use hermetic::CancelToken;
 pub use hermetic::{CommandRequest, ProcessRequest, TerminalCallContext, TerminalService};
 use hermetic_approval::{
-    ApprovalContext, ApprovalGate, ApprovalObserver, Approver, Outcome, SessionKey, Verdict,
+    Answer, ApprovalContext, ApprovalGate, ApprovalObserver, ApprovalRequest, Approver,
+    ApproverError, ApproverKind, Outcome, SessionKey, Verdict,
 };
 use process::{Action, ProcessRegistry};
 use serde_json::{Value, json};
@@ -332,6 +333,38 @@ impl std::fmt::Debug for TerminalCall<'_> {
     }
 }
 
+/// A call's approver, bounded by the call: nobody is asked past the calling tool's
+/// deadline. The gate's own timeout for asynchronous approvers is longer than most
+/// tools' deadlines; without the bound the call would sit in the host past its
+/// deadline (epoch interruption cannot reach host code), waiting for an answer nobody
+/// could use, while its client waits for a reply.
+struct CallBound<'a> {
+    inner: &'a dyn Approver,
+    deadline: Option<Instant>,
+}
+
+impl Approver for CallBound<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn kind(&self) -> ApproverKind {
+        self.inner.kind()
+    }
+
+    fn request(
+        &self,
+        request: &ApprovalRequest,
+        deadline: Instant,
+    ) -> Result<Answer, ApproverError> {
+        let deadline = self.deadline.map_or(deadline, |call| call.min(deadline));
+        if Instant::now() >= deadline {
+            return Ok(Answer::Timeout);
+        }
+        self.inner.request(request, deadline)
+    }
+}
+
 fn error_result(message: impl Into<String>) -> Value {
     json!({"output": "", "exit_code": -1, "error": message.into()})
 }
@@ -427,10 +460,14 @@ impl<'a> TerminalCall<'a> {
 
     /// Puts `text` through the tenant's approval gate. `Err` is the refusal to return.
     fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), Value> {
+        let bounded = self.approver.as_deref().map(|inner| CallBound {
+            inner,
+            deadline: self.deadline,
+        });
         let verdict = t.gate.check_with_approver(
             &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
             text,
-            self.approver.as_deref(),
+            bounded.as_ref().map(|b| b as &dyn Approver),
         );
         if verdict.approved {
             return Ok(());

@@ -1,0 +1,198 @@
+//! The JSON-RPC error response owed to a message rmcp cannot parse.
+//!
+//! rmcp drops a stdio line it cannot parse as a client message, and answers such an
+//! HTTP body with a bare 415; either way a client waiting on the request's id never
+//! hears back. JSON-RPC 2.0 says every request gets a response: a parse error (−32700,
+//! id null) for text that is not JSON, otherwise an error with the request's id when
+//! one can be read — invalid params (−32602) for a message with a method (rmcp knows
+//! every method, custom ones included, so only its params can have failed), invalid
+//! request (−32600) for anything else.
+
+use serde_json::{Value, json};
+
+/// JSON-RPC 2.0 "Parse error".
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC 2.0 "Invalid Request".
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC 2.0 "Invalid params".
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// What a client message that rmcp rejected is owed: `None` when the message parses
+/// (rmcp answers it) or when it is a notification (which gets no response).
+/// `detail` is the parser's complaint, passed on to help the client's author.
+pub(crate) fn failure_response(message: &[u8], detail: &str) -> Option<Value> {
+    let value: Value = match serde_json::from_slice(message) {
+        Ok(value) => value,
+        Err(e) => {
+            return Some(error(
+                Value::Null,
+                PARSE_ERROR,
+                &format!("Parse error: {e}"),
+            ));
+        }
+    };
+    let Some(object) = value.as_object() else {
+        // A batch or a bare value: this server takes one message at a time.
+        return Some(error(
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: send one JSON-RPC message object",
+        ));
+    };
+    // Only a number or a string is an id; anything else cannot be echoed.
+    let id = object
+        .get("id")
+        .filter(|id| id.is_number() || id.is_string())
+        .cloned();
+    let has_method = object.get("method").is_some_and(Value::is_string);
+    match (id, has_method) {
+        (Some(id), true) => Some(error(
+            id,
+            INVALID_PARAMS,
+            &format!("Invalid params: {detail}"),
+        )),
+        // A notification the server cannot read: nobody waits for an answer.
+        (None, true) if !object.contains_key("id") => None,
+        // A response or error from the client that did not parse: not a request.
+        (None, false) if object.contains_key("result") || object.contains_key("error") => None,
+        (id, _) => Some(error(
+            id.unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            &format!("Invalid Request: {detail}"),
+        )),
+    }
+}
+
+/// The top-level `"id"` of a JSON object whose text is cut short (the head of an
+/// oversized message): a number or a string that lies wholly within `head`. Keys
+/// nested deeper (an argument called `id`) are skipped, so the reply never names
+/// another request.
+pub(crate) fn top_level_id(head: &[u8]) -> Option<Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    // Whether the last string closed at depth 1 was the key `id`, awaiting its `:`.
+    let mut key_is_id = false;
+    while i < head.len() {
+        match head[i] {
+            b'"' => {
+                let end = string_end(head, i)?;
+                let is_key = head[end + 1..]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .is_some_and(|b| *b == b':');
+                key_is_id = depth == 1 && is_key && &head[i + 1..end] == b"id";
+                i = end + 1;
+                continue;
+            }
+            b':' if key_is_id => {
+                let start = i
+                    + 1
+                    + head[i + 1..]
+                        .iter()
+                        .position(|b| !b.is_ascii_whitespace())?;
+                let end = if head[start] == b'"' {
+                    string_end(head, start)? + 1
+                } else {
+                    let len = head[start..]
+                        .iter()
+                        .position(|b| !(b.is_ascii_digit() || b"-+.eE".contains(b)))?;
+                    start + len
+                };
+                let id: Value = serde_json::from_slice(&head[start..end]).ok()?;
+                return (id.is_number() || id.is_string()).then_some(id);
+            }
+            // Between a key and its `:`: keep what the key was.
+            b if b.is_ascii_whitespace() => {
+                i += 1;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        key_is_id = false;
+        i += 1;
+    }
+    None
+}
+
+/// The index of the quote that closes the string opening at `start`.
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < text.len() {
+        match text[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A JSON-RPC error response.
+pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn each_unparseable_request_gets_the_error_json_rpc_prescribes_with_its_id() {
+        let code = |v: &Value| v["error"]["code"].as_i64().unwrap();
+        // Not JSON: parse error, id null.
+        let r = failure_response(b"{not json", "x").unwrap();
+        assert_eq!((code(&r), r["id"].clone()), (PARSE_ERROR, Value::Null));
+        // A request whose params do not fit its method: invalid params, with its id.
+        let r = failure_response(
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":3}"#,
+            "bad",
+        )
+        .unwrap();
+        assert_eq!((code(&r), r["id"].clone()), (INVALID_PARAMS, json!(7)));
+        let r = failure_response(
+            br#"{"jsonrpc":"2.0","id":"a","method":"x","params":[]}"#,
+            "bad",
+        )
+        .unwrap();
+        assert_eq!(r["id"], json!("a"));
+        // No method: invalid request, with the id when there is one.
+        let r = failure_response(br#"{"jsonrpc":"2.0","id":8}"#, "bad").unwrap();
+        assert_eq!((code(&r), r["id"].clone()), (INVALID_REQUEST, json!(8)));
+        let r = failure_response(b"[1, 2]", "bad").unwrap();
+        assert_eq!((code(&r), r["id"].clone()), (INVALID_REQUEST, Value::Null));
+        // A notification or a client's response that did not parse: nothing is owed.
+        assert!(failure_response(br#"{"jsonrpc":"2.0","method":"x","params":3}"#, "bad").is_none());
+        assert!(failure_response(br#"{"jsonrpc":"2.0","id":1,"result":3,"x":[}"#, "").is_some());
+        assert!(failure_response(br#"{"jsonrpc":"2.0","id":{},"result":3}"#, "bad").is_none());
+    }
+
+    #[test]
+    fn the_id_of_a_cut_off_message_is_its_top_level_one_or_none() {
+        let id = |text: &str| top_level_id(text.as_bytes());
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"x":"#),
+            Some(json!(42))
+        );
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0", "id" : "a\"b", "params"#),
+            Some(json!("a\"b"))
+        );
+        // An `id` inside the params is not the request's.
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","params":{"id":7,"s":"\"id\":8"},"id""#),
+            None
+        );
+        assert_eq!(
+            id(r#"{"method":"x","params":{"arguments":{"id":7}},"id":9,"#),
+            Some(json!(9))
+        );
+        // Cut inside the id, or no id at all.
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":"abc"#), None);
+        assert_eq!(id(r#"{"id":null,"#), None);
+        assert_eq!(id(r#"["id", 3]"#), None);
+    }
+}

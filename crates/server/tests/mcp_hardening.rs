@@ -1,0 +1,667 @@
+//! The HTTP front and the stdio transport under hostile or careless clients, with the
+//! server in this process on 127.0.0.1: calls end when their client goes away, sessions
+//! and connections are bounded, slow clients are cut off, and every request with an id
+//! gets a JSON-RPC response.
+//!
+//! Timing bounds only separate "at once" (a few seconds) from what the failure would
+//! take (a call's 60 s deadline, rmcp's ~6 s session drain); every loop is bounded.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use hermetic::policy_file::ServerPolicy;
+use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
+use hermetic_server::{McpServer, ServeOptions, http, stdio};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest any wait may take (a hang guard, not a timing assertion).
+const HANG_GUARD: Duration = Duration::from_secs(45);
+
+/// What "at once" may take on a loaded machine; far below `spin_long`'s 60 s deadline.
+const AT_ONCE: Duration = Duration::from_secs(10);
+
+/// The legacy protocol (sessions, `initialize`).
+const LEGACY: &str = "2025-06-18";
+
+fn registry(workspace: &Path) -> Registry {
+    let mut options = RegistryOptions::new(OperatorPolicy::with_workspace(workspace.to_path_buf()));
+    options.engine = EngineConfig {
+        cache_dir: Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")),
+        ..EngineConfig::default()
+    };
+    let registry = Registry::new(options).unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    for tool in ["echo", "spin_long"] {
+        std::fs::copy(
+            Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
+            dir.path().join(format!("{tool}.wasm")),
+        )
+        .unwrap();
+    }
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    registry
+}
+
+struct Running {
+    server: McpServer,
+    addr: String,
+    shutdown: tokio_util::sync::CancellationToken,
+    done: Option<std::thread::JoinHandle<()>>,
+    _workspace: tempfile::TempDir,
+}
+
+impl Running {
+    fn start(access: ServerPolicy) -> Self {
+        Self::start_with(access, Duration::from_secs(30))
+    }
+
+    fn start_with(access: ServerPolicy, shutdown_grace: Duration) -> Self {
+        let workspace = tempfile::TempDir::new().unwrap();
+        let options = ServeOptions {
+            access,
+            shutdown_grace,
+            ..ServeOptions::default()
+        };
+        let server = McpServer::new(Arc::new(registry(workspace.path())), options);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (serving, token) = (server.clone(), shutdown.clone());
+        let done = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+                http::serve(&serving, listener, token).await.unwrap();
+            });
+        });
+        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
+        Self {
+            server,
+            addr,
+            shutdown,
+            done: Some(done),
+            _workspace: workspace,
+        }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+        stream
+    }
+
+    /// Sends a POST to /mcp on `stream` (legacy headers when `session` or `legacy`).
+    fn post(&self, stream: &mut TcpStream, session: Option<&str>, legacy: bool, body: &str) {
+        let mut extra = String::new();
+        if let Some(session) = session {
+            extra.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        let version = if legacy || session.is_some() {
+            LEGACY
+        } else {
+            // 2026-07-28 requests name their method (and tool) in headers too.
+            if let Ok(message) = serde_json::from_str::<Value>(body) {
+                if let Some(method) = message["method"].as_str() {
+                    extra.push_str(&format!("Mcp-Method: {method}\r\n"));
+                }
+                if let Some(name) = message["params"]["name"].as_str() {
+                    extra.push_str(&format!("Mcp-Name: {name}\r\n"));
+                }
+            }
+            "2026-07-28"
+        };
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n\
+             {extra}Content-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+    }
+
+    /// A whole request on a fresh connection: (status, lower-cased head, body).
+    fn exchange(&self, session: Option<&str>, legacy: bool, body: &str) -> (u16, String, String) {
+        let mut stream = self.connect();
+        self.post(&mut stream, session, legacy, body);
+        response(&mut stream)
+    }
+
+    /// Opens a legacy session: `initialize`, then `notifications/initialized`.
+    /// `Err((status, head))` when the server refuses it.
+    fn open_session(&self) -> Result<String, (u16, String)> {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "hardening", "version": "0"}}});
+        let (status, head, body) = self.exchange(None, true, &init.to_string());
+        if status != 200 {
+            return Err((status, head));
+        }
+        assert!(body.contains("\"result\""), "{body}");
+        let id = head
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id:"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, _) = self.exchange(Some(&id), true, &initialized.to_string());
+        assert_eq!(status, 202);
+        Ok(id)
+    }
+
+    fn delete(&self, session: &str) -> u16 {
+        let mut stream = self.connect();
+        write!(
+            stream,
+            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\n\
+             MCP-Protocol-Version: {LEGACY}\r\nContent-Length: 0\r\n\r\n",
+            self.addr
+        )
+        .unwrap();
+        response(&mut stream).0
+    }
+
+    /// Waits until `n` calls are in flight.
+    fn wait_for_calls(&self, n: usize) {
+        let start = Instant::now();
+        while self.server.calls_in_flight() != n {
+            assert!(start.elapsed() < HANG_GUARD, "never {n} calls in flight");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// How long until no call is in flight (at most the hang guard).
+    fn time_until_idle(&self) -> Duration {
+        let start = Instant::now();
+        while self.server.calls_in_flight() != 0 {
+            assert!(start.elapsed() < HANG_GUARD, "the call never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        start.elapsed()
+    }
+
+    fn stop(mut self) {
+        self.shutdown.cancel();
+        self.done.take().unwrap().join().unwrap();
+    }
+}
+
+fn call(id: u64, tool: &str, stateless: bool) -> String {
+    let mut params = json!({"name": tool, "arguments": {}});
+    if stateless {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "hardening", "version": "0"}});
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+}
+
+/// Reads one HTTP/1.1 response (Content-Length, chunked, or to the end).
+fn response(stream: &mut TcpStream) -> (u16, String, String) {
+    let mut buf = Vec::new();
+    let header_end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        assert!(read_more(stream, &mut buf), "closed before a response");
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
+    let status: u16 = head[9..12].parse().unwrap();
+    buf.drain(..header_end);
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse::<usize>().unwrap());
+    let body = if let Some(length) = length {
+        while buf.len() < length {
+            assert!(read_more(stream, &mut buf));
+        }
+        buf.truncate(length);
+        buf
+    } else if head.contains("transfer-encoding: chunked") {
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+                    break end;
+                }
+                assert!(read_more(stream, &mut buf));
+            };
+            let size = usize::from_str_radix(String::from_utf8_lossy(&buf[..line_end]).trim(), 16)
+                .unwrap();
+            while buf.len() < line_end + 2 + size + 2 {
+                assert!(read_more(stream, &mut buf));
+            }
+            body.extend_from_slice(&buf[line_end + 2..line_end + 2 + size]);
+            buf.drain(..line_end + 2 + size + 2);
+            if size == 0 {
+                break body;
+            }
+        }
+    } else {
+        while read_more(stream, &mut buf) {}
+        buf
+    };
+    (status, head, String::from_utf8(body).unwrap())
+}
+
+/// Reads more; false at the end of the stream.
+fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0_u8; 16 * 1024];
+    let n = stream.read(&mut chunk).unwrap();
+    buf.extend_from_slice(&chunk[..n]);
+    n > 0
+}
+
+/// Whether the server closed `stream` (EOF or reset) within `limit`, having sent
+/// nothing but perhaps an error response.
+fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut chunk = [0_u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+// ── 8. A client that goes away cancels its call ──────────────────────────────────
+
+#[test]
+fn a_sessionless_call_ends_at_once_when_its_client_disconnects() {
+    let running = Running::start(ServerPolicy::default());
+    let mut stream = running.connect();
+    running.post(&mut stream, None, false, &call(1, "spin_long", true));
+    running.wait_for_calls(1);
+    drop(stream);
+    let took = running.time_until_idle();
+    assert!(
+        took < AT_ONCE,
+        "the call ran on for {took:?} after its client left"
+    );
+    running.stop();
+}
+
+#[test]
+fn a_session_call_ends_at_once_when_its_client_disconnects() {
+    let running = Running::start(ServerPolicy::default());
+    let session = running.open_session().unwrap();
+    let mut stream = running.connect();
+    running.post(
+        &mut stream,
+        Some(&session),
+        true,
+        &call(1, "spin_long", false),
+    );
+    running.wait_for_calls(1);
+    drop(stream);
+    let took = running.time_until_idle();
+    assert!(
+        took < AT_ONCE,
+        "the call ran on for {took:?} after its client left"
+    );
+    // The session itself lives on: only the abandoned request was cancelled.
+    let (status, _, body) = running.exchange(Some(&session), true, &call(2, "echo", false));
+    assert_eq!(status, 200, "{body}");
+    running.stop();
+}
+
+#[test]
+fn deleting_a_session_ends_its_calls_at_once() {
+    let running = Running::start(ServerPolicy::default());
+    let session = running.open_session().unwrap();
+    let mut stream = running.connect();
+    running.post(
+        &mut stream,
+        Some(&session),
+        true,
+        &call(1, "spin_long", false),
+    );
+    running.wait_for_calls(1);
+    assert_eq!(running.delete(&session), 204);
+    let took = running.time_until_idle();
+    // rmcp alone cancels only after its five-second drain.
+    assert!(
+        took < Duration::from_secs(4),
+        "the call ran on for {took:?} after DELETE"
+    );
+    drop(stream);
+    running.stop();
+}
+
+// ── 9. Sessions are bounded ───────────────────────────────────────────────────────
+
+#[test]
+fn a_tenant_holds_at_most_max_sessions_per_tenant_live_sessions() {
+    let running = Running::start(ServerPolicy {
+        max_sessions_per_tenant: Some(3),
+        ..ServerPolicy::default()
+    });
+    let sessions: Vec<String> = (0..3).map(|_| running.open_session().unwrap()).collect();
+    let (status, head) = running.open_session().unwrap_err();
+    assert_eq!(status, 429, "{head}");
+    // Ending one makes room for one.
+    assert_eq!(running.delete(&sessions[0]), 204);
+    running.open_session().unwrap();
+    assert_eq!(running.open_session().unwrap_err().0, 429);
+    running.stop();
+}
+
+#[test]
+fn opening_sessions_faster_than_sessions_per_minute_gets_429_with_retry_after() {
+    let running = Running::start(ServerPolicy {
+        sessions_per_minute: Some(2),
+        ..ServerPolicy::default()
+    });
+    running.open_session().unwrap();
+    running.open_session().unwrap();
+    let (status, head) = running.open_session().unwrap_err();
+    assert_eq!(status, 429, "{head}");
+    let retry: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after:"))
+        .expect("Retry-After")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    running.stop();
+}
+
+#[test]
+fn an_idle_session_ends_after_session_idle_timeout_secs() {
+    let running = Running::start(ServerPolicy {
+        session_idle_timeout_secs: Some(1),
+        ..ServerPolicy::default()
+    });
+    let session = running.open_session().unwrap();
+    let start = Instant::now();
+    loop {
+        let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
+        let (status, _, body) = running.exchange(Some(&session), true, &list);
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(start.elapsed() < HANG_GUARD, "the session never idled out");
+        // Each request is traffic and restarts the clock: wait well past it.
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    running.stop();
+}
+
+// ── 10. Slow and idle connections ─────────────────────────────────────────────────
+
+#[test]
+fn connections_beyond_max_connections_per_ip_are_closed_at_once() {
+    let running = Running::start(ServerPolicy {
+        max_connections_per_ip: Some(4),
+        // Far longer than AT_ONCE: a close seen in time is the cap, not the timeout.
+        header_timeout_secs: Some(120),
+        ..ServerPolicy::default()
+    });
+    let held: Vec<TcpStream> = (0..4).map(|_| running.connect()).collect();
+    // Let the server accept them (it counts accepted connections).
+    std::thread::sleep(Duration::from_millis(300));
+    let mut refused = running.connect();
+    assert!(
+        closed_within(&mut refused, AT_ONCE),
+        "a fifth connection was kept open"
+    );
+    // Closing one frees its place (once the server saw it close).
+    drop(held);
+    let start = Instant::now();
+    loop {
+        let mut stream = running.connect();
+        let body = call(1, "echo", true);
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: echo\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            running.addr,
+            body.len()
+        );
+        // A refused connection may reset the write or the read: try again.
+        let mut first = [0_u8; 12];
+        if stream.write_all(request.as_bytes()).is_ok()
+            && let Ok(n) = stream.read(&mut first)
+            && n > 0
+        {
+            assert!(b"HTTP/1.1 200".starts_with(&first[..n]), "{first:?}");
+            break;
+        }
+        assert!(start.elapsed() < HANG_GUARD, "places were never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running.stop();
+}
+
+#[test]
+fn max_connections_caps_all_peers_together() {
+    let running = Running::start(ServerPolicy {
+        max_connections: Some(3),
+        header_timeout_secs: Some(120),
+        ..ServerPolicy::default()
+    });
+    let _held: Vec<TcpStream> = (0..3).map(|_| running.connect()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut refused = running.connect();
+    assert!(closed_within(&mut refused, AT_ONCE));
+    running.stop();
+}
+
+#[test]
+fn a_connection_that_sends_no_complete_headers_is_closed_after_header_timeout_secs() {
+    let running = Running::start(ServerPolicy {
+        header_timeout_secs: Some(1),
+        ..ServerPolicy::default()
+    });
+    // Idle: nothing sent at all.
+    let mut idle = running.connect();
+    // Slowloris: half a request head.
+    let mut slow = running.connect();
+    write!(slow, "POST /mcp HTTP/1.1\r\nHost: {}\r\n", running.addr).unwrap();
+    assert!(
+        closed_within(&mut idle, AT_ONCE),
+        "an idle connection was kept"
+    );
+    assert!(
+        closed_within(&mut slow, AT_ONCE),
+        "a slow-header connection was kept"
+    );
+    running.stop();
+}
+
+// ── 11. Every request with an id gets a response ──────────────────────────────────
+
+#[test]
+fn malformed_http_bodies_get_400_with_the_json_rpc_error_for_their_id() {
+    let running = Running::start(ServerPolicy::default());
+    let (status, _, body) = running.exchange(None, false, "{not json");
+    assert_eq!(status, 400, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (Value::Null, json!(-32700))
+    );
+    let bad_params = r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":"nope"}"#;
+    let (status, _, body) = running.exchange(None, false, bad_params);
+    assert_eq!(status, 400, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (json!(31), json!(-32602))
+    );
+    running.stop();
+}
+
+#[test]
+fn a_call_cancelled_at_shutdown_still_gets_its_response() {
+    let running = Running::start_with(ServerPolicy::default(), Duration::from_millis(500));
+    let mut stream = running.connect();
+    running.post(&mut stream, None, false, &call(77, "spin_long", true));
+    running.wait_for_calls(1);
+    let started = Instant::now();
+    running.shutdown.cancel();
+    let (status, _, body) = response(&mut stream);
+    assert_eq!(status, 200, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["id"], 77);
+    assert_eq!(reply["result"]["isError"], true, "{body}");
+    assert!(body.contains("cancel"), "{body}");
+    assert!(started.elapsed() < AT_ONCE);
+    let mut running = running;
+    running.done.take().unwrap().join().unwrap();
+}
+
+/// One stdio session over in-memory pipes, and the client's ends of them.
+struct StdioSession {
+    runtime: tokio::runtime::Runtime,
+    server: McpServer,
+    to: tokio::io::DuplexStream,
+    from: tokio::io::BufReader<tokio::io::DuplexStream>,
+    shutdown: tokio_util::sync::CancellationToken,
+    serving: Option<tokio::task::JoinHandle<()>>,
+    _workspace: tempfile::TempDir,
+}
+
+impl StdioSession {
+    fn start(shutdown_grace: Duration) -> Self {
+        let workspace = tempfile::TempDir::new().unwrap();
+        let server = McpServer::new(
+            Arc::new(registry(workspace.path())),
+            ServeOptions {
+                shutdown_grace,
+                ..ServeOptions::default()
+            },
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (to, server_read) = tokio::io::duplex(1 << 20);
+        let (server_write, from) = tokio::io::duplex(1 << 20);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let serving = {
+            let (server, shutdown) = (server.clone(), shutdown.clone());
+            runtime.spawn(async move {
+                stdio::serve_streams(&server, server_read, server_write, shutdown)
+                    .await
+                    .unwrap();
+            })
+        };
+        Self {
+            runtime,
+            server,
+            to,
+            from: tokio::io::BufReader::new(from),
+            shutdown,
+            serving: Some(serving),
+            _workspace: workspace,
+        }
+    }
+}
+
+async fn send_line(to: &mut tokio::io::DuplexStream, line: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    to.write_all(line).await.unwrap();
+    to.write_all(b"\n").await.unwrap();
+}
+
+async fn read_message(from: &mut tokio::io::BufReader<tokio::io::DuplexStream>) -> Value {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = String::new();
+    tokio::time::timeout(HANG_GUARD, from.read_line(&mut line))
+        .await
+        .expect("no message in time")
+        .unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+async fn stdio_handshake(
+    to: &mut tokio::io::DuplexStream,
+    from: &mut tokio::io::BufReader<tokio::io::DuplexStream>,
+) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "hardening", "version": "0"}}});
+    send_line(to, init.to_string().as_bytes()).await;
+    assert!(read_message(from).await["result"].is_object());
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    send_line(to, initialized.to_string().as_bytes()).await;
+}
+
+#[test]
+fn stdio_lines_that_are_not_json_or_too_long_get_the_json_rpc_error_they_are_owed() {
+    let mut s = StdioSession::start(Duration::from_secs(1));
+    let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
+    let (to, from) = (&mut s.to, &mut s.from);
+    s.runtime.block_on(async {
+        stdio_handshake(to, from).await;
+        // Not JSON: a parse error with id null.
+        send_line(to, b"this is not json").await;
+        let reply = read_message(from).await;
+        assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (Value::Null, json!(-32700)));
+        // JSON whose params do not fit: invalid params, with its id.
+        send_line(to, br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":7}"#).await;
+        let reply = read_message(from).await;
+        assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(9), json!(-32602)));
+        // Over the line limit: an error with the id its head names.
+        let mut huge = br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"message":""#.to_vec();
+        huge.resize(stdio::MAX_LINE + 10, b'x');
+        huge.extend_from_slice(br#""}}}"#);
+        send_line(to, &huge).await;
+        let reply = read_message(from).await;
+        assert_eq!(reply["id"], 10, "{reply}");
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        // The session is still fine.
+        send_line(to, call(11, "echo", false).as_bytes()).await;
+        let reply = read_message(from).await;
+        assert_eq!(reply["id"], 11, "{reply}");
+        assert!(reply["result"].is_object(), "{reply}");
+        shutdown.cancel();
+        serving.await.unwrap();
+    });
+}
+
+#[test]
+fn a_stdio_call_cancelled_at_shutdown_still_gets_its_response() {
+    let mut s = StdioSession::start(Duration::from_millis(500));
+    let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
+    let (to, from, server) = (&mut s.to, &mut s.from, &s.server);
+    s.runtime.block_on(async {
+        stdio_handshake(to, from).await;
+        send_line(to, call(21, "spin_long", false).as_bytes()).await;
+        let start = Instant::now();
+        while server.calls_in_flight() == 0 {
+            assert!(start.elapsed() < HANG_GUARD);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
+        let reply = read_message(from).await;
+        assert_eq!(reply["id"], 21, "{reply}");
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        serving.await.unwrap();
+    });
+}
