@@ -219,7 +219,6 @@ fn an_unavailable_tool_and_an_unknown_one_are_decisions_with_their_own_names() {
     assert_eq!(outcome.audit_name(), "unknown_tool");
     let outcome = invoke(&f.registry, "echo", json!({"message": 5}));
     assert_eq!(outcome.audit_name(), "invalid_arguments");
-    let _keep = tools_dir(&[]);
 }
 
 // --- 7. progress flood ------------------------------------------------------------

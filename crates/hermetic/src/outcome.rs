@@ -6,7 +6,7 @@
 //! concerned: see [`CallOutcome::tool_reported_error`]).
 
 use crate::dispatch::sanitize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Which limit ended a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,14 +187,6 @@ impl CallOutcome {
                 json!({"error": self.message(), "limit": kind.as_str()}).to_string()
             }
             _ => json!({"error": self.message()}).to_string(),
-        }
-    }
-
-    /// [`CallOutcome::to_json`] as a value.
-    pub fn to_value(&self) -> Value {
-        match self {
-            Self::Success(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-            _ => serde_json::from_str(&self.to_json()).unwrap_or(Value::Null),
         }
     }
 }

@@ -184,6 +184,16 @@ struct CheckState {
     last_true: Option<Instant>,
 }
 
+impl CheckState {
+    /// The cached answer, if it is younger than [`CHECK_TTL`] at `now`.
+    fn fresh(&self, now: Instant) -> Option<&Availability> {
+        self.cached
+            .as_ref()
+            .filter(|(_, at)| now.saturating_duration_since(*at) < CHECK_TTL)
+            .map(|(availability, _)| availability)
+    }
+}
+
 /// A tool's grants and `check()` cache for one tenant (or the operator: tenant "").
 pub(crate) struct Scope {
     pub(crate) grants: EffectiveGrants,
@@ -588,9 +598,8 @@ impl Registry {
                             .check
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .cached
-                            .as_ref()
-                            .is_none_or(|(_, at)| now.saturating_duration_since(*at) >= CHECK_TTL)
+                            .fresh(now)
+                            .is_none()
                 })
             })
             .collect();
@@ -617,9 +626,7 @@ impl Registry {
         }
         let mut state = scope.check.lock().unwrap_or_else(|p| p.into_inner());
         let now = self.clock.now();
-        if let Some((availability, at)) = &state.cached
-            && now.saturating_duration_since(*at) < CHECK_TTL
-        {
+        if let Some(availability) = state.fresh(now) {
             return availability.clone();
         }
         let availability = match entry

@@ -344,10 +344,16 @@ fn result_shape(result: &str) -> Result<(), ResultShape> {
     if json_depth(result) > MAX_RESULT_DEPTH {
         return Err(ResultShape::Depth);
     }
-    let value: Value = serde_json::from_str(result).map_err(|_| ResultShape::NotJson)?;
-    match value {
-        Value::Object(_) => Ok(()),
-        other => Err(ResultShape::NotObject(kind_of(&other))),
+    // Validated without building a value tree (the result is passed on as text).
+    serde_json::from_str::<serde::de::IgnoredAny>(result).map_err(|_| ResultShape::NotJson)?;
+    // Valid JSON: its first byte says what it is.
+    match result.trim_start().as_bytes().first() {
+        Some(b'{') => Ok(()),
+        Some(b'[') => Err(ResultShape::NotObject("an array")),
+        Some(b'"') => Err(ResultShape::NotObject("a string")),
+        Some(b't' | b'f') => Err(ResultShape::NotObject("a boolean")),
+        Some(b'n') => Err(ResultShape::NotObject("null")),
+        _ => Err(ResultShape::NotObject("a number")),
     }
 }
 

@@ -361,15 +361,6 @@ impl Linkers {
     }
 }
 
-/// Builds the linker every tool gets: the WASI interfaces (each deny-by-default through
-/// the per-call [`WasiCtx`]) and the host interface.
-///
-/// # Errors
-/// [`SandboxError::Link`] on a wasmtime linking failure.
-pub fn linker(runtime: &Runtime) -> Result<Linker<CallState>, SandboxError> {
-    base_linker(runtime.engine())
-}
-
 /// WASI and the tool world's own imports (`host`), nothing else.
 fn base_linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, SandboxError> {
     let mut linker = Linker::new(engine);
