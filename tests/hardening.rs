@@ -136,6 +136,84 @@ fn a_tenant_subdirectory_that_became_a_symlink_is_refused_not_followed() {
     assert!(err.contains("symlink"), "{err}");
 }
 
+/// A guest in a read-write mount leaves no link behind that a terminal command or the
+/// operator would follow out of the mount; links that point down stay allowed.
+#[test]
+fn a_guest_cannot_plant_a_symlink_pointing_out_of_its_mount() {
+    let f = fixture(false, &["echo", "planter"]);
+    let plant = |target: &str, link: &str| -> CallOutcome {
+        invoke(
+            &f.registry,
+            "planter",
+            json!({"target": target, "link": format!("/workspace/{link}")}),
+        )
+    };
+    for (target, link) in [
+        ("/etc/passwd", "abs"),
+        ("..", "up"),
+        ("../../../../etc", "rel"),
+        ("sub/../../etc", "mixed"),
+        ("./../x", "dot"),
+    ] {
+        let out = plant(target, link);
+        match &out {
+            CallOutcome::ToolError { message } => {
+                assert!(
+                    message.to_lowercase().contains("not permitted"),
+                    "{target}: {message}"
+                )
+            }
+            other => panic!("{target}: the link was not refused: {other:?}"),
+        }
+        assert!(
+            std::fs::symlink_metadata(f.workspace.path().join(link)).is_err(),
+            "{target}: a link was left on disk"
+        );
+    }
+    // The twin: a link to a file beside it is created and points where it said.
+    std::fs::create_dir(f.workspace.path().join("sub")).unwrap();
+    let out = plant("sub/inner.txt", "inner");
+    assert!(matches!(out, CallOutcome::Success(_)), "{out:?}");
+    assert_eq!(
+        std::fs::read_link(f.workspace.path().join("inner")).unwrap(),
+        std::path::Path::new("sub/inner.txt")
+    );
+}
+
+/// A FIFO planted in a mount (`mkfifo` from a terminal command) would block a reading
+/// guest inside the kernel's `open`, where no deadline reaches: it is refused before it
+/// is opened, so the call ends at once with an error, not at its deadline.
+#[test]
+fn opening_a_fifo_planted_in_the_mount_is_refused_without_blocking() {
+    let f = fixture(false, &["echo", "escape"]);
+    let fifo = f.workspace.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = invoke(
+        &f.registry,
+        "escape",
+        json!({"op": "read", "path": "/workspace/pipe"}),
+    );
+    match &out {
+        CallOutcome::ToolError { message } => assert!(
+            message.to_lowercase().contains("not permitted"),
+            "{message}"
+        ),
+        other => panic!("the FIFO was not refused: {other:?}"),
+    }
+    // Regular files in the same mount still read.
+    std::fs::write(f.workspace.path().join("plain.txt"), "plain").unwrap();
+    let out = call(
+        &f.registry,
+        "escape",
+        json!({"op": "read", "path": "/workspace/plain.txt"}),
+    );
+    assert_eq!(out["content"], "plain", "{out}");
+}
+
 // --- 6. a tool's output is not the host's word --------------------------------------
 
 #[test]

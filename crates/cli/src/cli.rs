@@ -194,6 +194,14 @@ enum AuditCommand {
         #[arg(long, value_name = "N")]
         min_lines: Option<u64>,
     },
+    /// Mend a log whose last line was cut short by a crash or a full disk: a whole
+    /// record that lost its newline is completed; a partial one is cut off the log and
+    /// kept in FILE.torn. Refuses (exit 1) when any earlier line is broken: that is
+    /// tampering, not a torn write. Stop the server writing to FILE first.
+    Repair {
+        /// The audit log.
+        file: PathBuf,
+    },
 }
 
 /// Entry point of the binary.
@@ -303,6 +311,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             head,
             min_lines,
         }) => return audit_verify(&file, head.as_deref(), min_lines),
+        Command::Audit(AuditCommand::Repair { file }) => return audit_repair(&file),
         Command::Tools { json } => {
             let registry = build_registry(&cli.global)?;
             let tools = registry.tools_for(&cli.global.tenant);
@@ -596,12 +605,49 @@ fn audit_verify(
             );
             Ok(ExitCode::SUCCESS)
         }
+        Err(e @ VerifyError::TornTail { .. }) => {
+            println!(
+                "{}: torn: {e}; run `hermetic audit repair {}`",
+                file.display(),
+                file.display()
+            );
+            Ok(ExitCode::from(1))
+        }
         Err(e @ VerifyError::Line { .. }) => {
             println!("{}: tampered: {e}", file.display());
             Ok(ExitCode::from(1))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `hermetic audit repair`: exit 0 when the log verifies afterwards, 1 when it is
+/// broken before its last line.
+fn audit_repair(file: &std::path::Path) -> Result<ExitCode> {
+    use hermetic_server::audit::{Repair, RepairError, repair};
+    let done = match repair(file) {
+        Ok(done) => done,
+        Err(e @ RepairError::Broken(_)) => {
+            println!("{}: not repaired: {e}", file.display());
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let what = match &done.repair {
+        Repair::Nothing => "nothing to repair".to_owned(),
+        Repair::Completed => "completed the last line (only its newline was missing)".to_owned(),
+        Repair::Cut { bytes, saved_to } => format!(
+            "cut a torn last line ({bytes} bytes, kept in {})",
+            saved_to.display()
+        ),
+    };
+    println!(
+        "{}: {what}; ok, {} lines, head {}",
+        file.display(),
+        done.verified.lines,
+        done.verified.head
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Cancels `shutdown` on Ctrl-C or SIGTERM.

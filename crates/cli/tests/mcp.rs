@@ -13,7 +13,7 @@
 )]
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -1155,6 +1155,97 @@ fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_line
     assert_eq!(audit_verify(&cut, &["--head", head]).0, 1);
     assert_eq!(audit_verify(&cut, &["--min-lines", "4"]).0, 1);
     assert_eq!(audit_verify(&audit, &["--head", head]).0, 0);
+}
+
+/// A crash mid-write leaves half a line: the server and `audit verify` both call it
+/// torn (not tampered) and point at `audit repair`, which cuts it (keeping the bytes in
+/// FILE.torn) so that the next server continues the chain.
+#[test]
+fn a_torn_audit_tail_stops_the_server_until_audit_repair_mends_it() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let audit = dirs.workspace.path().join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap();
+    let mut server = HttpServer::start_with(dirs.global_args(), &["--audit", audit_arg]);
+    let echo = |server: &HttpServer| {
+        let reply = mcp_raw(
+            server,
+            None,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "one"}}),
+            &[],
+        );
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    };
+    echo(&server);
+    assert!(server.terminate().success());
+    drop(server);
+    let torn = b"{\"seq\":2,\"time\":\"20";
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&audit)
+        .unwrap()
+        .write_all(torn)
+        .unwrap();
+
+    let (code, out) = audit_verify(&audit, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("torn:") && out.contains("cut short"), "{out}");
+    assert!(out.contains("hermetic audit repair"), "{out}");
+
+    // The server refuses to fork the chain, in the same words.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    let mut child = hermetic_env(&mut cmd)
+        .args(dirs.global_args())
+        .args(["serve", "--http", "127.0.0.1:0", "--audit", audit_arg])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the server started on a torn audit log");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cut short") && stderr.contains("audit repair"),
+        "{stderr}"
+    );
+
+    let repaired = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .args(["audit", "repair", audit_arg])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&repaired.stdout);
+    assert!(repaired.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("cut a torn last line ({} bytes", torn.len())),
+        "{out}"
+    );
+    let kept = std::fs::read(dirs.workspace.path().join("audit.jsonl.torn")).unwrap();
+    assert_eq!(&kept[..torn.len()], torn);
+    let (code, out) = audit_verify(&audit, &[]);
+    assert_eq!((code, out.contains("ok, 1 lines")), (0, true), "{out}");
+
+    let mut server = HttpServer::start_with(dirs.global_args(), &["--audit", audit_arg]);
+    echo(&server);
+    assert!(server.terminate().success());
+    let (code, out) = audit_verify(&audit, &[]);
+    assert_eq!((code, out.contains("ok, 2 lines")), (0, true), "{out}");
 }
 
 #[test]

@@ -83,41 +83,41 @@ fn interrupted() -> wasmtime::Error {
     wasmtime::Trap::Interrupt.into()
 }
 
-impl DeadlineIo<'_> {
-    /// Runs `wait` (which may borrow the table) until it finishes or the call must
-    /// stop. `Err` means the call must end now.
-    fn bounded<T>(
-        stop: &CallStop,
-        cancelled: &mut bool,
-        wait: impl Future<Output = T>,
-    ) -> Result<T, wasmtime::Error> {
-        let reached = stop.clone().reached();
-        in_tokio(async {
-            tokio::select! {
-                biased;
-                value = wait => Ok(value),
-                by_cancel = reached => {
-                    *cancelled |= by_cancel;
-                    Err(interrupted())
-                }
+/// Runs `wait` (which may borrow the table) until it finishes or the call must stop.
+/// `Err` means the call must end now.
+pub(crate) fn bounded<T>(
+    stop: &CallStop,
+    cancelled: &mut bool,
+    wait: impl Future<Output = T>,
+) -> Result<T, wasmtime::Error> {
+    let reached = stop.clone().reached();
+    in_tokio(async {
+        tokio::select! {
+            biased;
+            value = wait => Ok(value),
+            by_cancel = reached => {
+                *cancelled |= by_cancel;
+                Err(interrupted())
             }
-        })
-    }
+        }
+    })
+}
 
-    /// [`DeadlineIo::bounded`] for stream results: a lost race traps.
+impl DeadlineIo<'_> {
+    /// [`bounded`] for stream results: a lost race traps.
     fn bounded_stream<T>(
         stop: &CallStop,
         cancelled: &mut bool,
         wait: impl Future<Output = StreamResult<T>>,
     ) -> StreamResult<T> {
-        Self::bounded(stop, cancelled, wait).unwrap_or_else(|e| Err(StreamError::Trap(e)))
+        bounded(stop, cancelled, wait).unwrap_or_else(|e| Err(StreamError::Trap(e)))
     }
 }
 
 impl poll::Host for DeadlineIo<'_> {
     fn poll(&mut self, pollables: Vec<Resource<DynPollable>>) -> wasmtime::Result<Vec<u32>> {
         let table = &mut *self.table;
-        Self::bounded(
+        bounded(
             self.stop,
             self.cancelled,
             async_poll::Host::poll(table, pollables),
@@ -128,7 +128,7 @@ impl poll::Host for DeadlineIo<'_> {
 impl poll::HostPollable for DeadlineIo<'_> {
     fn ready(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<bool> {
         let table = &mut *self.table;
-        Self::bounded(
+        bounded(
             self.stop,
             self.cancelled,
             async_poll::HostPollable::ready(table, pollable),
@@ -137,7 +137,7 @@ impl poll::HostPollable for DeadlineIo<'_> {
 
     fn block(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<()> {
         let table = &mut *self.table;
-        Self::bounded(
+        bounded(
             self.stop,
             self.cancelled,
             async_poll::HostPollable::block(table, pollable),

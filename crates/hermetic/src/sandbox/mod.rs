@@ -5,6 +5,7 @@
 
 mod deadline_io;
 pub mod egress;
+mod fs_guard;
 mod mounts;
 mod output;
 pub mod terminal;
@@ -174,6 +175,21 @@ impl bindings::hermetic::tool::host::Host for CallState {
 }
 
 impl CallState {
+    /// The filesystem view with the call's stop, borrowed apart (see fs_guard).
+    fn filesystem_and_stop(
+        &mut self,
+    ) -> (
+        wasmtime_wasi::filesystem::WasiFilesystemCtxView<'_>,
+        &CallStop,
+        &mut bool,
+    ) {
+        let fs = wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+            ctx: self.wasi.filesystem(),
+            table: &mut self.table,
+        };
+        (fs, &self.stop, &mut self.cancelled)
+    }
+
     fn deadline_io(&mut self) -> DeadlineIo<'_> {
         DeadlineIo {
             table: &mut self.table,
@@ -401,6 +417,8 @@ fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
     sync::filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    // No escaping symlinks left behind, no open that blocks past the deadline.
+    fs_guard::link(l)?;
     cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;

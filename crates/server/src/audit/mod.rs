@@ -25,16 +25,26 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
+
+mod verify;
+pub use verify::{
+    Repair, RepairError, Repaired, Verified, VerifyError, repair, verify, verify_lines,
+};
+
+/// What the server and `audit verify` both say of a file whose last line has no
+/// newline: a write was cut short (a crash or a full disk), which is not tampering.
+const TORN_TAIL: &str = "the last line is incomplete (a write was cut short); \
+                         `hermetic audit repair` completes or cuts it";
 
 /// `prev` of the first line.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Longest last line [`AuditLog::open`] reads back to continue a chain.
-const MAX_LINE: u64 = 1 << 20;
+pub(crate) const MAX_LINE: u64 = 1 << 20;
 
 /// The `,"hash":"<64 hex>"}` a line ends with: 9 + 64 + 2 bytes.
 const HASH_SUFFIX_LEN: usize = 75;
@@ -289,9 +299,7 @@ fn last_link(file: &mut File) -> Result<(u64, String), Tail> {
     let mut tail = Vec::new();
     file.read_to_end(&mut tail).map_err(Tail::Io)?;
     let Some(body) = tail.strip_suffix(b"\n") else {
-        return Err(Tail::Bad(
-            "the last line is incomplete (no newline)".to_owned(),
-        ));
+        return Err(Tail::Bad(TORN_TAIL.to_owned()));
     };
     let line_start = match body.iter().rposition(|&b| b == b'\n') {
         Some(i) => i + 1,
@@ -341,95 +349,6 @@ fn check_line(line: &str) -> Result<Link, String> {
         seq: probe.seq,
         prev: probe.prev,
         hash: hash.to_owned(),
-    })
-}
-
-/// A chain that verified.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verified {
-    /// Lines in the file.
-    pub lines: u64,
-    /// The last line's hash ([`GENESIS`] for an empty file).
-    pub head: String,
-}
-
-/// Why a chain did not verify.
-#[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
-    /// The file cannot be read.
-    #[error("cannot read {path}: {reason}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        reason: String,
-    },
-    /// A line is broken: edited, out of place, or something before it was deleted.
-    #[error("line {line}: {reason}")]
-    Line {
-        /// 1-based line number of the first bad line.
-        line: u64,
-        /// What is wrong.
-        reason: String,
-    },
-}
-
-impl VerifyError {
-    /// The first bad line, when the chain (not the file) is at fault.
-    pub fn line(&self) -> Option<u64> {
-        match self {
-            Self::Line { line, .. } => Some(*line),
-            Self::Io { .. } => None,
-        }
-    }
-}
-
-/// Verifies an audit log: each line's own hash, each `prev` against the line before,
-/// and `seq` counting 1, 2, 3, …
-///
-/// # Errors
-/// [`VerifyError::Line`] with the first bad line.
-pub fn verify(path: &Path) -> Result<Verified, VerifyError> {
-    let file = File::open(path).map_err(|e| VerifyError::Io {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    verify_lines(std::io::BufReader::new(file))
-}
-
-/// [`verify`] over any reader.
-///
-/// # Errors
-/// As for [`verify`].
-pub fn verify_lines(reader: impl BufRead) -> Result<Verified, VerifyError> {
-    let mut prev = GENESIS.to_owned();
-    let mut number = 0u64;
-    for line in reader.split(b'\n') {
-        number += 1;
-        let bad = |reason: String| VerifyError::Line {
-            line: number,
-            reason,
-        };
-        let line = line.map_err(|e| bad(e.to_string()))?;
-        let line = std::str::from_utf8(&line).map_err(|_| bad("not UTF-8".to_owned()))?;
-        let link = check_line(line).map_err(bad)?;
-        if link.seq != number {
-            return Err(bad(format!(
-                "seq is {} where {number} was expected (lines were deleted or reordered)",
-                link.seq
-            )));
-        }
-        if link.prev != prev {
-            return Err(bad(
-                "prev does not match the previous line's hash (lines were deleted, inserted or reordered)"
-                    .to_owned(),
-            ));
-        }
-        prev = link.hash;
-    }
-    Ok(Verified {
-        lines: number,
-        head: prev,
     })
 }
 
@@ -655,6 +574,105 @@ mod tests {
             AuditLog::open(&path),
             Err(AuditError::Corrupt { .. })
         ));
+    }
+
+    /// Appends `bytes` to the log, as a write cut short would leave them.
+    fn append(path: &Path, bytes: &[u8]) {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    #[test]
+    fn a_torn_last_line_is_torn_for_the_server_and_for_verify_alike() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("a");
+        write_three(&path);
+        append(&path, b"{\"seq\":4,\"time\":\"2026");
+        let Err(AuditError::Corrupt { reason, .. }) = AuditLog::open(&path) else {
+            panic!("a torn log was continued");
+        };
+        assert_eq!(reason, TORN_TAIL);
+        match verify(&path) {
+            Err(e @ VerifyError::TornTail { .. }) => {
+                assert!(e.to_string().contains(TORN_TAIL), "{e}");
+                assert_eq!(e.line(), Some(4));
+            }
+            other => panic!("verify did not call it torn: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn repair_cuts_a_torn_tail_keeps_it_aside_and_the_chain_continues() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("a");
+        let lines = write_three(&path);
+        let before = verify(&path).unwrap();
+        append(&path, b"{\"seq\":4,\"ti");
+        let repaired = repair(&path).unwrap();
+        let saved_to = dir.path().join("a.torn");
+        assert_eq!(
+            repaired.repair,
+            Repair::Cut {
+                bytes: 12,
+                saved_to: saved_to.clone()
+            }
+        );
+        assert_eq!(repaired.verified, before);
+        assert_eq!(
+            std::fs::read_to_string(&saved_to).unwrap(),
+            "{\"seq\":4,\"ti\n"
+        );
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&event("ok")).unwrap();
+        assert_eq!(verify(&path).unwrap().lines, 4);
+        // A second repair of an intact log does nothing.
+        assert_eq!(repair(&path).unwrap().repair, Repair::Nothing);
+    }
+
+    #[test]
+    fn a_whole_last_record_without_its_newline_is_completed_not_cut() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("a");
+        write_three(&path);
+        let full = verify(&path).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len - 1)
+            .unwrap();
+        assert!(matches!(
+            verify(&path),
+            Err(VerifyError::TornTail { whole: Some(_), .. })
+        ));
+        assert!(matches!(
+            AuditLog::open(&path),
+            Err(AuditError::Corrupt { .. })
+        ));
+        let repaired = repair(&path).unwrap();
+        assert_eq!(repaired.repair, Repair::Completed);
+        assert_eq!(repaired.verified, full);
+        assert_eq!(verify(&path).unwrap(), full);
+    }
+
+    #[test]
+    fn repair_refuses_a_chain_broken_before_its_tail_and_touches_nothing() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("a");
+        let mut lines = write_three(&path);
+        lines[1] = lines[1].replace("\"error\"", "\"ok\"");
+        let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        text.push_str("{\"seq\":4");
+        std::fs::write(&path, &text).unwrap();
+        match repair(&path) {
+            Err(RepairError::Broken(e)) => assert_eq!(e.line(), Some(2)),
+            other => panic!("a tampered log was repaired: {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        assert!(!dir.path().join("a.torn").exists());
     }
 
     #[test]
