@@ -70,8 +70,10 @@ fn hostile_checks_are_run_at_once_with_a_short_deadline() {
         .map(|t| t.name.as_str())
         .collect();
     assert_eq!(unavailable, ["slowcheck_a", "slowcheck_b", "slowcheck_c"]);
-    // Run one after another, three checks would take three check deadlines (3 s).
-    assert!(took < Duration::from_millis(2500), "listing took {took:?}");
+    // Run one after another, three checks take at least three 1 s check deadlines (each
+    // ends at its wall-clock deadline however loaded the machine is): anything under
+    // that means they overlapped. (Not a speed goal: a structural bound.)
+    assert!(took < Duration::from_secs(3), "listing took {took:?}");
     let reason = tools[1].reason.clone().unwrap();
     assert!(reason.contains("time limit"), "{reason}");
     match invoke(&f.registry, "slowcheck_a", json!({})) {

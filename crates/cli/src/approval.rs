@@ -90,7 +90,7 @@ fn check(
         map.insert("command".to_owned(), json!(command));
         map.insert("hits".to_owned(), hits);
     }
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    out!("{}", serde_json::to_string_pretty(&out)?);
     Ok(if verdict.approved {
         ExitCode::SUCCESS
     } else {

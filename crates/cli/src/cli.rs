@@ -18,79 +18,148 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "hermetic", version, propagate_version = true)]
 struct Cli {
+    /// Log level for diagnostics on stderr: error, warn, info, debug, trace or off,
+    /// optionally per module (`warn,hermetic=info`).
+    #[arg(long, value_name = "LEVEL", default_value = "warn", global = true, value_parser = parse_log_level)]
+    log_level: String,
+    /// The tool-host options may also come before the command (`hermetic --workspace
+    /// DIR serve`); they apply to tools, toolsets, definitions, call, inspect and serve.
     #[command(flatten)]
-    global: Global,
+    host: HostArgs,
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Args, Debug)]
-struct Global {
+/// What the tool host loads and grants: the options of the commands that build one.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Tool host")]
+struct HostArgs {
     /// Also load every *.wasm in DIR (repeatable). Broken components are reported and
     /// skipped.
-    #[arg(long = "tools-dir", value_name = "DIR", global = true)]
+    #[arg(long = "tools-dir", value_name = "DIR")]
     tools_dirs: Vec<PathBuf>,
 
     /// Do not load the tools embedded in this binary.
-    #[arg(long, global = true)]
+    #[arg(long)]
     no_bundled: bool,
 
     /// Operator policy file (TOML; see policy.example.toml). Without one, the
     /// embedded defaults apply: workspace = the current directory (read-write), no
     /// network, no env, and the terminal (local backend, approval mode manual) only for
     /// the bundled terminal and process tools.
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
 
-    /// Act as this tenant of the policy: its toolsets, its narrower grants and limits.
-    #[arg(long, value_name = "ID", global = true, default_value = "")]
-    tenant: String,
+    /// Act as this tenant of the policy: its toolsets, its narrower grants and limits
+    /// (default: the policy's default tenant).
+    #[arg(long, value_name = "ID")]
+    tenant: Option<String>,
 
     /// Host directory behind the `workspace` mount (default: the policy's, else the
-    /// current directory).
-    #[arg(long, value_name = "DIR", global = true)]
+    /// current directory). Terminal commands start there unless the policy sets the
+    /// terminal's `cwd`.
+    #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
 
     /// Grant env var VAR (from this process's environment) to tools that declare it
     /// (repeatable).
-    #[arg(long = "allow-env", value_name = "VAR", global = true)]
+    #[arg(long = "allow-env", value_name = "VAR")]
     allow_env: Vec<String>,
 
     /// Grant network destination DEST (e.g. `https://api.example.com`, `https://*.example.com`,
     /// `http://127.0.0.1:8080`) to tools that declare it (repeatable). Loopback, private
     /// and link-local addresses stay refused unless DEST names the address itself.
-    #[arg(long = "allow-net", value_name = "DEST", global = true, value_parser = parse_destination)]
+    #[arg(long = "allow-net", value_name = "DEST", value_parser = parse_destination)]
     allow_net: Vec<hermetic::policy::network::Destination>,
 
     /// Let tool NAME replace a registration from another toolset (repeatable).
-    #[arg(long = "allow-override", value_name = "NAME", global = true)]
+    #[arg(long = "allow-override", value_name = "NAME")]
     allow_override: Vec<String>,
 
     /// Do not read or write the compiled-code cache.
-    #[arg(long, global = true)]
+    #[arg(long)]
     no_cache: bool,
+}
 
-    /// Log level for diagnostics on stderr (error, warn, info, debug, trace).
-    #[arg(long, value_name = "LEVEL", default_value = "warn", global = true)]
-    log_level: String,
+impl HostArgs {
+    /// These options with those given before the command (`outer`) filled in; lists
+    /// add up, a value given after the command wins.
+    fn with_outer(mut self, outer: &HostArgs) -> HostArgs {
+        fn prepend<T: Clone>(inner: &mut Vec<T>, outer: &[T]) {
+            let mut all = outer.to_vec();
+            all.append(inner);
+            *inner = all;
+        }
+        prepend(&mut self.tools_dirs, &outer.tools_dirs);
+        prepend(&mut self.allow_env, &outer.allow_env);
+        prepend(&mut self.allow_net, &outer.allow_net);
+        prepend(&mut self.allow_override, &outer.allow_override);
+        self.no_bundled |= outer.no_bundled;
+        self.no_cache |= outer.no_cache;
+        self.policy = self.policy.or_else(|| outer.policy.clone());
+        self.tenant = self.tenant.or_else(|| outer.tenant.clone());
+        self.workspace = self.workspace.or_else(|| outer.workspace.clone());
+        self
+    }
+
+    /// Whether any option was given (they mean nothing to approval, token and audit).
+    fn is_given(&self) -> bool {
+        !self.tools_dirs.is_empty()
+            || self.no_bundled
+            || self.policy.is_some()
+            || self.tenant.is_some()
+            || self.workspace.is_some()
+            || !self.allow_env.is_empty()
+            || !self.allow_net.is_empty()
+            || !self.allow_override.is_empty()
+            || self.no_cache
+    }
+
+    fn tenant(&self) -> &str {
+        self.tenant.as_deref().unwrap_or_default()
+    }
+}
+
+/// Accepts what `tracing`'s filter accepts, but only with level names: `bogus` would
+/// otherwise be read as "everything from the module `bogus`" and silently log nothing.
+fn parse_log_level(value: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+    for directive in value.split(',') {
+        let level = directive
+            .rsplit_once('=')
+            .map_or(directive, |(_, level)| level);
+        if !LEVELS.contains(&level.trim().to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "unknown level {level:?} in {directive:?}: use one of {} (optionally `module=level`)",
+                LEVELS.join(", ")
+            ));
+        }
+    }
+    Ok(value.to_owned())
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List every tool with its toolset, availability and, if unavailable, why.
     Tools {
+        #[command(flatten)]
+        host: HostArgs,
         /// Print JSON: [{"name","toolset","available","reason",...}].
         #[arg(long)]
         json: bool,
     },
     /// List toolsets with the tools each resolves to.
     Toolsets {
+        #[command(flatten)]
+        host: HostArgs,
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// Print the OpenAI function definitions of the available tools.
     Definitions {
+        #[command(flatten)]
+        host: HostArgs,
         /// Only these toolsets (comma-separated; `all` or `*` for everything; Hermes
         /// legacy names like `file_tools` work).
         #[arg(long, value_delimiter = ',', value_name = "A,B")]
@@ -103,6 +172,8 @@ enum Command {
     ///
     /// Exit code 1 when the result is {"error": ...}.
     Call {
+        #[command(flatten)]
+        host: HostArgs,
         /// Tool name.
         name: String,
         /// Arguments as a JSON object (default `{}`; `-` reads them from stdin).
@@ -111,6 +182,8 @@ enum Command {
     },
     /// Show a tool's declaration, schema and what it would be granted.
     Inspect {
+        #[command(flatten)]
+        host: HostArgs,
         /// A registered tool name, or a path to a .wasm component.
         target: String,
     },
@@ -129,6 +202,8 @@ enum Command {
     /// Every --tools-dir is watched: adding, removing or replacing a .wasm updates
     /// the tool list and connected clients are told (tools/list_changed).
     Serve {
+        #[command(flatten)]
+        host: HostArgs,
         /// Serve one client on stdin/stdout (for clients that spawn the host).
         #[arg(long, conflicts_with = "http")]
         stdio: bool,
@@ -207,9 +282,19 @@ enum AuditCommand {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.global.log_level);
+    init_logging(&cli.log_level);
     match run(cli) {
         Ok(code) => code,
+        // The reader went away (`| head`): nothing more to say, and no one to say it to.
+        Err(e)
+            if e.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(3)
@@ -218,16 +303,25 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(level: &str) {
+    // wasi-http warns of every failed connect, which the tool reports itself: at the
+    // quiet levels that would say each failure twice.
+    let level = if matches!(level, "warn" | "error") {
+        format!("{level},wasmtime_wasi_http=error")
+    } else {
+        level.to_owned()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERMETIC_LOG")
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_writer(std::io::stderr)
         .init();
 }
 
-fn build_registry(global: &Global) -> Result<Registry> {
+fn build_registry(global: &HostArgs) -> Result<Registry> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
         Some(dir) => Some(
@@ -249,10 +343,6 @@ fn build_registry(global: &Global) -> Result<Registry> {
         ),
     };
     if let Some(dir) = workspace {
-        // Without a policy file the terminal starts in the workspace too.
-        if global.policy.is_none() {
-            policy.terminal.default.cwd = Some(dir.clone());
-        }
         let mount =
             policy
                 .mounts
@@ -298,11 +388,24 @@ fn build_registry(global: &Global) -> Result<Registry> {
     for problem in &problems {
         eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
     }
-    registry.check_tenant(&global.tenant)?;
+    registry.check_tenant(global.tenant())?;
     Ok(registry)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if cli.host.is_given()
+        && matches!(
+            cli.command,
+            Command::Approval(_) | Command::Token(_) | Command::Audit(_)
+        )
+    {
+        eprintln!(
+            "error: the tool-host options (--policy, --tenant, --workspace, --tools-dir, …) \
+             apply to tools, toolsets, definitions, call, inspect and serve only"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let outer = cli.host;
     match cli.command {
         Command::Approval(command) => return crate::approval::run(command),
         Command::Token(command) => return token(command),
@@ -312,11 +415,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             min_lines,
         }) => return audit_verify(&file, head.as_deref(), min_lines),
         Command::Audit(AuditCommand::Repair { file }) => return audit_repair(&file),
-        Command::Tools { json } => {
-            let registry = build_registry(&cli.global)?;
-            let tools = registry.tools_for(&cli.global.tenant);
+        Command::Tools { host, json } => {
+            let host = host.with_outer(&outer);
+            let registry = build_registry(&host)?;
+            let tools = registry.tools_for(host.tenant());
             if json {
-                println!("{}", serde_json::to_string_pretty(&tools)?);
+                out!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
                 let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
                 let set_width = tools
@@ -325,22 +429,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .max()
                     .unwrap_or(7)
                     .max(7);
-                println!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
+                out!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
                 for t in tools {
                     let status = match (&t.available, &t.reason) {
                         (true, _) => "available".to_owned(),
                         (false, Some(reason)) => format!("unavailable: {reason}"),
                         (false, None) => "unavailable".to_owned(),
                     };
-                    println!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
+                    out!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
                 }
             }
         }
-        Command::Toolsets { json } => {
-            let registry = build_registry(&cli.global)?;
+        Command::Toolsets { host, json } => {
+            let registry = build_registry(&host.with_outer(&outer))?;
             let toolsets = registry.toolsets();
             if json {
-                println!("{}", serde_json::to_string_pretty(&toolsets)?);
+                out!("{}", serde_json::to_string_pretty(&toolsets)?);
             } else {
                 for t in toolsets {
                     let tools = if t.tools.is_empty() {
@@ -348,15 +452,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     } else {
                         t.tools.join(", ")
                     };
-                    println!("{}: {tools}", t.name);
+                    out!("{}: {tools}", t.name);
                     if !t.description.is_empty() {
-                        println!("    {}", t.description);
+                        out!("    {}", t.description);
                     }
                 }
             }
         }
-        Command::Definitions { toolsets, disable } => {
-            let registry = build_registry(&cli.global)?;
+        Command::Definitions {
+            host,
+            toolsets,
+            disable,
+        } => {
+            let host = host.with_outer(&outer);
+            let registry = build_registry(&host)?;
             let selection = Selection {
                 enabled: toolsets,
                 disabled: disable,
@@ -365,14 +474,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for w in warnings {
                 eprintln!("warning: {w}");
             }
-            println!(
+            out!(
                 "{}",
-                serde_json::to_string_pretty(
-                    &registry.definitions_for(&cli.global.tenant, &selection)
-                )?
+                serde_json::to_string_pretty(&registry.definitions_for(host.tenant(), &selection))?
             );
         }
-        Command::Call { name, args } => {
+        Command::Call { host, name, args } => {
+            let host = host.with_outer(&outer);
             let args = if args == "-" {
                 let mut buf = String::new();
                 std::io::stdin()
@@ -382,9 +490,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 args
             };
-            let registry = build_registry(&cli.global)?;
+            let registry = build_registry(&host)?;
             let options = CallOptions {
-                tenant: cli.global.tenant.clone(),
+                tenant: host.tenant().to_owned(),
                 // A dangerous terminal command is put to the person at this terminal;
                 // without a TTY nobody can answer and the gate's headless default
                 // (deny) applies.
@@ -392,7 +500,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ..CallOptions::default()
             };
             let outcome = registry.invoke(&name, &args, &options);
-            println!("{}", outcome.to_json());
+            out!("{}", outcome.to_json());
             // Exit 1 for every failure and for the tool's own `{"error": …}` report
             // (the terminal's successes carry `"error": null`).
             return Ok(if outcome.is_error() {
@@ -402,6 +510,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             });
         }
         Command::Serve {
+            host,
             stdio,
             http,
             allow_hosts,
@@ -412,9 +521,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             disable,
             no_watch,
         } => {
-            let registry = std::sync::Arc::new(build_registry(&cli.global)?);
+            let host = host.with_outer(&outer);
+            let registry = std::sync::Arc::new(build_registry(&host)?);
             // The server's keys of the policy file (tokens, limits, allow-lists).
-            let mut access = match &cli.global.policy {
+            let mut access = match &host.policy {
                 Some(file) => {
                     let cwd = std::env::current_dir()?;
                     hermetic::policy_file::load(file, &cwd)?.server
@@ -435,7 +545,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 std::time::Duration::from_secs,
             );
             let options = hermetic_server::ServeOptions {
-                tenant: cli.global.tenant.clone(),
+                tenant: host.tenant().to_owned(),
                 selection: Selection {
                     enabled: toolsets,
                     disabled: disable,
@@ -444,7 +554,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 audit,
                 shutdown_grace,
             };
-            let watch = (!no_watch).then(|| cli.global.tools_dirs.clone());
+            let watch = (!no_watch).then(|| host.tools_dirs.clone());
             let transport = if stdio {
                 Transport::Stdio
             } else {
@@ -455,17 +565,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve(registry, options, watch, transport)?;
         }
-        Command::Inspect { target } => {
-            let registry = build_registry(&cli.global)?;
-            let report = if target.ends_with(".wasm") && std::path::Path::new(&target).exists() {
-                inspect_file(&registry, PathBuf::from(&target), &cli.global.tenant)?
+        Command::Inspect { host, target } => {
+            let host = host.with_outer(&outer);
+            let registry = build_registry(&host)?;
+            let path = std::path::Path::new(&target);
+            let report = if target.ends_with(".wasm") || target.contains('/') {
+                if !path.exists() {
+                    bail!("{target}: no such file");
+                }
+                inspect_file(&registry, path.to_path_buf(), host.tenant())?
             } else {
-                match registry.inspect_for(&target, &cli.global.tenant) {
+                match registry.inspect_for(&target, host.tenant()) {
                     Some(report) => report,
                     None => bail!("no tool named {target:?} (see `hermetic tools`)"),
                 }
             };
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            out!("{}", serde_json::to_string_pretty(&report)?);
+            // A file that does not load is a failed inspection, whatever else it shows.
+            if report["loads"] == false {
+                return Ok(ExitCode::from(1));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -536,6 +655,19 @@ fn serve(
     result
 }
 
+/// `key` as a TOML key: bare when it may be, else a quoted (JSON-escaped) string.
+fn toml_key(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        key.to_owned()
+    } else {
+        serde_json::Value::from(key).to_string()
+    }
+}
+
 /// `hermetic token new|hash`.
 fn token(command: TokenCommand) -> Result<ExitCode> {
     use hermetic_server::auth;
@@ -544,13 +676,17 @@ fn token(command: TokenCommand) -> Result<ExitCode> {
             let token = auth::new_token()
                 .map_err(|e| anyhow::anyhow!("reading the OS random source: {e}"))?;
             let digest = auth::hex(&auth::digest(&token));
-            let tenant = tenant.unwrap_or_else(|| "TENANT".to_owned());
-            println!("token: {token}");
-            println!(
+            let placeholder = tenant.is_none();
+            let tenant = toml_key(tenant.as_deref().unwrap_or("TENANT"));
+            out!("token: {token}");
+            out!(
                 "# give the token to the client (Authorization: Bearer <token>); put this in the policy:"
             );
-            println!("[tenants.{tenant}]");
-            println!("token_sha256 = [\"{digest}\"]");
+            if placeholder {
+                out!("# (TENANT: the tenant's id; or run `hermetic token new --tenant ID`)");
+            }
+            out!("[tenants.{tenant}]");
+            out!("token_sha256 = [\"{digest}\"]");
         }
         TokenCommand::Hash => {
             let mut token = String::new();
@@ -561,7 +697,7 @@ fn token(command: TokenCommand) -> Result<ExitCode> {
             if token.is_empty() {
                 bail!("no token on stdin");
             }
-            println!("{}", auth::hex(&auth::digest(token)));
+            out!("{}", auth::hex(&auth::digest(token)));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -579,7 +715,7 @@ fn audit_verify(
             if let Some(expected) = head
                 && !expected.eq_ignore_ascii_case(&verified.head)
             {
-                println!(
+                out!(
                     "{}: chain intact but ends at {} (line {}), not at the expected head {expected}: lines were cut off the end",
                     file.display(),
                     verified.head,
@@ -590,14 +726,14 @@ fn audit_verify(
             if let Some(min) = min_lines
                 && verified.lines < min
             {
-                println!(
+                out!(
                     "{}: chain intact but has {} lines, fewer than {min}: lines were cut off the end",
                     file.display(),
                     verified.lines
                 );
                 return Ok(ExitCode::from(1));
             }
-            println!(
+            out!(
                 "{}: ok, {} lines, head {}",
                 file.display(),
                 verified.lines,
@@ -606,7 +742,7 @@ fn audit_verify(
             Ok(ExitCode::SUCCESS)
         }
         Err(e @ VerifyError::TornTail { .. }) => {
-            println!(
+            out!(
                 "{}: torn: {e}; run `hermetic audit repair {}`",
                 file.display(),
                 file.display()
@@ -614,7 +750,7 @@ fn audit_verify(
             Ok(ExitCode::from(1))
         }
         Err(e @ VerifyError::Line { .. }) => {
-            println!("{}: tampered: {e}", file.display());
+            out!("{}: tampered: {e}", file.display());
             Ok(ExitCode::from(1))
         }
         Err(e) => Err(e.into()),
@@ -628,7 +764,7 @@ fn audit_repair(file: &std::path::Path) -> Result<ExitCode> {
     let done = match repair(file) {
         Ok(done) => done,
         Err(e @ RepairError::Broken(_)) => {
-            println!("{}: not repaired: {e}", file.display());
+            out!("{}: not repaired: {e}", file.display());
             return Ok(ExitCode::from(1));
         }
         Err(e) => return Err(e.into()),
@@ -641,7 +777,7 @@ fn audit_repair(file: &std::path::Path) -> Result<ExitCode> {
             saved_to.display()
         ),
     };
-    println!(
+    out!(
         "{}: {what}; ok, {} lines, head {}",
         file.display(),
         done.verified.lines,
@@ -684,7 +820,7 @@ fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serd
             return Ok(serde_json::json!({
                 "file": path.display().to_string(),
                 "loads": false,
-                "error": e.to_string(),
+                "error": LoadProblem::new(path.display().to_string(), &e).reason,
             }));
         }
     };
@@ -696,7 +832,11 @@ fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serd
     );
     let (loads, error, schema) = match registry.load(&bytes, ToolSource::File(path.clone())) {
         Ok(tool) => (true, None, Some(tool.schema)),
-        Err(e) => (false, Some(e.to_string()), None),
+        Err(e) => (
+            false,
+            Some(LoadProblem::new(path.display().to_string(), &e).reason),
+            None,
+        ),
     };
     Ok(serde_json::json!({
         "file": path.display().to_string(),

@@ -1,7 +1,17 @@
 //! The `hermetic` command line: a thin layer over the library.
 //!
-//! Exit codes: 0 success; 1 the tool call returned `{"error": ...}`; 2 bad usage;
-//! 3 set-up failure (unreadable tools directory, engine error, unknown tool to inspect).
+//! Exit codes: 0 success; 1 the tool call returned `{"error": ...}` (or `inspect` of a file
+//! that does not load); 2 bad usage; 3 set-up failure (unreadable tools directory, engine
+//! error, unknown tool to inspect).
+
+/// `println!` that returns a closed stdout as an error instead of panicking, so that
+/// `hermetic tools --json | head -1` ends quietly (see `cli::main`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
 
 mod approval;
 mod cli;

@@ -442,3 +442,190 @@ fn a_sleeping_tool_ends_at_its_deadline_over_the_cli() {
     assert_eq!(json(&stdout)["limit"], "time", "{stdout}");
     assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
 }
+
+// ── Polish: what a user runs into first ─────────────────────────────────────────────
+
+/// `hermetic tools --json | head -1`: a reader that went away ends the listing quietly
+/// (no panic, no error), whatever was left to print.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let ws = tempfile::TempDir::new().unwrap();
+    for args in [
+        &["tools", "--json"][..],
+        &["definitions"],
+        &["token", "new"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = hermetic(ws.path())
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// `token new` prints a policy snippet that parses as TOML, with or without
+/// `--tenant`, and whatever the tenant's id looks like.
+#[test]
+fn token_new_prints_valid_toml_for_any_tenant() {
+    let ws = tempfile::TempDir::new().unwrap();
+    for extra in [&[][..], &["--tenant", "acme"], &["--tenant", "my team.eu"]] {
+        let (out, stdout) = run(hermetic(ws.path()).args(["token", "new"]).args(extra));
+        assert!(out.status.success(), "{stdout}");
+        let (token_line, snippet) = stdout.split_once('\n').unwrap();
+        assert!(token_line.starts_with("token: hmt_"), "{stdout}");
+        let parsed: toml::Table = snippet
+            .parse()
+            .unwrap_or_else(|e| panic!("{extra:?}: not TOML ({e}):\n{snippet}"));
+        let tenants = parsed["tenants"].as_table().unwrap();
+        let name = extra.get(1).copied().unwrap_or("TENANT");
+        let digest = tenants[name]["token_sha256"][0].as_str().unwrap();
+        assert_eq!(digest.len(), 64, "{snippet}");
+    }
+}
+
+/// Options mean one thing and appear where they apply: tool-host options are not
+/// offered on `token`, are refused before it, and work before or after `serve`-like
+/// commands alike.
+#[test]
+fn tool_host_options_apply_only_where_a_tool_host_is_built() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (_, help) = run(hermetic(ws.path()).args(["token", "new", "--help"]));
+    assert!(
+        !help.contains("--tools-dir") && !help.contains("--workspace"),
+        "{help}"
+    );
+    let (out, _) = run(hermetic(ws.path()).args(["--tenant", "acme", "token", "new"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("apply to tools"));
+    // Before or after the command: the same listing.
+    let (_, before) = run(hermetic(ws.path()).args(["--no-bundled", "tools", "--json"]));
+    let (_, after) = run(hermetic(ws.path()).args(["tools", "--no-bundled", "--json"]));
+    assert_eq!(json(&before), serde_json::json!([]));
+    assert_eq!(json(&after), serde_json::json!([]));
+}
+
+/// An unknown log level is a usage error naming the levels, not a filter that silently
+/// logs nothing; logs carry no colour codes when stderr is not a terminal.
+#[test]
+fn log_levels_are_checked_and_logs_to_a_pipe_are_plain() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, _) = run(hermetic(ws.path()).args(["--log-level", "bogus", "tools"]));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error, warn, info, debug, trace"),
+        "{stderr}"
+    );
+    let (out, _) =
+        run(hermetic(ws.path())
+            .env_remove("NO_COLOR")
+            .args(["--log-level", "debug", "tools"]));
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("DEBUG"), "nothing was logged: {stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on a pipe: {stderr:?}"
+    );
+}
+
+/// A broken component is reported once, on one line, with the reason; `inspect` of it
+/// fails; `inspect` of a missing path says the path is missing.
+#[test]
+fn a_broken_component_is_one_line_once_and_inspect_of_it_fails() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    let broken = dir.path().join("broken.wasm");
+    std::fs::write(&broken, b"garbage, not wasm").unwrap();
+    let (out, _) = run(hermetic(ws.path())
+        .arg("--tools-dir")
+        .arg(dir.path())
+        .args(["tools"]));
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("broken")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("not WebAssembly"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let (out, stdout) = run(hermetic(ws.path()).arg("inspect").arg(&broken));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(json(&stdout)["loads"], false);
+    let (out, _) = run(hermetic(ws.path()).args(["inspect", "/nonexistent/tool.wasm"]));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/nonexistent/tool.wasm: no such file"),
+        "{stderr}"
+    );
+}
+
+/// Under a policy file, terminal commands start in the workspace mount (a tenant's own
+/// subdirectory of it), not wherever hermetic happened to be started.
+#[test]
+fn under_a_policy_the_terminal_starts_in_the_workspace_mount() {
+    let root = tempfile::TempDir::new().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root_path.join("ws/acme")).unwrap();
+    std::fs::write(
+        root_path.join("policy.toml"),
+        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
+         [tools.terminal]\nterminal = true\n\n\
+         [tenants.acme]\n[tenants.acme.mounts.workspace]\naccess = \"rw\"\nsubdir = \"acme\"\n",
+    )
+    .unwrap();
+    for (tenant, expected) in [("", "ws"), ("acme", "ws/acme")] {
+        let (out, stdout) = run(hermetic(&root_path)
+            .args(["call", "--policy", "policy.toml", "--tenant", tenant])
+            .args(["terminal", r#"{"command": "pwd"}"#])
+            .stdin(std::process::Stdio::null()));
+        assert!(out.status.success(), "{tenant}: {stdout}");
+        assert_eq!(
+            json(&stdout)["output"],
+            root_path.join(expected).display().to_string(),
+            "{tenant}"
+        );
+    }
+    // Without a policy, `--workspace` moves the terminal along with the mount.
+    let (out, stdout) = run(hermetic(&root_path)
+        .args([
+            "call",
+            "terminal",
+            r#"{"command": "pwd"}"#,
+            "--workspace",
+            "ws/acme",
+        ])
+        .stdin(std::process::Stdio::null()));
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(
+        json(&stdout)["output"],
+        root_path.join("ws/acme").display().to_string()
+    );
+}
+
+/// A fetch that fails is a failed call (exit 1) with a message in words, not a debug
+/// dump of a wasi-http error code.
+#[test]
+fn web_extract_failures_exit_1_with_a_readable_reason() {
+    let ws = tempfile::TempDir::new().unwrap();
+    // Nothing listens on port 1.
+    let (out, stdout) = run(hermetic(ws.path()).args([
+        "--allow-net",
+        "http://127.0.0.1:1",
+        "call",
+        "web_extract",
+        r#"{"urls": ["http://127.0.0.1:1/"]}"#,
+    ]));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let result = json(&stdout);
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("connection was refused"), "{error}");
+    assert!(!stdout.contains("ErrorCode"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("connect error"), "said twice: {stderr}");
+}

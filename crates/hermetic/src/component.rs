@@ -108,6 +108,12 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
 /// [`LoadError::NotAComponent`] for malformed bytes or a core module, and
 /// [`LoadError::Declaration`] for a missing, duplicated or invalid declaration.
 pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
+    if !bytes.is_empty() && !bytes.starts_with(b"\0asm") {
+        // wasmparser's own message prints the expected and found bytes as arrays.
+        return Err(LoadError::NotAComponent(
+            "the file is not WebAssembly (no \\0asm magic number)".into(),
+        ));
+    }
     let mut found: Option<&[u8]> = None;
     let mut first = true;
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {

@@ -119,6 +119,23 @@ pub struct LoadProblem {
     pub reason: String,
 }
 
+impl LoadProblem {
+    /// A problem whose reason is `error` on one line: wasmtime and wasmparser errors
+    /// can span many (a debug-printed byte array), and a skipped component is reported
+    /// as one line of a listing or a log.
+    pub fn new(source: impl Into<String>, error: &impl std::fmt::Display) -> Self {
+        Self {
+            source: source.into(),
+            reason: one_line(&error.to_string()),
+        }
+    }
+}
+
+/// `text` with every run of whitespace (newlines included) as one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// What registering did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Registered {
@@ -460,14 +477,10 @@ impl Registry {
     /// Loads and registers one component; failures come back as a [`LoadProblem`].
     pub fn add(&self, bytes: &[u8], source: ToolSource) -> Result<Registered, LoadProblem> {
         let label = source.to_string();
-        let tool = self.load(bytes, source).map_err(|e| LoadProblem {
-            source: label.clone(),
-            reason: e.to_string(),
-        })?;
-        self.register(tool).map_err(|e| LoadProblem {
-            source: label,
-            reason: e.to_string(),
-        })
+        let tool = self
+            .load(bytes, source)
+            .map_err(|e| LoadProblem::new(label.clone(), &e))?;
+        self.register(tool).map_err(|e| LoadProblem::new(label, &e))
     }
 
     /// Registers the tools embedded in this binary. Returns what was skipped.
@@ -498,13 +511,11 @@ impl Registry {
         let mut problems = Vec::new();
         for path in files {
             let outcome = component::read_file(&path)
-                .map_err(|e| LoadProblem {
-                    source: path.display().to_string(),
-                    reason: e.to_string(),
-                })
+                .map_err(|e| LoadProblem::new(path.display().to_string(), &e))
                 .and_then(|bytes| self.add(&bytes, ToolSource::File(path.clone())));
             if let Err(problem) = outcome {
-                tracing::warn!(source = %problem.source, "skipped: {}", problem.reason);
+                // The caller reports it (the CLI and the server print problems once).
+                tracing::debug!(source = %problem.source, "skipped: {}", problem.reason);
                 problems.push(problem);
             }
         }

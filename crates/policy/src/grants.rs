@@ -41,15 +41,13 @@ pub struct OperatorPolicy {
 impl OperatorPolicy {
     /// The embedded default: a read-write `workspace` mount at `workspace` that every
     /// tool may use, no env, no network, default limits, no tenants; the terminal only
-    /// for the *bundled* `terminal` and `process` tools (local backend in `workspace`,
-    /// approval mode manual — Hermes's defaults), never for other tools.
+    /// for the *bundled* `terminal` and `process` tools (local backend, approval mode
+    /// manual — Hermes's defaults), never for other tools. The terminal's `cwd` stays
+    /// unset: commands start in the `workspace` mount, wherever it is moved later.
     pub fn with_workspace(workspace: PathBuf) -> Self {
         let mut mounts = BTreeMap::new();
         let terminal = crate::terminal::TerminalSettings {
-            default: crate::terminal::TerminalConfig {
-                cwd: Some(workspace.clone()),
-                ..Default::default()
-            },
+            default: crate::terminal::TerminalConfig::default(),
             tenants: BTreeMap::new(),
             grant_bundled: true,
         };

@@ -44,7 +44,7 @@ impl BackendKind {
 /// | field | default |
 /// |---|---|
 /// | `backend` | `local` |
-/// | `cwd` | the `workspace` mount without a policy file, else hermetic's directory (local, bwrap); `/` (docker, ssh) |
+/// | `cwd` | the `workspace` mount (a tenant's own subdirectory of it), else hermetic's directory (local, bwrap); `/` (docker, ssh) |
 /// | `timeout_secs` | 180 (at most 600) |
 /// | `env` | `[]`: commands see only PATH, HOME, LANG, TERM and the tool's granted env |
 /// | `approval` | [`ApprovalConfig::default`]: manual, headless deny |

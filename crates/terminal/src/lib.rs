@@ -94,6 +94,11 @@ struct TenantTerminal {
 pub struct TerminalHost {
     settings: TerminalSettings,
     host_cwd: PathBuf,
+    /// Where a tenant's local and bwrap commands start when `cwd` is not configured:
+    /// its `workspace` mount (the tenant's subdirectory of it), what users expect.
+    workspaces: HashMap<String, PathBuf>,
+    /// The `workspace` mount for tenants without their own subdirectory.
+    workspace: Option<PathBuf>,
     tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
     cwds: Mutex<HashMap<SessionKey, String>>,
     /// Sessions that ran a command and have not ended, by tenant.
@@ -118,12 +123,35 @@ impl TerminalHost {
         Self {
             settings,
             host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            workspaces: HashMap::new(),
+            workspace: None,
             tenants: Mutex::new(HashMap::new()),
             cwds: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             processes: ProcessRegistry::default(),
             observers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Starts commands in the policy's `workspace` mount (a tenant's own subdirectory
+    /// of it, where the tenant has one) unless the terminal's `cwd` is configured.
+    pub fn with_workspace_of(mut self, policy: &hermetic::OperatorPolicy) -> Self {
+        let Some(mount) = policy.mounts.get("workspace") else {
+            return self;
+        };
+        let root = mount.host_path.clone();
+        for (tenant, narrowing) in &policy.tenants {
+            let subdir = narrowing
+                .mounts
+                .as_ref()
+                .and_then(|m| m.get("workspace"))
+                .and_then(|m| m.subdir.as_ref());
+            if let Some(subdir) = subdir {
+                self.workspaces.insert(tenant.clone(), root.join(subdir));
+            }
+        }
+        self.workspace = Some(root);
+        self
     }
 
     /// Adds an observer of every approval request and answer (e.g. the server's audit
@@ -158,8 +186,14 @@ impl TerminalHost {
         let config = self.settings.for_tenant(tenant).clone();
         let cwd = config.cwd.as_ref().map(|p| p.display().to_string());
         let local_cwd = || {
-            cwd.clone()
-                .unwrap_or_else(|| self.host_cwd.display().to_string())
+            cwd.clone().unwrap_or_else(|| {
+                self.workspaces
+                    .get(tenant)
+                    .or(self.workspace.as_ref())
+                    .unwrap_or(&self.host_cwd)
+                    .display()
+                    .to_string()
+            })
         };
         let backend: Arc<dyn TerminalBackend> = match config.backend {
             BackendKind::Local => Arc::new(local::LocalBackend::new(local_cwd())),
@@ -264,7 +298,9 @@ impl TerminalHost {
 /// `options` with a [`TerminalHost`] for the terminal settings of its policy: what the
 /// `hermetic` binary does, so tools granted the terminal reach real backends.
 pub fn attach(options: hermetic::RegistryOptions) -> hermetic::RegistryOptions {
-    let host = Arc::new(TerminalHost::new(options.policy.terminal.clone()));
+    let host = Arc::new(
+        TerminalHost::new(options.policy.terminal.clone()).with_workspace_of(&options.policy),
+    );
     options.with_terminal(host)
 }
 

@@ -277,7 +277,41 @@ fn classify(url: &str, code: &ErrorCode) -> HttpError {
         | ErrorCode::ConnectionReadTimeout
         | ErrorCode::HttpResponseTimeout => HttpError::Timeout(url),
         ErrorCode::HttpResponseBodySize(_) => HttpError::TooLarge(url),
-        other => HttpError::Other(format!("fetching {url}: {other:?}")),
+        other => HttpError::Other(format!("fetching {url}: {}", describe(other))),
+    }
+}
+
+/// An error code in words for the agent and the user (its `Debug` form reads
+/// `ErrorCode::DnsError(DnsErrorPayload { rcode: Some(…) … })`).
+fn describe(code: &ErrorCode) -> String {
+    match code {
+        ErrorCode::DnsError(payload) => match &payload.rcode {
+            Some(reason) => format!("the name does not resolve ({reason})"),
+            None => "the name does not resolve".to_owned(),
+        },
+        ErrorCode::ConnectionRefused => "the connection was refused".to_owned(),
+        ErrorCode::ConnectionTerminated => "the connection was closed early".to_owned(),
+        ErrorCode::ConnectionLimitReached => "too many connections".to_owned(),
+        ErrorCode::DestinationNotFound => "the destination was not found".to_owned(),
+        ErrorCode::DestinationUnavailable => "the destination is unavailable".to_owned(),
+        ErrorCode::TlsProtocolError => "the TLS handshake failed".to_owned(),
+        ErrorCode::TlsCertificateError => "the server's TLS certificate was refused".to_owned(),
+        ErrorCode::TlsAlertReceived(_) => "the server ended TLS with an alert".to_owned(),
+        ErrorCode::HttpProtocolError => "the server broke the HTTP protocol".to_owned(),
+        ErrorCode::InternalError(Some(text)) => text.clone(),
+        other => {
+            // The variant's name, spaced out: `HttpResponseIncomplete` → "http response incomplete".
+            let name = format!("{other:?}");
+            let name = name.split('(').next().unwrap_or(&name);
+            let mut words = String::new();
+            for (i, c) in name.chars().enumerate() {
+                if c.is_uppercase() && i > 0 {
+                    words.push(' ');
+                }
+                words.push(c.to_ascii_lowercase());
+            }
+            words
+        }
     }
 }
 

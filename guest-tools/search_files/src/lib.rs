@@ -28,8 +28,6 @@ const MAX_ENTRIES_VISITED: usize = 100_000;
 const MAX_OUTPUT_CHARS: usize = 60_000;
 /// Bytes sampled for a NUL when deciding a file is binary.
 const BINARY_SAMPLE_BYTES: usize = 8192;
-/// Below this many matches the plain `matches` array is kept (Hermes `_DENSIFY_MIN_MATCHES`).
-const DENSIFY_MIN_MATCHES: usize = 5;
 /// Files listed by a zero-match probe.
 const PROBE_MAX_FILES: usize = 50;
 
@@ -263,43 +261,34 @@ impl SearchResult {
         }
     }
 
-    /// `SearchResult.to_dict(densify=True)` plus the truncation hint.
-    fn into_value(self, next_offset: usize) -> Value {
+    /// `SearchResult.to_dict()` plus the truncation hint, in one shape per request
+    /// kind: the key the kind reports under (`matches`, `files` or `counts`) is always
+    /// there, empty when nothing matched. Hermes densifies five or more matches into a
+    /// `matches_text` string; a result whose shape depends on how many matches there
+    /// were is one callers must handle twice, so this tool keeps the array.
+    fn into_value(self, next_offset: usize, request: &Request) -> Value {
         let mut out = serde_json::Map::new();
         out.insert("total_count".into(), json!(self.total_count));
-        if self.matches.len() >= DENSIFY_MIN_MATCHES {
-            out.insert(
-                "matches_format".into(),
-                json!("path-grouped: each file path on its own line, followed by indented '<line>: <content>' rows for matches in that file"),
-            );
-            let mut text = Vec::new();
-            let mut current: Option<&str> = None;
-            for m in &self.matches {
-                if current != Some(m.path.as_str()) {
-                    text.push(m.path.clone());
-                    current = Some(&m.path);
-                }
-                text.push(format!("  {}: {}", m.line, m.content.trim_end()));
+        match (&request.target, &request.mode) {
+            (Target::Files, _) | (Target::Content, Mode::FilesOnly) => {
+                out.insert("files".into(), json!(self.files));
             }
-            out.insert("matches_text".into(), json!(text.join("\n")));
-        } else if !self.matches.is_empty() {
-            let rows: Vec<Value> = self
-                .matches
-                .iter()
-                .map(|m| json!({"path": m.path, "line": m.line, "content": m.content}))
-                .collect();
-            out.insert("matches".into(), Value::Array(rows));
-        }
-        if !self.files.is_empty() {
-            out.insert("files".into(), json!(self.files));
-        }
-        if !self.counts.is_empty() {
-            let counts: serde_json::Map<String, Value> = self
-                .counts
-                .into_iter()
-                .map(|(p, n)| (p, json!(n)))
-                .collect();
-            out.insert("counts".into(), Value::Object(counts));
+            (Target::Content, Mode::Count) => {
+                let counts: serde_json::Map<String, Value> = self
+                    .counts
+                    .into_iter()
+                    .map(|(p, n)| (p, json!(n)))
+                    .collect();
+                out.insert("counts".into(), Value::Object(counts));
+            }
+            (Target::Content, Mode::Content) => {
+                let rows: Vec<Value> = self
+                    .matches
+                    .iter()
+                    .map(|m| json!({"path": m.path, "line": m.line, "content": m.content}))
+                    .collect();
+                out.insert("matches".into(), Value::Array(rows));
+            }
         }
         if self.truncated {
             out.insert("truncated".into(), json!(true));
@@ -338,7 +327,7 @@ fn search(root: &str, request: &Request) -> hermetic_sdk::Result<Value> {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
             ) =>
         {
-            return Ok(path_not_found(root, &start).into_value(0));
+            return Ok(path_not_found(root, &start).into_value(0, request));
         }
         Err(e) => return Err(io_error(&shown, &e)),
     }
@@ -346,7 +335,7 @@ fn search(root: &str, request: &Request) -> hermetic_sdk::Result<Value> {
         Target::Files => search_names(root, &start, request),
         Target::Content => search_content(root, &start, request),
     };
-    Ok(result.into_value(request.offset.saturating_add(request.limit)))
+    Ok(result.into_value(request.offset.saturating_add(request.limit), request))
 }
 
 /// Hermes's `_path_not_found_result`: the error plus near names in the parent directory.
@@ -969,15 +958,31 @@ mod tests {
     }
 
     #[test]
-    fn context_pagination_and_densify() {
+    fn context_pagination_and_one_shape() {
         let body: String = (1..=20).map(|i| format!("line {i}\n")).collect();
         let (_d, root) = setup(&[("a.txt", &body)]);
         let v = search(&root, &req(json!({"pattern": "line 1[05]", "context": 1}))).unwrap();
         assert_eq!(v["total_count"], 6);
+        let rows: Vec<(u64, &str)> = v["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["line"].as_u64().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
         assert_eq!(
-            v["matches_text"],
-            "a.txt\n  9: line 9\n  10: line 10\n  11: line 11\n  14: line 14\n  15: line 15\n  16: line 16"
+            rows,
+            [
+                (9, "line 9"),
+                (10, "line 10"),
+                (11, "line 11"),
+                (14, "line 14"),
+                (15, "line 15"),
+                (16, "line 16")
+            ]
         );
+        // No match: the same key, empty.
+        let v = search(&root, &req(json!({"pattern": "absent"}))).unwrap();
+        assert_eq!(v["matches"], json!([]), "{v}");
         let v = search(
             &root,
             &req(json!({"pattern": "line", "limit": 3, "offset": 2})),

@@ -67,8 +67,23 @@ impl Tool for WebExtract {
                 Err(e) => json!({"url": url, "title": "", "content": "", "error": e.to_string()}),
             });
         }
-        Ok(json!({ "results": results }))
+        let mut out = json!({ "results": results });
+        // Every page failed: say so at the top, so that callers (and `hermetic call`'s
+        // exit code) see a failed call, not a list of empty pages.
+        let failures: Vec<&str> = results_errors(&out);
+        if failures.len() as u64 == total {
+            out["error"] = json!(failures.join("; "));
+        }
+        Ok(out)
     }
+}
+
+/// The `error` text of every entry that has one.
+fn results_errors(out: &Value) -> Vec<&str> {
+    out["results"]
+        .as_array()
+        .map(|entries| entries.iter().filter_map(|e| e["error"].as_str()).collect())
+        .unwrap_or_default()
 }
 
 /// One page's entry: HTML reduced to text, other text passed through, binary refused.
