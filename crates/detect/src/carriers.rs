@@ -358,6 +358,19 @@ impl Analyzer<'_> {
         if let Some(rule) = code::powershell_rule(&text) {
             self.hit(rule, r);
         }
+        // PowerShell runs cmd.exe like any program: `cmd /c rd /s /q C:\x`.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            let w = w.trim_start_matches(['&', '(', '{', ';']);
+            if super::windows::is_cmd(w)
+                && words
+                    .get(i + 1)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("/c") || s.eq_ignore_ascii_case("/k"))
+            {
+                let line = words[i + 2..].join(" ");
+                self.check_cmd_line(&line, inv, 1);
+            }
+        }
     }
 
     /// What a command's output is made of (for `… | sh` and `$(…)`).

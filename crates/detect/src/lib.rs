@@ -32,7 +32,9 @@ mod normalize;
 mod opts;
 mod paths;
 pub mod rules;
+mod sed;
 mod walk;
+mod windows;
 
 pub use detector::{Detection, Detector, DetectorConfig, Hit};
 pub use rules::{RULES, Rule, RuleId, Tier};
