@@ -146,7 +146,7 @@ impl Analyzer<'_> {
     pub(crate) fn check_script(&mut self, script: &Field, inv: &Invocation<'_>) {
         if script.dynamic {
             self.hit(Self::unseen_code_rule(&script.origin), inv.rendered);
-        } else if self.fresh_files.contains(&canonical(&script.text)) {
+        } else if self.is_fresh(&canonical(&script.text)) {
             self.hit(RuleId::FreshFile, inv.rendered);
         }
     }
@@ -304,7 +304,7 @@ impl Analyzer<'_> {
         if inv.function == Some(name) && (inv.piped || inv.background) {
             self.hit(RuleId::ForkBomb, r);
         }
-        if path.contains('/') && self.fresh_files.contains(&canonical(path)) {
+        if path.contains('/') && self.is_fresh(&canonical(path)) {
             self.hit(RuleId::FreshFile, r);
         }
         self.check_self(name, args, inv);

@@ -17,6 +17,14 @@ pub(crate) fn canonical(text: &str) -> String {
             s = format!("~{rest}");
         }
     }
+    // `$PWD` is the working directory: `$PWD/../x` leaves it.
+    for cwd in ["${PWD}", "$PWD"] {
+        if let Some(rest) = s.strip_prefix(cwd)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            s = format!(".{rest}");
+        }
+    }
     let absolute = s.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in s.split('/') {
@@ -326,6 +334,9 @@ mod tests {
         assert_eq!(canonical("/./"), "/");
         assert_eq!(canonical("/.."), "/");
         assert_eq!(canonical("$HOME/tmp"), "~/tmp");
+        assert_eq!(canonical("$PWD/../x"), "../x");
+        assert_eq!(canonical("${PWD}/a"), "a");
+        assert_eq!(canonical("$PWDX/a"), "$PWDX/a");
         assert_eq!(canonical("C:\\Users\\x\\.ssh\\k"), "C:/Users/x/.ssh/k");
     }
 

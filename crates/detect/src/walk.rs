@@ -93,6 +93,15 @@ impl<'d> Analyzer<'d> {
         super::paths::is_credential(path) || self.secret_files.iter().any(|s| s == path)
     }
 
+    /// True when `path` (canonical) was written, downloaded or made executable earlier
+    /// in this input; an entry with a glob (`chmod +x scripts/*.sh`) covers every path
+    /// it matches.
+    pub(crate) fn is_fresh(&self, path: &str) -> bool {
+        self.fresh_files
+            .iter()
+            .any(|f| f == path || (f.contains(['*', '?', '[']) && fold::glob_matches(f, path)))
+    }
+
     /// Records a finding.
     pub(crate) fn hit(&mut self, rule: RuleId, command: &str) {
         if !self
@@ -410,6 +419,7 @@ impl<'d> Analyzer<'d> {
         let mut argv: Vec<Field> = Vec::new();
         let mut assignments: Vec<(String, Field)> = Vec::new();
         let mut redirect_items: Vec<&IoRedirect> = Vec::new();
+        // Words see the command's stdin: `>(code)` reads what the command writes.
         let mut item_cx = cx.clone();
         item_cx.stdin = stdin.clone();
         for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
@@ -442,8 +452,7 @@ impl<'d> Analyzer<'d> {
             );
         }
 
-        let mut redirect_cx = cx.clone();
-        redirect_cx.stdin = stdin.clone();
+        let mut redirect_cx = item_cx;
         let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
         stdin = redirect_cx.stdin;
 
@@ -604,7 +613,7 @@ impl<'d> Analyzer<'d> {
                             Producer::Credentials
                         } else if super::paths::is_dev_net(&path) {
                             Producer::Network
-                        } else if self.fresh_files.contains(&path) {
+                        } else if self.is_fresh(&path) {
                             Producer::Other
                         } else {
                             Producer::None

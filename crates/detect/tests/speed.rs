@@ -43,22 +43,30 @@ fn detect_time_per_command_is_printed() {
         }
         let rounds = 15;
         let mut times: Vec<u128> = Vec::with_capacity(commands.len() * rounds);
+        let mut best: Vec<u128> = vec![u128::MAX; commands.len()];
         for _ in 0..rounds {
-            for c in &commands {
+            for (i, c) in commands.iter().enumerate() {
                 let start = Instant::now();
                 black_box(detector.detect(black_box(c)));
-                times.push(start.elapsed().as_nanos());
+                let t = start.elapsed().as_nanos();
+                times.push(t);
+                best[i] = best[i].min(t);
             }
         }
         times.sort_unstable();
-        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+        best.sort_unstable();
+        let at = |v: &[u128], q: f64| v[((v.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
         let mean = times.iter().sum::<u128>() / times.len() as u128;
+        // The median of each command's best time is the figure least disturbed by
+        // other work on a shared machine; the plain median is what a caller sees.
         println!(
-            "{file}: {} commands, median {:.2} µs, p90 {:.2} µs, mean {:.2} µs per command",
+            "{file}: {} commands, median {:.2} µs, p90 {:.2} µs, mean {:.2} µs; \
+             median of per-command best {:.2} µs",
             commands.len(),
-            at(0.5) as f64 / 1000.0,
-            at(0.9) as f64 / 1000.0,
-            mean as f64 / 1000.0
+            at(&times, 0.5),
+            at(&times, 0.9),
+            mean as f64 / 1000.0,
+            at(&best, 0.5)
         );
     }
 }
