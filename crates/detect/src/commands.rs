@@ -331,17 +331,22 @@ impl Analyzer<'_> {
         // glob may expand to them. Otherwise only a glob in option position (`-del*`)
         // is read as the options it matches; `*` matching a file named `-rf` that
         // nobody made is not worth flagging every `ls *`.
-        let planted: Vec<String> = self
+        let mut planted: Vec<String> = Vec::new();
+        for name in self
             .fresh_files
             .iter()
             .filter_map(|f| f.rsplit('/').next())
             .filter(|n| n.starts_with('-'))
-            .map(str::to_owned)
-            .collect();
-        for (i, arg) in inv.argv.iter().enumerate().skip(1) {
-            if !arg.glob {
-                continue;
+        {
+            if planted.len() == super::limits::MAX_GLOB_ARGS {
+                break;
             }
+            if !planted.iter().any(|p| p == name) {
+                planted.push(name.to_owned());
+            }
+        }
+        let globs = inv.argv.iter().enumerate().skip(1).filter(|(_, a)| a.glob);
+        for (i, arg) in globs.take(super::limits::MAX_GLOB_ARGS) {
             let options = GLOB_OPTIONS
                 .iter()
                 .filter(|_| arg.text.starts_with('-'))

@@ -321,6 +321,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn globs_match_like_the_shell() {
+        for (pattern, text) in [
+            ("-del*", "-delete"),
+            ("-del?te", "-delete"),
+            ("-[d]elete", "-delete"),
+            ("-[a-e]elete", "-delete"),
+            ("*", "-rf"),
+            ("-*f", "-rf"),
+            ("-[!x]f", "-rf"),
+            ("\\-rf", "-rf"),
+            ("--forc*", "--force"),
+        ] {
+            assert!(glob_matches(pattern, text), "{pattern} {text}");
+        }
+        for (pattern, text) in [
+            ("-del*", "-exec"),
+            ("*.log", "-delete"),
+            ("-[!d]elete", "-delete"),
+            ("-d?", "-delete"),
+            ("[", "x"),
+        ] {
+            assert!(!glob_matches(pattern, text), "{pattern} {text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn glob_matching_never_panics(pattern in "[-a-z*?\\[\\]!^\\\\]{0,16}", text in "[-a-z]{0,12}") {
+            let _ = glob_matches(&pattern, &text);
+        }
+    }
+
+    #[test]
     fn ansi_c_escapes_decode() {
         assert_eq!(decode_ansi_c("\\x72\\x6d"), "rm");
         assert_eq!(decode_ansi_c("\\162\\155"), "rm");

@@ -352,6 +352,20 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_script_parses_without_panicking(script in "(?s).{0,80}") {
+            let _ = effects(&script);
+        }
+
+        #[test]
+        fn scripts_of_sed_syntax_parse_without_panicking(
+            script in "[ -~\n\\\\/|;{}!$0-9eswy\u{e9}]{0,60}"
+        ) {
+            let _ = effects(&script);
+        }
+    }
+
     #[test]
     fn writes_are_found_and_malformed_scripts_are_unparsed() {
         assert_eq!(effects("w out.txt").writes, vec!["out.txt".to_owned()]);
