@@ -33,6 +33,20 @@ impl Analyzer<'_> {
             self.check_cmd(args, inv);
             return;
         }
+        // cmd's deletes typed without `cmd /c` (a Windows shell behind the terminal,
+        // or pasted from a Windows guide): Unix has no `del` or `rd`, and no one asks
+        // Unix rmdir to remove a directory named `/s`.
+        if matches!(name, "del" | "erase" | "rd" | "DEL" | "ERASE" | "RD")
+            || (name == "rmdir" && args.iter().any(|a| a.text.eq_ignore_ascii_case("/s")))
+        {
+            let mut line = name.to_owned();
+            for a in args {
+                line.push(' ');
+                line.push_str(&a.text);
+            }
+            self.check_cmd_line(&line, inv, 1);
+            return;
+        }
         if let Some(lang) = language(name) {
             self.check_interpreter(name, lang, args, inv);
             return;
@@ -296,6 +310,16 @@ impl Analyzer<'_> {
                     .filter(|a| name == "let" || a.text.contains('['))
                 {
                     self.scan_arithmetic_field(a, &cx);
+                }
+            }
+            // `test -v 'a[…]'` evaluates the subscript, as `[[ -v … ]]` does.
+            "[" | "test" => {
+                let cx = super::walk::Cx {
+                    depth: inv.depth,
+                    ..Default::default()
+                };
+                for pair in args.windows(2).filter(|p| p[0].text == "-v") {
+                    self.scan_arithmetic_field(&pair[1], &cx);
                 }
             }
             "pkill" | "killall" | "skill" | "slay" => self.check_pkill(args, inv),

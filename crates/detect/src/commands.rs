@@ -598,6 +598,31 @@ impl Analyzer<'_> {
                 self.run_argv(rest_of(&o), inv, false, false)
             }
             "busybox" | "toybox" => self.run_argv(args, inv, false, false),
+            // Windows Subsystem for Linux: the command runs in a Linux shell, or as
+            // argv with -e/--exec.
+            "wsl" => {
+                let o = wrap(&Spec {
+                    short_values: "du",
+                    longs: &[
+                        "distribution=",
+                        "user=",
+                        "cd=",
+                        "shell-type=",
+                        "exec",
+                        "system",
+                    ],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                if o.has('e', "exec") {
+                    self.run_argv(rest, inv, false, false)
+                } else if !rest.is_empty() {
+                    self.run_payload(&Self::joined(rest), inv);
+                    Producer::Other
+                } else {
+                    Producer::Other
+                }
+            }
             "fakeroot" | "nocache" | "catchsegv" | "dbus-run-session" | "proxychains"
             | "proxychains4" | "torsocks" | "tsocks" | "firejail" | "xvfb-run" | "pkexec"
             | "chronic" | "unbuffer" | "rlwrap" | "eatmydata" | "unshare" | "systemd-run"

@@ -82,16 +82,34 @@ impl Analyzer<'_> {
             }
             "checkout" => {
                 let o = opts::parse(rest, &CHECKOUT);
+                // After `--` every operand is a path, and one only known at run time
+                // (`$(git diff --name-only)`) may be many; before it, a branch.
+                let paths = rest.iter().skip_while(|f| f.text != "--").skip(1);
                 o.short('f')
                     || long_could_be(&o, &CHECKOUT, &["force"])
                     || o.operands.iter().any(|f| is_broad_pathspec(&f.text))
+                    || paths.clone().any(|f| f.dynamic)
             }
             "restore" => {
                 let o = opts::parse(rest, &RESTORE);
                 let worktree = o.short('W')
                     || long_could_be(&o, &RESTORE, &["worktree"])
                     || !(o.short('S') || long_could_be(&o, &RESTORE, &["staged"]));
-                worktree && o.operands.iter().any(|f| is_broad_pathspec(&f.text))
+                worktree
+                    && o.operands
+                        .iter()
+                        .any(|f| f.dynamic || is_broad_pathspec(&f.text))
+            }
+            // `git rm -r .` deletes the tracked files of a tree from the work tree too
+            // (`--cached` leaves them).
+            "rm" => {
+                let o = opts::parse(rest, &RM);
+                let recursive = o.short('r') || o.short('R');
+                !long_could_be(&o, &RM, &["cached"])
+                    && recursive
+                    && o.operands
+                        .iter()
+                        .any(|f| f.dynamic || is_broad_pathspec(&f.text))
             }
             "switch" => {
                 let o = opts::parse(rest, &SWITCH);
@@ -99,6 +117,21 @@ impl Analyzer<'_> {
             }
             "stash" => rest.first().is_some_and(|f| f.text == "clear"),
             "filter-branch" | "filter-repo" => true,
+            "clone" => {
+                // What was cloned is downloaded code: running a file of it is
+                // running a download (`git clone URL && ./repo/install.sh`).
+                let o = opts::parse(rest, &CLONE);
+                let dir = match (o.operands.first(), o.operands.get(1)) {
+                    (_, Some(dir)) => Some(dir.text.clone()),
+                    (Some(url), None) => Some(clone_dir(&url.text).to_owned()),
+                    (None, None) => None,
+                };
+                if let Some(dir) = dir {
+                    let dir = super::paths::canonical(&dir);
+                    self.fresh_files.push(format!("{dir}/*"));
+                }
+                false
+            }
             "config" => {
                 let words: Vec<&str> = rest
                     .iter()
@@ -388,6 +421,72 @@ const CHECKOUT: Spec = Spec {
         "no-recurse-submodules",
         "overlay",
         "no-overlay",
+        "pathspec-from-file=",
+        "pathspec-file-nul",
+    ],
+    stop_at_operand: false,
+};
+
+/// The directory `git clone URL` creates: the last path segment without `.git`.
+fn clone_dir(url: &str) -> &str {
+    let trimmed = url.trim_end_matches('/');
+    let last = trimmed.rsplit(['/', ':']).next().unwrap_or(trimmed);
+    last.strip_suffix(".git").unwrap_or(last)
+}
+
+const CLONE: Spec = Spec {
+    short_values: "bocuj",
+    longs: &[
+        "branch=",
+        "origin=",
+        "config=",
+        "upload-pack=",
+        "jobs=",
+        "depth=",
+        "reference=",
+        "reference-if-able=",
+        "separate-git-dir=",
+        "filter=",
+        "template=",
+        "shallow-since=",
+        "shallow-exclude=",
+        "server-option=",
+        "bundle-uri=",
+        "revision=",
+        "ref-format=",
+        "bare",
+        "mirror",
+        "quiet",
+        "verbose",
+        "progress",
+        "no-checkout",
+        "single-branch",
+        "no-single-branch",
+        "no-tags",
+        "shallow-submodules",
+        "recurse-submodules",
+        "local",
+        "no-local",
+        "shared",
+        "dissociate",
+        "sparse",
+        "also-filter-submodules",
+        "remote-submodules",
+        "no-hardlinks",
+        "reject-shallow",
+    ],
+    stop_at_operand: false,
+};
+
+const RM: Spec = Spec {
+    short_values: "",
+    longs: &[
+        "force",
+        "dry-run",
+        "cached",
+        "ignore-unmatch",
+        "sparse",
+        "quiet",
         "pathspec-from-file=",
         "pathspec-file-nul",
     ],

@@ -31,7 +31,12 @@ pub(crate) fn canonical(text: &str) -> String {
         match part {
             "" | "." => {}
             ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
+                // `~` and `$DIR` are not one plain component: `~/..` is the parent of
+                // home, not the working directory.
+                if parts
+                    .last()
+                    .is_some_and(|p| *p != ".." && !p.starts_with(['~', '$']))
+                {
                     parts.pop();
                 } else if !absolute {
                     parts.push("..");
@@ -115,8 +120,14 @@ pub(crate) fn is_critical_dir(path: &str) -> bool {
     if path == "/" || path == "~" || path == "/*" {
         return true;
     }
-    // ~user and a direct child of /home or /Users are home directories.
+    // ~user and a direct child of /home or /Users are home directories; so is what
+    // is beside home (`~/..`, `~/../bob`).
     if path.starts_with('~') && !path.contains('/') {
+        return true;
+    }
+    if let Some(beside) = path.strip_prefix("~/..")
+        && (beside.is_empty() || (beside.starts_with('/') && !beside[1..].contains('/')))
+    {
         return true;
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -335,6 +346,8 @@ mod tests {
         assert_eq!(canonical("/.."), "/");
         assert_eq!(canonical("$HOME/tmp"), "~/tmp");
         assert_eq!(canonical("$PWD/../x"), "../x");
+        assert_eq!(canonical("~/../x"), "~/../x");
+        assert_eq!(canonical("$DIR/../x"), "$DIR/../x");
         assert_eq!(canonical("${PWD}/a"), "a");
         assert_eq!(canonical("$PWDX/a"), "$PWDX/a");
         assert_eq!(canonical("C:\\Users\\x\\.ssh\\k"), "C:/Users/x/.ssh/k");
@@ -351,6 +364,8 @@ mod tests {
             "/home/alice",
             "/usr/lib",
             "~/*",
+            "~/..",
+            "~/../bob",
         ] {
             assert!(is_critical_dir(&canonical(p)), "{p}");
         }
