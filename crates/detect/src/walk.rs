@@ -5,7 +5,9 @@
 use super::Detector;
 use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
-use super::limits::{MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting};
+use super::limits::{
+    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting,
+};
 use super::rules::RuleId;
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -322,29 +324,25 @@ impl<'d> Analyzer<'d> {
             return;
         }
         // The values of the variables named, and of the variables those name, each
-        // once (a cycle is bash's own error), up to a bound.
+        // once (a cycle is bash's own error), up to MAX_ARITHMETIC_VALUES.
         let mut values: Vec<String> = Vec::new();
         if !self.vars.is_empty() {
-            let names: Vec<&str> = identifiers(text).collect();
             let mut k = 0;
-            while k < names.len() {
-                if let Some(Some(v)) = self.vars.get(names[k])
-                    && !values.contains(v)
-                {
-                    values.push(v.clone());
-                }
-                k += 1;
-            }
-            let mut k = 0;
-            while k < values.len() && values.len() <= MAX_COMMANDS {
-                let more: Vec<String> = identifiers(&values[k])
-                    .filter_map(|n| self.vars.get(n).cloned().flatten())
-                    .filter(|v| !values.contains(v))
-                    .collect();
-                for v in more {
-                    if !values.contains(&v) {
-                        values.push(v);
+            let mut source = text.to_owned();
+            loop {
+                for name in identifiers(&source) {
+                    if values.len() >= MAX_ARITHMETIC_VALUES {
+                        break;
                     }
+                    if let Some(Some(v)) = self.vars.get(name)
+                        && !values.contains(v)
+                    {
+                        values.push(v.clone());
+                    }
+                }
+                match values.get(k) {
+                    Some(v) => source.clone_from(v),
+                    None => break,
                 }
                 k += 1;
             }
