@@ -126,6 +126,11 @@ impl Analyzer<'_> {
         let operands = args.get(i..).unwrap_or(&[]);
         if command_mode {
             if let Some(code) = operands.first() {
+                // `xargs -I{} sh -c {}`, `find -exec sh -c {}`: each item becomes
+                // the code.
+                if inv.bulk && code.text.contains("{}") {
+                    self.hit(RuleId::DynamicCode, inv.rendered);
+                }
                 self.run_payload(code, inv);
             }
             return;

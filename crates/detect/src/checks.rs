@@ -38,6 +38,7 @@ impl Analyzer<'_> {
         // Unix rmdir to remove a directory named `/s`.
         if matches!(name, "del" | "erase" | "rd" | "DEL" | "ERASE" | "RD")
             || (name == "rmdir" && args.iter().any(|a| a.text.eq_ignore_ascii_case("/s")))
+            || (name == "start" && args.iter().any(|a| super::windows::is_cmd(&a.text)))
         {
             let mut line = name.to_owned();
             for a in args {
