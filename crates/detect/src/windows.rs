@@ -41,6 +41,7 @@ fn has_switch(words: &[&str], letter: char) -> bool {
 impl Analyzer<'_> {
     /// `cmd [switches] /c|/k command line`.
     pub(crate) fn check_cmd(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        // `/r` is the old spelling of `/c`.
         let start = args.iter().position(|a| {
             a.text.eq_ignore_ascii_case("/c")
                 || a.text.eq_ignore_ascii_case("/k")
@@ -89,12 +90,11 @@ impl Analyzer<'_> {
                     self.check_cmd_line(&program.join(" "), inv, depth + 1);
                 }
                 v if is_cmd(v) => {
-                    let argv: Vec<Field> = rest.iter().map(|w| Field::literal(*w)).collect();
-                    if let Some(i) = argv.iter().position(|a| {
-                        a.text.eq_ignore_ascii_case("/c") || a.text.eq_ignore_ascii_case("/k")
-                    }) {
-                        let inner: Vec<&str> = rest[i + 1..].to_vec();
-                        self.check_cmd_line(&inner.join(" "), inv, depth + 1);
+                    if let Some(i) = rest
+                        .iter()
+                        .position(|w| w.eq_ignore_ascii_case("/c") || w.eq_ignore_ascii_case("/k"))
+                    {
+                        self.check_cmd_line(&rest[i + 1..].join(" "), inv, depth + 1);
                     }
                 }
                 v if BUILTINS.contains(&v) || v.is_empty() => {}
