@@ -126,6 +126,11 @@ impl Analyzer<'_> {
         let operands = args.get(i..).unwrap_or(&[]);
         if command_mode {
             if let Some(code) = operands.first() {
+                // `xargs -I{} sh -c {}`, `find -exec sh -c {}`: each item becomes
+                // the code.
+                if inv.bulk && code.text.contains("{}") {
+                    self.hit(RuleId::DynamicCode, inv.rendered);
+                }
                 self.run_payload(code, inv);
             }
             return;
@@ -357,6 +362,19 @@ impl Analyzer<'_> {
             .join(" ");
         if let Some(rule) = code::powershell_rule(&text) {
             self.hit(rule, r);
+        }
+        // PowerShell runs cmd.exe like any program: `cmd /c rd /s /q C:\x`.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            let w = w.trim_start_matches(['&', '(', '{', ';']);
+            if super::windows::is_cmd(w)
+                && words
+                    .get(i + 1)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("/c") || s.eq_ignore_ascii_case("/k"))
+            {
+                let line = words[i + 2..].join(" ");
+                self.check_cmd_line(&line, inv, 1);
+            }
         }
     }
 

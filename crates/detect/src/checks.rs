@@ -29,6 +29,25 @@ impl Analyzer<'_> {
             self.check_shell(args, inv);
             return;
         }
+        if super::windows::is_cmd(name) {
+            self.check_cmd(args, inv);
+            return;
+        }
+        // cmd's deletes typed without `cmd /c` (a Windows shell behind the terminal,
+        // or pasted from a Windows guide): Unix has no `del` or `rd`, and no one asks
+        // Unix rmdir to remove a directory named `/s`.
+        if matches!(name, "del" | "erase" | "rd" | "DEL" | "ERASE" | "RD")
+            || (name == "rmdir" && args.iter().any(|a| a.text.eq_ignore_ascii_case("/s")))
+            || (name == "start" && args.iter().any(|a| super::windows::is_cmd(&a.text)))
+        {
+            let mut line = name.to_owned();
+            for a in args {
+                line.push(' ');
+                line.push_str(&a.text);
+            }
+            self.check_cmd_line(&line, inv, 1);
+            return;
+        }
         if let Some(lang) = language(name) {
             self.check_interpreter(name, lang, args, inv);
             return;
@@ -42,6 +61,9 @@ impl Analyzer<'_> {
             "unlink" | "shred" | "srm" => {
                 for a in args.iter().filter(|a| !a.text.starts_with('-')) {
                     let p = canonical(&a.text);
+                    if paths::leaves_cwd(&p) {
+                        self.hit(RuleId::RmOutside, r);
+                    }
                     if paths::is_block_device(&p) {
                         self.hit(RuleId::DiskFormat, r);
                     } else if paths::is_protected(&p, &self.det.agent_dirs) {
@@ -228,44 +250,15 @@ impl Analyzer<'_> {
             {
                 self.check_copy(name, args, inv);
             }
-            "sed" | "gsed" => {
-                let o = opts::parse(
-                    args,
-                    &Spec {
-                        short_values: "efl",
-                        longs: &[
-                            "in-place",
-                            "expression=",
-                            "file=",
-                            "quiet",
-                            "silent",
-                            "regexp-extended",
-                            "separate",
-                            "null-data",
-                            "zero-terminated",
-                            "debug",
-                            "posix",
-                            "sandbox",
-                            "unbuffered",
-                            "line-length=",
-                            "follow-symlinks",
-                        ],
-                        stop_at_operand: false,
-                    },
-                );
-                let in_place = o.short('i')
-                    || o.long("in-place")
-                    || words
-                        .iter()
-                        .any(|w| w.starts_with("-i") || w.starts_with("--in-place"));
-                if in_place {
-                    // With -i the first operand may be the script or a file (`sed -i FILE`
-                    // without a script is an error, but costs nothing to check).
-                    for f in &o.operands {
-                        let p = canonical(&f.text);
-                        if paths::is_protected(&p, &self.det.agent_dirs) {
-                            self.hit(RuleId::ProtectedWrite, r);
-                        }
+            "sed" | "gsed" => self.check_sed(args, inv),
+            // A created file may be run, or (named `-delete`) expanded into an option.
+            "touch" => {
+                let mut options = true;
+                for a in args {
+                    if options && a.text == "--" {
+                        options = false;
+                    } else if !options || !a.text.starts_with('-') || a.text.contains('/') {
+                        self.fresh_files.push(canonical(&a.text));
                     }
                 }
             }
@@ -307,36 +300,66 @@ impl Analyzer<'_> {
                 self.hit(RuleId::ServiceStop, r);
             }
             "kill" => self.check_kill(args, inv),
-            "pkill" | "killall" | "skill" | "slay" => {
-                if words
+            // Arithmetic evaluation runs the substitutions in subscripts.
+            "let" | "unset" => {
+                let cx = super::walk::Cx {
+                    depth: inv.depth,
+                    ..Default::default()
+                };
+                for a in args
                     .iter()
-                    .any(|w| matches!(*w, "-l" | "--list" | "-V" | "--version" | "--help"))
+                    .filter(|a| name == "let" || a.text.contains('['))
                 {
-                    return;
-                }
-                let mut iter = words.iter().peekable();
-                while let Some(w) = iter.next() {
-                    let force = match *w {
-                        "-s" | "--signal" => iter.next().is_some_and(|s| is_sigkill(s)),
-                        w if w.starts_with("--signal=") => is_sigkill(&w[9..]),
-                        "-f" | "--full" | "-r" | "--regexp" => true,
-                        w if w.starts_with('-') && !w.starts_with("--") => is_sigkill(w),
-                        _ => false,
-                    };
-                    if force {
-                        self.hit(RuleId::KillForce, r);
-                    }
-                }
-                if inv.bulk {
-                    self.hit(RuleId::KillDynamic, r);
+                    self.scan_arithmetic_field(a, &cx);
                 }
             }
+            // `test -v 'a[…]'` evaluates the subscript, as `[[ -v … ]]` does.
+            "[" | "test" => {
+                let cx = super::walk::Cx {
+                    depth: inv.depth,
+                    ..Default::default()
+                };
+                for pair in args.windows(2).filter(|p| p[0].text == "-v") {
+                    self.scan_arithmetic_field(&pair[1], &cx);
+                }
+            }
+            "pkill" | "killall" | "skill" | "slay" => self.check_pkill(args, inv),
             "git" => self.check_git(args, inv),
             "curl" => self.check_curl(args, inv),
             "wget" => {
                 let mut iter = args.iter().peekable();
+                let mut named = false;
+                let mut prefix: Option<String> = None;
                 while let Some(a) = iter.next() {
                     let t = a.text.as_str();
+                    // A cluster (`-qO file`, `-qO-`): the first option taking a value
+                    // takes the rest of the word or the next argument.
+                    let unclustered;
+                    let t = match t
+                        .char_indices()
+                        .skip(1)
+                        .find(|(_, c)| "OoaPiBetTwQUDlARIX".contains(*c))
+                    {
+                        Some((k, c)) if k > 1 && t.starts_with('-') && !t.starts_with("--") => {
+                            unclustered = format!("-{c}{}", &t[k + c.len_utf8()..]);
+                            unclustered.as_str()
+                        }
+                        _ => t,
+                    };
+                    if t == "-O"
+                        || t.starts_with("--output-document")
+                        || (t.starts_with("-O") && t.len() > 2)
+                    {
+                        named = true;
+                    }
+                    if t == "-P" || t == "--directory-prefix" {
+                        prefix = iter.peek().map(|f| f.text.clone());
+                    } else if let Some(p) = t
+                        .strip_prefix("--directory-prefix=")
+                        .or_else(|| t.strip_prefix("-P").filter(|p| !p.is_empty()))
+                    {
+                        prefix = Some(p.to_owned());
+                    }
                     if t == "-O" || t == "--output-document" {
                         if let Some(target) = iter.next()
                             && target.text != "-"
@@ -357,6 +380,17 @@ impl Analyzer<'_> {
                     }
                     if is_metadata_url(t) {
                         self.hit(RuleId::Exfiltration, r);
+                    }
+                }
+                if !named {
+                    // Without -O, wget saves each URL under its own name.
+                    for url in args.iter().filter(|a| a.text.contains("://")) {
+                        let name = super::net::url_file_name(&url.text);
+                        let path = match &prefix {
+                            Some(dir) => format!("{dir}/{name}"),
+                            None => name.to_owned(),
+                        };
+                        self.fresh_files.push(canonical(&path));
                     }
                 }
             }
@@ -556,6 +590,56 @@ impl Analyzer<'_> {
         }
     }
 
+    /// pkill, killall and kin: SIGKILL by name is forceful; so is matching by a regular
+    /// expression or, with `-f`, by a piece of a command line (`'cli.py --gateway'`
+    /// matches every process started with that text). `-f` with one plain process name
+    /// (`pkill -f myserver`) targets that program.
+    fn check_pkill(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let (mut force, mut full) = (false, false);
+        let mut patterns: Vec<&Field> = Vec::new();
+        let mut iter = args.iter();
+        while let Some(a) = iter.next() {
+            let w = a.text.as_str();
+            match w {
+                "-l" | "--list" | "-V" | "--version" | "--help" => return,
+                "-s" | "--signal" => force |= iter.next().is_some_and(|s| is_sigkill(&s.text)),
+                w if w.starts_with("--signal=") => force |= is_sigkill(&w[9..]),
+                "-f" | "--full" => full = true,
+                "-r" | "--regexp" => force = true,
+                // Options that take a value (procps pkill, psmisc killall).
+                "-g" | "-G" | "-P" | "-t" | "-u" | "-U" | "-F" | "-o" | "-y" | "-Z" | "--ns"
+                | "--nslist" | "--uid" | "--euid" | "--group" | "--pgroup" | "--parent"
+                | "--session" | "--terminal" | "--pidfile" | "--older-than" | "--younger-than"
+                | "--user" => {
+                    iter.next();
+                }
+                w if w.starts_with('-') && !w.starts_with("--") && w.len() > 1 => {
+                    if is_sigkill(w) {
+                        force = true;
+                    } else {
+                        full |= w.contains('f');
+                    }
+                }
+                w if w.starts_with("--") => {}
+                _ => patterns.push(a),
+            }
+        }
+        let plain_name = |f: &&Field| {
+            !f.dynamic
+                && !f.text.is_empty()
+                && f.text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        };
+        if force || (full && !patterns.iter().all(plain_name)) {
+            self.hit(RuleId::KillForce, r);
+        }
+        if inv.bulk {
+            self.hit(RuleId::KillDynamic, r);
+        }
+    }
+
     fn check_rm(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
         let r = inv.rendered;
         let o = opts::parse(
@@ -584,6 +668,9 @@ impl Analyzer<'_> {
         let mut critical = o.long("no-preserve-root");
         for f in &o.operands {
             let p = canonical(&f.text);
+            if paths::leaves_cwd(&p) {
+                self.hit(RuleId::RmOutside, r);
+            }
             if recursive && paths::is_critical_dir(&p) {
                 critical = true;
             } else if paths::is_protected(&p, &self.det.agent_dirs) {
@@ -836,7 +923,10 @@ impl Analyzer<'_> {
         if pids.iter().any(|p| p.text == "-1") {
             self.hit(RuleId::KillAll, r);
         }
-        if signal.as_deref().is_some_and(is_sigkill) {
+        // SIGKILL to named processes: only pid 1 (init), 0 (the process group) and
+        // negative ids (groups) reach beyond the one process the agent picked.
+        let one_process = |p: &&Field| !p.dynamic && p.text.parse::<u32>().is_ok_and(|n| n > 1);
+        if signal.as_deref().is_some_and(is_sigkill) && !pids.iter().all(one_process) {
             self.hit(RuleId::KillForce, r);
         }
         // Reload/status signals (`kill -HUP $(cat app.pid)`) do not end processes.

@@ -42,6 +42,48 @@ impl Invocation<'_> {
     }
 }
 
+/// Options that turn a command the rules let through into one they flag (find's
+/// actions, rm's recursion, git's force, kill's signals): what a glob in option
+/// position could expand to that matters.
+const GLOB_OPTIONS: &[&str] = &[
+    "-delete",
+    "-exec",
+    "-execdir",
+    "-ok",
+    "-okdir",
+    "-fprint",
+    "-fprint0",
+    "-fprintf",
+    "-fls",
+    "-r",
+    "-R",
+    "-rf",
+    "-fr",
+    "-Rf",
+    "-fR",
+    "--recursive",
+    "--no-preserve-root",
+    "-f",
+    "-d",
+    "-D",
+    "--force",
+    "--force-with-lease",
+    "--hard",
+    "--merge",
+    "--delete",
+    "--mirror",
+    "--prune",
+    "--output",
+    "--discard-changes",
+    "-9",
+    "-KILL",
+    "-SIGKILL",
+    "-1",
+    "-e",
+    "-c",
+    "-S",
+];
+
 fn texts(fields: &[Field]) -> Vec<&str> {
     fields.iter().map(|f| f.text.as_str()).collect()
 }
@@ -82,7 +124,7 @@ impl Analyzer<'_> {
     }
 
     /// Checks the command a wrapper or multiplier runs.
-    fn run_argv(
+    pub(crate) fn run_argv(
         &mut self,
         argv: &[Field],
         inv: &Invocation<'_>,
@@ -104,7 +146,7 @@ impl Analyzer<'_> {
     pub(crate) fn check_script(&mut self, script: &Field, inv: &Invocation<'_>) {
         if script.dynamic {
             self.hit(Self::unseen_code_rule(&script.origin), inv.rendered);
-        } else if self.fresh_files.contains(&canonical(&script.text)) {
+        } else if self.is_fresh(&canonical(&script.text)) {
             self.hit(RuleId::FreshFile, inv.rendered);
         }
     }
@@ -237,6 +279,9 @@ impl Analyzer<'_> {
         let Some(first) = inv.argv.first() else {
             return Producer::None;
         };
+        if inv.argv[1..].iter().any(|a| a.glob) {
+            self.check_glob_options(inv);
+        }
         let r = inv.rendered;
         if first.dynamic {
             let rule = match first.origin {
@@ -259,7 +304,7 @@ impl Analyzer<'_> {
         if inv.function == Some(name) && (inv.piped || inv.background) {
             self.hit(RuleId::ForkBomb, r);
         }
-        if path.contains('/') && self.fresh_files.contains(&canonical(path)) {
+        if path.contains('/') && self.is_fresh(&canonical(path)) {
             self.hit(RuleId::FreshFile, r);
         }
         self.check_self(name, args, inv);
@@ -268,6 +313,51 @@ impl Analyzer<'_> {
         }
         self.check_command(name, args, inv);
         self.producer_of(name, args, inv)
+    }
+
+    /// An unquoted glob argument becomes the names of matching files, and a file may be
+    /// named like an option (`touch ./-delete; find . -del*`). Each option that could
+    /// change the verdict and that the glob matches is checked in the glob's place.
+    fn check_glob_options(&mut self, inv: &Invocation<'_>) {
+        let plain: Vec<Field> = inv
+            .argv
+            .iter()
+            .map(|a| Field {
+                glob: false,
+                ..a.clone()
+            })
+            .collect();
+        // Files this input created with option-like names (`touch ./-delete`): any
+        // glob may expand to them. Otherwise only a glob in option position (`-del*`)
+        // is read as the options it matches; `*` matching a file named `-rf` that
+        // nobody made is not worth flagging every `ls *`.
+        let mut planted: Vec<String> = Vec::new();
+        for name in self
+            .fresh_files
+            .iter()
+            .filter_map(|f| f.rsplit('/').next())
+            .filter(|n| n.starts_with('-'))
+        {
+            if planted.len() == super::limits::MAX_GLOB_ARGS {
+                break;
+            }
+            if !planted.iter().any(|p| p == name) {
+                planted.push(name.to_owned());
+            }
+        }
+        let globs = inv.argv.iter().enumerate().skip(1).filter(|(_, a)| a.glob);
+        for (i, arg) in globs.take(super::limits::MAX_GLOB_ARGS) {
+            let options = GLOB_OPTIONS
+                .iter()
+                .filter(|_| arg.text.starts_with('-'))
+                .copied()
+                .chain(planted.iter().map(String::as_str));
+            for option in options.filter(|o| super::fold::glob_matches(&arg.text, o)) {
+                let mut argv = plain.clone();
+                argv[i] = Field::literal(option);
+                self.check_invocation(&inv.nested(&argv, false, false));
+            }
+        }
     }
 
     /// Self-protection: the agent host stopping, killing or replacing itself.
@@ -508,6 +598,31 @@ impl Analyzer<'_> {
                 self.run_argv(rest_of(&o), inv, false, false)
             }
             "busybox" | "toybox" => self.run_argv(args, inv, false, false),
+            // Windows Subsystem for Linux: the command runs in a Linux shell, or as
+            // argv with -e/--exec.
+            "wsl" => {
+                let o = wrap(&Spec {
+                    short_values: "du",
+                    longs: &[
+                        "distribution=",
+                        "user=",
+                        "cd=",
+                        "shell-type=",
+                        "exec",
+                        "system",
+                    ],
+                    stop_at_operand: true,
+                });
+                let rest = rest_of(&o);
+                if o.has('e', "exec") {
+                    self.run_argv(rest, inv, false, false)
+                } else if !rest.is_empty() {
+                    self.run_payload(&Self::joined(rest), inv);
+                    Producer::Other
+                } else {
+                    Producer::Other
+                }
+            }
             "fakeroot" | "nocache" | "catchsegv" | "dbus-run-session" | "proxychains"
             | "proxychains4" | "torsocks" | "tsocks" | "firejail" | "xvfb-run" | "pkexec"
             | "chronic" | "unbuffer" | "rlwrap" | "eatmydata" | "unshare" | "systemd-run"
@@ -900,7 +1015,14 @@ impl Analyzer<'_> {
                     depth: inv.depth,
                     ..Cx::default()
                 };
+                // `-i`: values are evaluated as arithmetic on assignment.
+                let integer = args
+                    .iter()
+                    .any(|a| a.text.starts_with('-') && a.text.contains('i'));
                 for a in args {
+                    if integer || a.text.contains('[') {
+                        self.scan_arithmetic_field(a, &cx);
+                    }
                     if let Some((n, v)) = a.text.split_once('=')
                         && !n.is_empty()
                         && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -333,6 +333,27 @@ mod tests {
         }
     }
 
+    /// Inputs that multiply the work of the checks that re-run a command (globs read
+    /// as options, variables evaluated in arithmetic, sed scripts, cmd lines): each
+    /// repeat is bounded by a limit, so these end in a verdict like any input.
+    #[test]
+    fn inputs_that_multiply_rechecks_end_in_a_verdict() {
+        let detector = Detector::default();
+        let cases = [
+            "find . ".to_owned() + &"-d* ".repeat(15_000),
+            "touch ./-delete; ".repeat(2000) + "find . " + &"* ".repeat(8000),
+            "a=b; b=c; echo $((".to_owned() + &["a"; 20_000].join("+") + "))",
+            "a=b; ".repeat(1000) + "echo $((" + &["a"; 3000].join("+") + "))",
+            "sed ".to_owned() + &"-e s/a/b/e ".repeat(5000),
+            "cmd /c ".to_owned() + &"del /s x && ".repeat(4000),
+            "git push ".to_owned() + &"--f ".repeat(15_000),
+        ];
+        for text in &cases {
+            let d = detector.detect(text);
+            assert!(d.commands.len() <= crate::limits::MAX_COMMANDS + 1);
+        }
+    }
+
     #[test]
     fn long_and_deeply_nested_input_is_dangerous_and_bounded() {
         let detector = Detector::default();

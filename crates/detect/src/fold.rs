@@ -16,6 +16,9 @@ pub(crate) struct Field {
     /// Where the dynamic part comes from, when it is a command substitution or a
     /// process substitution whose producer we could classify.
     pub origin: Producer,
+    /// The word holds an unquoted glob (`*`, `?`, `[`): the shell may replace it with
+    /// the names of files, which can be any text, options included.
+    pub glob: bool,
 }
 
 impl Field {
@@ -24,8 +27,75 @@ impl Field {
             text: text.into(),
             dynamic: false,
             origin: Producer::None,
+            glob: false,
         }
     }
+}
+
+/// True when the glob `pattern` matches all of `text` (`*`, `?`, `[…]` with ranges and
+/// `!`/`^` negation; a backslash quotes the next character).
+pub(crate) fn glob_matches(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    // Iterative matching with one backtrack point for the last `*`: linear enough for
+    // the short option names it is used on, and no recursion on agent input.
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        let step = match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi, ti));
+                pi += 1;
+                continue;
+            }
+            Some(b'?') => Some(pi + 1),
+            Some(b'[') => match_class(p, pi, t[ti]),
+            Some(b'\\') if pi + 1 < p.len() => (p[pi + 1] == t[ti]).then_some(pi + 2),
+            Some(&c) => (c == t[ti]).then_some(pi + 1),
+            None => None,
+        };
+        match step {
+            Some(next) => {
+                pi = next;
+                ti += 1;
+            }
+            None => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi.min(p.len())..].iter().all(|&c| c == b'*')
+}
+
+/// Matches `c` against the bracket expression at `p[start]`; the index after it.
+fn match_class(p: &[u8], start: usize, c: u8) -> Option<usize> {
+    let mut i = start + 1;
+    let negate = matches!(p.get(i), Some(b'!' | b'^'));
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while i < p.len() && (first || p[i] != b']') {
+        first = false;
+        let lo = p[i];
+        if p.get(i + 1) == Some(&b'-') && p.get(i + 2).is_some_and(|&h| h != b']') {
+            matched |= (lo..=p[i + 2]).contains(&c);
+            i += 3;
+        } else {
+            matched |= lo == c;
+            i += 1;
+        }
+    }
+    // An unclosed `[` is an ordinary character.
+    if i >= p.len() {
+        return (c == b'[').then_some(start + 1);
+    }
+    (matched != negate).then_some(i + 1)
 }
 
 /// What feeds data into a command: used to tell `curl … | sh` from `cat <<EOF | sh`.
@@ -249,6 +319,39 @@ pub(crate) fn display_word(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_match_like_the_shell() {
+        for (pattern, text) in [
+            ("-del*", "-delete"),
+            ("-del?te", "-delete"),
+            ("-[d]elete", "-delete"),
+            ("-[a-e]elete", "-delete"),
+            ("*", "-rf"),
+            ("-*f", "-rf"),
+            ("-[!x]f", "-rf"),
+            ("\\-rf", "-rf"),
+            ("--forc*", "--force"),
+        ] {
+            assert!(glob_matches(pattern, text), "{pattern} {text}");
+        }
+        for (pattern, text) in [
+            ("-del*", "-exec"),
+            ("*.log", "-delete"),
+            ("-[!d]elete", "-delete"),
+            ("-d?", "-delete"),
+            ("[", "x"),
+        ] {
+            assert!(!glob_matches(pattern, text), "{pattern} {text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn glob_matching_never_panics(pattern in "[-a-z*?\\[\\]!^\\\\]{0,16}", text in "[-a-z]{0,12}") {
+            let _ = glob_matches(&pattern, &text);
+        }
+    }
 
     #[test]
     fn ansi_c_escapes_decode() {

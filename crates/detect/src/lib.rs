@@ -6,11 +6,12 @@
 //! The command is normalized (ANSI escapes, NUL, NFKC, line continuations; invisible
 //! or look-alike characters are dangerous by themselves), parsed as bash (unparseable
 //! → dangerous), and every simple command — inside substitutions, subshells,
-//! functions, loops, heredocs, and inside carriers such as `bash -c`, `eval`,
-//! `ssh host …`, `find -exec`, `xargs` — is checked after its words are folded
-//! statically and wrappers (`sudo`, `env`, `nice`, `timeout`, …) are unwrapped. Each
-//! finding names a [`RuleId`] from the table in [`rules`], with a [`Tier`]: hardline
-//! (never runs) or dangerous (needs approval).
+//! functions, loops, heredocs, arithmetic and `${…}` subscripts, and inside carriers
+//! such as `bash -c`, `eval`, `ssh host …`, `find -exec`, `xargs`, sed's `e`,
+//! `cmd /c` — is checked after its words are folded statically and wrappers (`sudo`,
+//! `env`, `nice`, `timeout`, …) are unwrapped. Each finding names a [`RuleId`] from
+//! the table in [`rules`], with a [`Tier`]: hardline (never runs) or dangerous (needs
+//! approval).
 //!
 //! ```
 //! use hermetic_detect::{Detector, Tier};
@@ -32,7 +33,9 @@ mod normalize;
 mod opts;
 mod paths;
 pub mod rules;
+mod sed;
 mod walk;
+mod windows;
 
 pub use detector::{Detection, Detector, DetectorConfig, Hit};
 pub use rules::{RULES, Rule, RuleId, Tier};

@@ -20,6 +20,16 @@ pub const MAX_CARRIER_DEPTH: usize = 8;
 /// included; bounds the total work on adversarial input.
 pub const MAX_COMMANDS: usize = 2048;
 
+/// Most variable values evaluated for one arithmetic expression (`$((x))` evaluates
+/// `x`'s value, and the variables that value names, as arithmetic). bash allows deep
+/// chains; commands agents write have one or two.
+pub const MAX_ARITHMETIC_VALUES: usize = 32;
+
+/// Most glob arguments of one command read as the options they could expand to, and
+/// most option-like file names (`./-delete`) made earlier that a glob may expand to.
+/// Each costs a re-check of the command per match; a real command has one or two.
+pub const MAX_GLOB_ARGS: usize = 4;
+
 /// True when `text` nests deeper than `limit`. Short text without brackets cannot
 /// (every level needs a bracket or a keyword of at least three characters with its
 /// separator), so the common case skips the scan.

@@ -45,6 +45,23 @@ pub(crate) fn archive_operand(name: &str, args: &[Field]) -> Option<String> {
     None
 }
 
+/// curl's short options that take a value.
+const CURL_VALUE_SHORTS: &str = "AbcCdDeEFHKmoPQrTuUwxXyYz";
+
+/// The file name a download of `url` is saved under by `curl -O` or `wget`: the last
+/// path segment, without query or fragment (`index.html` for none).
+pub(crate) fn url_file_name(url: &str) -> &str {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let path = path.split_once("://").map_or(path, |(_, rest)| rest);
+    match path.split_once('/') {
+        Some((_, p)) => match p.rsplit('/').next() {
+            Some(name) if !name.is_empty() => name,
+            _ => "index.html",
+        },
+        None => "index.html",
+    }
+}
+
 /// True for cloud instance-metadata endpoints, which hand out credentials.
 pub(crate) fn is_metadata_url(text: &str) -> bool {
     [
@@ -67,9 +84,42 @@ impl Analyzer<'_> {
             let p = canonical(v);
             paths::is_credential(&p) || secrets.contains(&p)
         };
+        let mut remote_name = false;
         let mut i = 0;
         while i < args.len() {
             let t = args[i].text.as_str();
+            if matches!(t, "-O" | "--remote-name" | "--remote-name-all") {
+                remote_name = true;
+            }
+            // A cluster of short options (`-fsSLo FILE`, `-sLO`): `O` saves under the
+            // URL's name; the first option that takes a value takes the rest or the
+            // next argument, as for `-o`.
+            let cluster = t.len() > 2
+                && t.starts_with('-')
+                && !t.starts_with("--")
+                && t[1..].starts_with(|c: char| c.is_ascii_alphabetic());
+            let unclustered;
+            let t = if cluster {
+                let mut flag: Option<(usize, char)> = None;
+                for (k, c) in t.char_indices().skip(1) {
+                    if c == 'O' {
+                        remote_name = true;
+                    }
+                    if CURL_VALUE_SHORTS.contains(c) {
+                        flag = Some((k, c));
+                        break;
+                    }
+                }
+                match flag {
+                    Some((1, _)) | None => t,
+                    Some((k, c)) => {
+                        unclustered = format!("-{c}{}", &t[k + 1..]);
+                        unclustered.as_str()
+                    }
+                }
+            } else {
+                t
+            };
             let (opt, value): (&str, Option<String>) =
                 if let Some((o, v)) = t.split_once('=').filter(|(o, _)| o.starts_with("--")) {
                     (o, Some(v.to_owned()))
@@ -149,6 +199,11 @@ impl Analyzer<'_> {
                 }
             }
             i += 1;
+        }
+        if remote_name {
+            for url in args.iter().filter(|a| a.text.contains("://")) {
+                self.fresh_files.push(canonical(url_file_name(&url.text)));
+            }
         }
     }
 

@@ -17,13 +17,26 @@ pub(crate) fn canonical(text: &str) -> String {
             s = format!("~{rest}");
         }
     }
+    // `$PWD` is the working directory: `$PWD/../x` leaves it.
+    for cwd in ["${PWD}", "$PWD"] {
+        if let Some(rest) = s.strip_prefix(cwd)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            s = format!(".{rest}");
+        }
+    }
     let absolute = s.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in s.split('/') {
         match part {
             "" | "." => {}
             ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
+                // `~` and `$DIR` are not one plain component: `~/..` is the parent of
+                // home, not the working directory.
+                if parts
+                    .last()
+                    .is_some_and(|p| *p != ".." && !p.starts_with(['~', '$']))
+                {
                     parts.pop();
                 } else if !absolute {
                     parts.push("..");
@@ -107,8 +120,14 @@ pub(crate) fn is_critical_dir(path: &str) -> bool {
     if path == "/" || path == "~" || path == "/*" {
         return true;
     }
-    // ~user and a direct child of /home or /Users are home directories.
+    // ~user and a direct child of /home or /Users are home directories; so is what
+    // is beside home (`~/..`, `~/../bob`).
     if path.starts_with('~') && !path.contains('/') {
+        return true;
+    }
+    if let Some(beside) = path.strip_prefix("~/..")
+        && (beside.is_empty() || (beside.starts_with('/') && !beside[1..].contains('/')))
+    {
         return true;
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -151,7 +170,6 @@ const RC_FILES: &[&str] = &[
     ".inputrc",
     ".xinitrc",
     ".xprofile",
-    ".envrc",
     // History: rewriting or shredding it hides what was done.
     ".bash_history",
     ".zsh_history",
@@ -239,7 +257,9 @@ pub(crate) fn is_config_file(path: &str) -> bool {
 /// components such as `.hermes` or `$HERMES_HOME`).
 pub(crate) fn is_protected(path: &str, agent_dirs: &[String]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    if RC_FILES.contains(&name) || is_credential(path) {
+    // direnv runs `.envrc` in whatever directory it sits in.
+    let startup = (RC_FILES.contains(&name) && in_home_dir(path)) || name == ".envrc";
+    if startup || is_credential(path) {
         return true;
     }
     if path.split('/').any(|c| agent_dirs.iter().any(|d| d == c)) {
@@ -267,6 +287,29 @@ pub(crate) fn is_protected(path: &str, agent_dirs: &[String]) -> bool {
     let with_slash = format!("{path}/");
     system.iter().any(|p| with_slash.starts_with(p))
         || path.to_ascii_lowercase().starts_with("c:/windows")
+}
+
+/// True when `path` (canonical) names an entry of what may be a home directory: the
+/// working directory or its parent (either may be home), `~`, `/root`, `/home/NAME`,
+/// `/Users/NAME`, or a directory only known at run time. Shells read their start-up
+/// files only from there; a `.bashrc` in a fixture or an image tree is data.
+fn in_home_dir(path: &str) -> bool {
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    if dir.is_empty() || dir == ".." || dir.contains('$') || dir == "/root" {
+        return true;
+    }
+    if dir.starts_with('~') {
+        return !dir.contains('/');
+    }
+    let parts: Vec<&str> = dir.trim_start_matches('/').split('/').collect();
+    let lower = dir.to_ascii_lowercase();
+    (dir.starts_with('/') && parts.len() == 2 && matches!(parts[0], "home" | "Users"))
+        || (lower.starts_with("c:/users/") && parts.len() == 3)
+}
+
+/// True when a relative `path` (canonical) climbs out of the working directory.
+pub(crate) fn leaves_cwd(path: &str) -> bool {
+    path == ".." || path.starts_with("../")
 }
 
 /// True for a block device (a disk or partition), whose overwriting destroys data.
@@ -302,6 +345,11 @@ mod tests {
         assert_eq!(canonical("/./"), "/");
         assert_eq!(canonical("/.."), "/");
         assert_eq!(canonical("$HOME/tmp"), "~/tmp");
+        assert_eq!(canonical("$PWD/../x"), "../x");
+        assert_eq!(canonical("~/../x"), "~/../x");
+        assert_eq!(canonical("$DIR/../x"), "$DIR/../x");
+        assert_eq!(canonical("${PWD}/a"), "a");
+        assert_eq!(canonical("$PWDX/a"), "$PWDX/a");
         assert_eq!(canonical("C:\\Users\\x\\.ssh\\k"), "C:/Users/x/.ssh/k");
     }
 
@@ -316,6 +364,8 @@ mod tests {
             "/home/alice",
             "/usr/lib",
             "~/*",
+            "~/..",
+            "~/../bob",
         ] {
             assert!(is_critical_dir(&canonical(p)), "{p}");
         }
@@ -332,5 +382,32 @@ mod tests {
         assert!(is_protected("~/.hermes/config.yaml", &dirs));
         assert!(!is_protected(".env#backup", &dirs));
         assert!(!is_protected("/srv/app/config.yaml", &dirs));
+    }
+
+    #[test]
+    fn start_up_files_are_protected_only_where_a_home_may_be() {
+        let dirs = vec![".hermes".to_owned()];
+        for p in [
+            ".bashrc",
+            "~/.bashrc",
+            "~bob/.zshrc",
+            "/root/.profile",
+            "/home/dev/.zshrc",
+            "/Users/dev/.zprofile",
+            "../.bashrc",
+            "$ZDOTDIR/.zshrc",
+            "/etc/skel/.bashrc",
+            "project/.envrc",
+        ] {
+            assert!(is_protected(&canonical(p), &dirs), "{p}");
+        }
+        for p in [
+            "/tmp/proj/.bashrc",
+            "fixtures/home/.profile",
+            "~/dotfiles/.zshrc",
+            "/home/dev/src/.bashrc",
+        ] {
+            assert!(!is_protected(&canonical(p), &dirs), "{p}");
+        }
     }
 }

@@ -5,7 +5,9 @@
 use super::Detector;
 use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
-use super::limits::{MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting};
+use super::limits::{
+    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting,
+};
 use super::rules::RuleId;
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -91,6 +93,15 @@ impl<'d> Analyzer<'d> {
     /// wrote credentials into it.
     pub(crate) fn is_secret(&self, path: &str) -> bool {
         super::paths::is_credential(path) || self.secret_files.iter().any(|s| s == path)
+    }
+
+    /// True when `path` (canonical) was written, downloaded or made executable earlier
+    /// in this input; an entry with a glob (`chmod +x scripts/*.sh`) covers every path
+    /// it matches.
+    pub(crate) fn is_fresh(&self, path: &str) -> bool {
+        self.fresh_files
+            .iter()
+            .any(|f| f == path || (f.contains(['*', '?', '[']) && fold::glob_matches(f, path)))
     }
 
     /// Records a finding.
@@ -210,13 +221,39 @@ impl<'d> Analyzer<'d> {
                 self.walk_extended_test(b, cx);
             }
             E::Not(a) | E::Parenthesized(a) => self.walk_extended_test(a, cx),
-            E::UnaryTest(_, w) => {
-                self.fold_word(&w.value, false, cx);
+            E::UnaryTest(op, w) => {
+                let field = self.fold_single(&w.value, cx);
+                // `-v name[subscript]` evaluates the subscript.
+                if matches!(op, ast::UnaryPredicate::ShellVariableIsSetAndAssigned) {
+                    self.scan_arithmetic_field(&field, cx);
+                }
             }
-            E::BinaryTest(_, a, b) => {
-                self.fold_word(&a.value, false, cx);
-                self.fold_word(&b.value, false, cx);
+            E::BinaryTest(op, a, b) => {
+                let a = self.fold_single(&a.value, cx);
+                let b = self.fold_single(&b.value, cx);
+                // `-eq` and the other numeric comparisons evaluate both sides.
+                use ast::BinaryPredicate as P;
+                if matches!(
+                    op,
+                    P::ArithmeticEqualTo
+                        | P::ArithmeticNotEqualTo
+                        | P::ArithmeticLessThan
+                        | P::ArithmeticLessThanOrEqualTo
+                        | P::ArithmeticGreaterThan
+                        | P::ArithmeticGreaterThanOrEqualTo
+                ) {
+                    self.scan_arithmetic_field(&a, cx);
+                    self.scan_arithmetic_field(&b, cx);
+                }
             }
+        }
+    }
+
+    /// Scans a folded word that bash evaluates as arithmetic. Dynamic parts were
+    /// analyzed while folding and stand as placeholders (`$(...)`), which are not code.
+    pub(crate) fn scan_arithmetic_field(&mut self, field: &Field, cx: &Cx) {
+        if !field.dynamic {
+            self.scan_arithmetic(&field.text, cx);
         }
     }
 
@@ -278,8 +315,46 @@ impl<'d> Analyzer<'d> {
     }
 
     /// Arithmetic text can hide command substitutions (`$(…)`, backticks, and array
-    /// subscripts that bash evaluates); analyze each one found.
-    fn scan_arithmetic(&mut self, text: &str, cx: &Cx) {
+    /// subscripts that bash evaluates); analyze each one found. bash evaluates the
+    /// value of every variable named in arithmetic as arithmetic again
+    /// (`x='a[$(id)]'; echo $((x))` runs `id`), so known values are scanned as well.
+    pub(crate) fn scan_arithmetic(&mut self, text: &str, cx: &Cx) {
+        if cx.depth > MAX_CARRIER_DEPTH {
+            self.hit(RuleId::TooLarge, text);
+            return;
+        }
+        // The values of the variables named, and of the variables those name, each
+        // once (a cycle is bash's own error), up to MAX_ARITHMETIC_VALUES.
+        let mut values: Vec<String> = Vec::new();
+        if !self.vars.is_empty() {
+            let mut k = 0;
+            let mut source = text.to_owned();
+            loop {
+                for name in identifiers(&source) {
+                    if values.len() >= MAX_ARITHMETIC_VALUES {
+                        break;
+                    }
+                    if let Some(Some(v)) = self.vars.get(name)
+                        && !values.contains(v)
+                    {
+                        values.push(v.clone());
+                    }
+                }
+                match values.get(k) {
+                    Some(v) => source.clone_from(v),
+                    None => break,
+                }
+                k += 1;
+            }
+        }
+        for v in &values {
+            self.scan_substitutions(v, cx);
+        }
+        self.scan_substitutions(text, cx);
+    }
+
+    /// Analyzes the command substitutions in arithmetic text.
+    fn scan_substitutions(&mut self, text: &str, cx: &Cx) {
         let mut rest = text;
         while let Some(start) = rest.find("$(") {
             let body = &rest[start + 2..];
@@ -299,13 +374,18 @@ impl<'d> Analyzer<'d> {
                 }
             }
             let inner = &body[..end];
-            let inner = inner.strip_prefix('(').unwrap_or(inner);
             let nested = Cx {
                 depth: cx.depth + 1,
                 stdin: Producer::None,
                 ..cx.clone()
             };
-            self.analyze_code(inner, &nested);
+            // `$((…))` inside arithmetic is arithmetic again; `$(…)` is code.
+            match inner.strip_prefix('(').and_then(|i| i.strip_suffix(')')) {
+                Some(arithmetic) => self.scan_arithmetic(arithmetic, &nested),
+                None => {
+                    self.analyze_code(inner, &nested);
+                }
+            }
             rest = &body[end.min(body.len())..];
         }
         if let Some(start) = text.find('`')
@@ -337,8 +417,17 @@ impl<'d> Analyzer<'d> {
         let mut argv: Vec<Field> = Vec::new();
         let mut assignments: Vec<(String, Field)> = Vec::new();
         let mut redirect_items: Vec<&IoRedirect> = Vec::new();
+        // Words see the command's stdin: `>(code)` reads what the command writes.
+        let mut item_cx = cx.clone();
+        item_cx.stdin = stdin.clone();
         for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
-            self.collect_item(item, &mut argv, &mut assignments, &mut redirect_items, cx);
+            self.collect_item(
+                item,
+                &mut argv,
+                &mut assignments,
+                &mut redirect_items,
+                &item_cx,
+            );
         }
         if let Some(name) = &simple.word_or_name {
             argv.extend(self.fold_word(&name.value, true, cx));
@@ -352,11 +441,16 @@ impl<'d> Analyzer<'d> {
                 }
                 continue;
             }
-            self.collect_item(item, &mut argv, &mut assignments, &mut redirect_items, cx);
+            self.collect_item(
+                item,
+                &mut argv,
+                &mut assignments,
+                &mut redirect_items,
+                &item_cx,
+            );
         }
 
-        let mut redirect_cx = cx.clone();
-        redirect_cx.stdin = stdin.clone();
+        let mut redirect_cx = item_cx;
         let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
         stdin = redirect_cx.stdin;
 
@@ -427,6 +521,7 @@ impl<'d> Analyzer<'d> {
                             text: "(...)".to_owned(),
                             dynamic: true,
                             origin: Producer::None,
+                            glob: false,
                         }
                     }
                 };
@@ -437,9 +532,17 @@ impl<'d> Analyzer<'d> {
                 assignments.push((name, value));
             }
             CommandPrefixOrSuffixItem::ProcessSubstitution(kind, sub) => {
+                // `>(code)` reads what the command writes to it: for `tee` and the like
+                // that is the command's own input, for the rest at least unknown data
+                // (`… | tee >(sh)` is `… | sh`).
+                let stdin = match (kind, &cx.stdin) {
+                    (ast::ProcessSubstitutionKind::Write, Producer::None) => Producer::Other,
+                    (ast::ProcessSubstitutionKind::Write, p) => p.clone(),
+                    (ast::ProcessSubstitutionKind::Read, _) => Producer::None,
+                };
                 let inner = Cx {
                     depth: cx.depth + 1,
-                    stdin: Producer::None,
+                    stdin,
                     ..cx.clone()
                 };
                 let producer = self.walk_list(&sub.list, &inner);
@@ -454,6 +557,7 @@ impl<'d> Analyzer<'d> {
                     text: "/dev/fd/63".to_owned(),
                     dynamic: true,
                     origin,
+                    glob: false,
                 });
             }
         }
@@ -478,13 +582,26 @@ impl<'d> Analyzer<'d> {
                             }
                             field
                         }
-                        IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        IoFileRedirectTarget::ProcessSubstitution(sub_kind, sub) => {
+                            // `> >(code)`: the code reads the command's output;
+                            // `< <(code)`: the command reads the code's output.
+                            let writes = matches!(sub_kind, ast::ProcessSubstitutionKind::Write);
                             let inner = Cx {
                                 depth: cx.depth + 1,
-                                stdin: Producer::None,
+                                stdin: if writes {
+                                    Producer::Other
+                                } else {
+                                    Producer::None
+                                },
                                 ..cx.clone()
                             };
-                            self.walk_list(&sub.list, &inner);
+                            let produced = self.walk_list(&sub.list, &inner);
+                            if !writes && matches!(kind, IoFileRedirectKind::Read) {
+                                cx.stdin = match produced {
+                                    Producer::None => Producer::Other,
+                                    p => p,
+                                };
+                            }
                             continue;
                         }
                     };
@@ -494,7 +611,7 @@ impl<'d> Analyzer<'d> {
                             Producer::Credentials
                         } else if super::paths::is_dev_net(&path) {
                             Producer::Network
-                        } else if self.fresh_files.contains(&path) {
+                        } else if self.is_fresh(&path) {
                             Producer::Other
                         } else {
                             Producer::None
@@ -609,7 +726,9 @@ impl<'d> Analyzer<'d> {
             && raw[1..].starts_with(":\\")
             && !raw.contains(['$', '`', '\'', '"']);
         if windows || !raw.contains(['$', '`', '\'', '"', '\\', '~']) {
-            return vec![Field::literal(raw)];
+            let mut field = Field::literal(raw);
+            field.glob = !windows && raw.contains(['*', '?', '[']);
+            return vec![field];
         }
         let pieces = match catch(|| bword::parse(raw, &PARSER_OPTIONS)) {
             Some(Ok(p)) => p,
@@ -618,6 +737,7 @@ impl<'d> Analyzer<'d> {
                     text: raw.to_owned(),
                     dynamic: true,
                     origin: Producer::None,
+                    glob: false,
                 }];
             }
         };
@@ -633,7 +753,12 @@ impl<'d> Analyzer<'d> {
 
     fn fold_piece(&mut self, piece: &WordPiece, quoted: bool, b: &mut FieldBuilder, cx: &Cx) {
         match piece {
-            WordPiece::Text(t) => b.push(t),
+            WordPiece::Text(t) => {
+                if !quoted && t.contains(['*', '?', '[']) {
+                    b.cur().glob = true;
+                }
+                b.push(t);
+            }
             WordPiece::SingleQuotedText(t) => {
                 b.started = true;
                 b.push(t);
@@ -735,6 +860,7 @@ impl<'d> Analyzer<'d> {
     /// The value of a parameter expansion: `(text, known)`. Unknown values keep a
     /// readable stand-in (`$NAME`) so path rules can still see the variable name.
     fn parameter_value(&mut self, expr: &ParameterExpr, cx: &Cx) -> (String, bool) {
+        self.analyze_expansion_parts(expr, cx);
         let named = |p: &Parameter| match p {
             Parameter::Named(n) => Some(n.clone()),
             _ => None,
@@ -803,6 +929,100 @@ impl<'d> Analyzer<'d> {
         }
     }
 
+    /// Analyzes the code bash runs while expanding `${…}`: a subscript (arithmetic for
+    /// indexed arrays), substring offsets (arithmetic), and the words of patterns,
+    /// replacements, alternatives and messages, which are expanded like any word.
+    /// (Defaults of `${x:-…}` are folded where their value is needed.)
+    fn analyze_expansion_parts(&mut self, expr: &ParameterExpr, cx: &Cx) {
+        use ParameterExpr as E;
+        let (parameter, words): (Option<&Parameter>, [Option<&String>; 2]) = match expr {
+            E::Parameter { parameter, .. }
+            | E::UseDefaultValues { parameter, .. }
+            | E::ParameterLength { parameter, .. }
+            | E::Transform { parameter, .. } => (Some(parameter), [None, None]),
+            E::AssignDefaultValues {
+                parameter,
+                default_value: w,
+                ..
+            }
+            | E::IndicateErrorIfNullOrUnset {
+                parameter,
+                error_message: w,
+                ..
+            }
+            | E::UseAlternativeValue {
+                parameter,
+                alternative_value: w,
+                ..
+            }
+            | E::RemoveSmallestSuffixPattern {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::RemoveLargestSuffixPattern {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::RemoveSmallestPrefixPattern {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::RemoveLargestPrefixPattern {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::UppercaseFirstChar {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::UppercasePattern {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::LowercaseFirstChar {
+                parameter,
+                pattern: w,
+                ..
+            }
+            | E::LowercasePattern {
+                parameter,
+                pattern: w,
+                ..
+            } => (Some(parameter), [w.as_ref(), None]),
+            E::ReplaceSubstring {
+                parameter,
+                pattern,
+                replacement,
+                ..
+            } => (Some(parameter), [Some(pattern), replacement.as_ref()]),
+            E::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
+                self.scan_arithmetic(&offset.value, cx);
+                if let Some(l) = length {
+                    self.scan_arithmetic(&l.value, cx);
+                }
+                (Some(parameter), [None, None])
+            }
+            E::VariableNames { .. } | E::MemberKeys { .. } => (None, [None, None]),
+        };
+        if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
+            self.scan_arithmetic(index, cx);
+        }
+        for w in words.into_iter().flatten() {
+            self.fold_word(w, false, cx);
+        }
+    }
+
     pub(crate) fn set_var(&mut self, name: &str, value: Option<String>) {
         self.vars.insert(name.to_owned(), value);
     }
@@ -868,6 +1088,33 @@ impl FieldBuilder {
         self.end_field();
         self.fields
     }
+}
+
+/// The names in arithmetic text (`a`, `x` in `a[x+1] + $y`), each once per occurrence.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let start = i;
+            let c = bytes[i];
+            if c.is_ascii_alphabetic() || c == b'_' {
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                return text.get(start..i);
+            }
+            if c.is_ascii_digit() {
+                // A number (`0x1f`, `16#ff`) is not a name.
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'#') {
+                    i += 1;
+                }
+                continue;
+            }
+            i += 1;
+        }
+        None
+    })
 }
 
 /// True when `s` holds more than 18 consecutive digits (more than an `i64` holds).
