@@ -1,11 +1,5 @@
 //! The call pipeline over real components: error shapes, argument coercion and
 //! validation, limits (deadline, memory, result size) and recovery after each.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
 
 use hermetic::{CallOptions, Progress};
 use hermetic_tests::{call, error_of, fixture};

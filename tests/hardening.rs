@@ -1,12 +1,6 @@
 //! The hardening suite (issue: nothing an agent, a guest or a client sends may take the
 //! host down, reach across tenants, or pass as the host's own word). Real components
 //! from guest-tools/, one hostile act each, each with the reason it must fail.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
 
 use hermetic::{CallOptions, CallOutcome, LimitKind, Registry};
 use hermetic_tests::{call, error_of, fixture, policy_registry, tools_dir};

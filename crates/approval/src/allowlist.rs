@@ -198,12 +198,6 @@ impl AllowlistFile {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
 mod tests {
     use super::*;
 
@@ -270,12 +264,6 @@ mod tests {
 /// by one and reports each commit; the parent kills it at varying moments and checks
 /// that the list still loads and holds every committed rule.
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
 mod kill_tests {
     use super::*;
     use hermetic_detect::RULES;

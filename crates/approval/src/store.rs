@@ -75,7 +75,6 @@ impl ApprovalStore for MemoryStore {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

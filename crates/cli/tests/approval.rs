@@ -1,12 +1,5 @@
 //! The `hermetic approval` command line: `scan` and `check`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 

@@ -678,9 +678,19 @@ fn read_secrets(path: &Path) -> Result<Secrets, PolicyFileError> {
     let values: BTreeMap<String, String> =
         toml::from_str(&text).map_err(|e| PolicyFileError::Parse {
             path: path.to_path_buf(),
-            // toml's message may quote the offending line, which could hold a secret.
+            // toml's full message quotes the offending line, which could hold a secret:
+            // its position and the bare message only.
             reason: format!(
-                "secrets file must be NAME = \"value\" lines ({})",
+                "secrets file must be NAME = \"value\" lines ({}{})",
+                e.span()
+                    .and_then(|span| text.get(..span.start))
+                    .map(|before| {
+                        let line = before.matches('\n').count() + 1;
+                        let start = before.rfind('\n').map_or(0, |i| i + 1);
+                        let column = before[start..].chars().count() + 1;
+                        format!("line {line}, column {column}: ")
+                    })
+                    .unwrap_or_default(),
                 e.message()
             ),
         })?;
@@ -688,7 +698,6 @@ fn read_secrets(path: &Path) -> Result<Secrets, PolicyFileError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 
@@ -699,14 +708,33 @@ mod tests {
     #[test]
     fn the_shipped_example_parses() {
         let dir = tempfile::TempDir::new().unwrap();
-        std::fs::create_dir_all(dir.path().join("data")).unwrap();
-        std::fs::write(dir.path().join("secrets.toml"), "WEATHER_API_KEY = \"k\"\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("examples/data")).unwrap();
+        std::fs::write(
+            dir.path().join("examples/secrets.toml"),
+            "WEATHER_API_KEY = \"k\"\n",
+        )
+        .unwrap();
         let example = include_str!("../../../policy.example.toml");
         let loaded = parse_in(dir.path(), example).unwrap();
         assert!(loaded.policy.mounts.contains_key("workspace"));
         assert!(!loaded.policy.tenants.is_empty());
         assert_eq!(loaded.secrets.get("WEATHER_API_KEY"), Some("k"));
         assert_eq!(format!("{:?}", loaded.secrets), "{\"WEATHER_API_KEY\"}");
+    }
+
+    #[test]
+    fn a_broken_secrets_file_is_located_by_line_without_quoting_it() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::write(
+            dir.path().join("secrets.toml"),
+            "A = \"fine\"\nB = hunter2-not-quoted\n",
+        )
+        .unwrap();
+        let err = parse_in(dir.path(), "[secrets]\nfile = \"secrets.toml\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2, column 5"), "{err}");
+        assert!(!err.contains("hunter2"), "the secret was quoted: {err}");
     }
 
     #[test]
@@ -725,8 +753,8 @@ mod tests {
     #[test]
     fn the_example_s_server_keys_parse_into_the_server_policy() {
         let dir = tempfile::TempDir::new().unwrap();
-        std::fs::create_dir_all(dir.path().join("data")).unwrap();
-        std::fs::write(dir.path().join("secrets.toml"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("examples/data")).unwrap();
+        std::fs::write(dir.path().join("examples/secrets.toml"), "").unwrap();
         let server = parse_in(dir.path(), include_str!("../../../policy.example.toml"))
             .unwrap()
             .server;

@@ -106,7 +106,6 @@ impl Drop for Slot {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

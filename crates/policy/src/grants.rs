@@ -648,5 +648,4 @@ fn confined_join(base: &Path, sub: &Path) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests;

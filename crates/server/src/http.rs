@@ -1002,7 +1002,6 @@ fn unauthorized(failure: AuthFailure) -> Response<Body> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

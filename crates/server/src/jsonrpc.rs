@@ -136,7 +136,6 @@ pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
 
     #[test]

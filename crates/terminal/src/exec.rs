@@ -625,7 +625,6 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::unwrap_used, reason = "tests")]
     fn the_reader_is_held_back_when_output_is_not_consumed() {
         struct Endless(std::sync::Arc<std::sync::atomic::AtomicUsize>);
         impl Read for Endless {

@@ -183,7 +183,6 @@ pub fn exit_code_meaning(command: &str, exit_code: i32) -> Option<&'static str> 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -482,7 +482,6 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

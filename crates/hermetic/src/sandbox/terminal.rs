@@ -263,7 +263,6 @@ impl Host for CallState {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::engine::Runtime;
