@@ -3,6 +3,7 @@
 
 use crate::bindings::{CallContext, ToolComponentPre};
 use crate::declaration::{self, Declaration, DeclarationError};
+use crate::dispatch::sanitize::MAX_INPUT_CHARS;
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
@@ -11,6 +12,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use wasmtime::component::{ComponentExportIndex, WasmStr};
 
 /// Deadline for `schema()` at load: metadata calls must be quick.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
@@ -163,7 +165,13 @@ pub struct LoadedTool {
     pub digest: String,
     /// Name as a shared string (cheap to put in every Store).
     pub name: Arc<str>,
+    /// The `handle` export, called untyped-by-bindings so that its result can be
+    /// measured in guest memory before it is copied out (see [`LoadedTool::handle`]).
+    handle_export: ComponentExportIndex,
 }
+
+/// The interface the tool world exports.
+const TOOL_INTERFACE: &str = "hermetic:tool/tool@0.1.0";
 
 impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -251,6 +259,10 @@ pub fn load(
     let validator = jsonschema::validator_for(parameters)
         .map_err(|e| LoadError::Schema(format!("`parameters` is not a valid JSON Schema: {e}")))?;
 
+    let handle_export = component
+        .get_export_index(None, TOOL_INTERFACE)
+        .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
+        .ok_or_else(|| LoadError::Link(format!("no `handle` export in {TOOL_INTERFACE}")))?;
     runtime.commit(&compiled);
     Ok(LoadedTool {
         declaration,
@@ -260,6 +272,7 @@ pub fn load(
         source,
         digest: format!("{:x}", sha2::Sha256::digest(bytes)),
         name,
+        handle_export,
     })
 }
 
@@ -304,6 +317,13 @@ pub enum CallFailure {
     /// interrupted and its instance discarded.
     #[error("cancelled: the caller cancelled the call before it finished")]
     Cancelled,
+    /// The result is longer than the tool's result cap (measured before it was copied
+    /// out of the guest).
+    #[error("result size limit exceeded: the tool returned {chars} characters")]
+    ResultSize {
+        /// Its length in characters.
+        chars: usize,
+    },
     /// The guest trapped (its instance is discarded).
     #[error("the tool crashed: {0}")]
     Trap(String),
@@ -335,11 +355,47 @@ impl LoadedTool {
             return Err(CallFailure::Cancelled);
         }
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
-        let result = self
+        let returned = self
             .pre
+            .instance_pre()
             .instantiate(&mut store)
-            .and_then(|tool| tool.hermetic_tool_tool().call_handle(&mut store, args, ctx));
-        let result = result.map_err(|e| classify(e, store.data(), grants, timeout_ms));
+            .and_then(|instance| {
+                let handle = instance
+                    .get_typed_func::<(&str, &CallContext), (Result<WasmStr, WasmStr>,)>(
+                        &mut store,
+                        &self.handle_export,
+                    )?;
+                Ok(handle.call(&mut store, (args, ctx))?.0)
+            });
+        // The result is measured where the guest left it and copied only when it fits:
+        // a guest may return up to its whole memory cap, which the host need not hold a
+        // second time just to refuse it. (`to_str` borrows guest memory for UTF-8.)
+        let result = returned.and_then(|returned| match returned {
+            Ok(text) => {
+                let text = text.to_str(&store)?;
+                if text.len() > grants.limits.result_chars {
+                    let chars = text.chars().count();
+                    if chars > grants.limits.result_chars {
+                        return Ok(Err(CallFailure::ResultSize { chars }));
+                    }
+                }
+                Ok(Ok(Ok(text.into_owned())))
+            }
+            Err(message) => {
+                let message = message.to_str(&store)?;
+                // Only what the sanitizer reads: the rest of a huge error is never copied.
+                let kept = match message.char_indices().nth(MAX_INPUT_CHARS + 1) {
+                    Some((end, _)) => &message[..end],
+                    None => &message,
+                };
+                Ok(Ok(Err(kept.to_owned())))
+            }
+        });
+        let result = match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(failure)) => Err(failure),
+            Err(e) => Err(classify(e, store.data(), grants, timeout_ms)),
+        };
         store.data_mut().flush_progress();
         log_output(&self.name, store.data());
         // A guest woken from a host call by the cancellation (an abandoned HTTP request)

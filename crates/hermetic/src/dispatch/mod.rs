@@ -242,35 +242,31 @@ impl Registry {
             .tool
             .handle(&self.runtime, grants, &self.secrets, &args, &ctx, setup)
         {
-            Ok(Ok(result)) => {
-                let chars = result.chars().count();
-                if chars > cap {
-                    return limit(
-                        LimitKind::ResultSize,
-                        format!(
-                            "result size limit exceeded: {name} returned {chars} characters, over its {cap}-character limit"
-                        ),
-                    );
-                }
-                match result_shape(&result) {
-                    Ok(()) => CallOutcome::Success(result),
-                    Err(ResultShape::Depth) => limit(
-                        LimitKind::ResultSize,
-                        format!(
-                            "result depth limit exceeded: {name} returned JSON nested deeper than {MAX_RESULT_DEPTH} levels"
-                        ),
+            // `handle` measured the result against the cap before copying it.
+            Ok(Ok(result)) => match result_shape(&result) {
+                Ok(()) => CallOutcome::Success(result),
+                Err(ResultShape::Depth) => limit(
+                    LimitKind::ResultSize,
+                    format!(
+                        "result depth limit exceeded: {name} returned JSON nested deeper than {MAX_RESULT_DEPTH} levels"
                     ),
-                    Err(ResultShape::NotJson) => CallOutcome::ToolError {
-                        message: format!("{name} returned a result that is not valid JSON"),
-                    },
-                    Err(ResultShape::NotObject(kind)) => CallOutcome::ToolError {
-                        message: format!(
-                            "{name} returned {kind} as its result; a result must be a JSON object"
-                        ),
-                    },
-                }
-            }
+                ),
+                Err(ResultShape::NotJson) => CallOutcome::ToolError {
+                    message: format!("{name} returned a result that is not valid JSON"),
+                },
+                Err(ResultShape::NotObject(kind)) => CallOutcome::ToolError {
+                    message: format!(
+                        "{name} returned {kind} as its result; a result must be a JSON object"
+                    ),
+                },
+            },
             Ok(Err(message)) => CallOutcome::ToolError { message },
+            Err(CallFailure::ResultSize { chars }) => limit(
+                LimitKind::ResultSize,
+                format!(
+                    "result size limit exceeded: {name} returned {chars} characters, over its {cap}-character limit"
+                ),
+            ),
             Err(failure) => outcome_of_failure(failure),
         }
     }
@@ -319,6 +315,7 @@ pub(crate) fn outcome_of_failure(failure: CallFailure) -> CallOutcome {
         CallFailure::Memory { .. } => LimitKind::Memory,
         CallFailure::Fuel(_) => LimitKind::Fuel,
         CallFailure::Output(_) => LimitKind::Output,
+        CallFailure::ResultSize { .. } => LimitKind::ResultSize,
         CallFailure::Cancelled => return CallOutcome::Cancelled,
         CallFailure::Trap(_) | CallFailure::Sandbox(_) => {
             return CallOutcome::ToolError {

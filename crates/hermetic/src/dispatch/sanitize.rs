@@ -32,7 +32,7 @@ pub const TRUNCATION_MARKER: &str = "… [truncated]";
 /// paths can be fed megabytes by a misbehaving guest; bounding the input
 /// keeps sanitising cheap whatever arrives. Eight times the output cap
 /// leaves room for plenty of stripped markup before any real text is lost.
-const MAX_INPUT_CHARS: usize = 8 * MAX_MESSAGE_CHARS;
+pub(crate) const MAX_INPUT_CHARS: usize = 8 * MAX_MESSAGE_CHARS;
 
 /// Stripping passes before giving up on finesse. Each pass can expose new
 /// markup (`<sys<system>tem>` → `<system>`), so we repeat until nothing
