@@ -209,25 +209,30 @@ async def long_call(args: argparse.Namespace) -> dict[str, Any]:
 
 async def elicit(args: argparse.Namespace) -> dict[str, Any]:
     """Makes each `--call` while answering approval elicitations with `--elicit`:
-    `once`, `session`, `always` or `deny` (accept with that answer), or `decline` /
-    `cancel` (the matching actions). Reports every elicitation seen and the results.
-    Drives the terminal tool (host/tests/mcp.rs) and a stand-in asker
-    (host/tests/mcp_approvals.rs); use MODE `legacy`:
-    2026-07-28 forbids server-to-client requests, so those calls go to the operator
-    console instead."""
+    `once`, `session`, `always` or `deny` (accept with that answer), `empty` (accept
+    with no content, as Hermes answers), or `decline` / `cancel` (the matching
+    actions), after `--elicit-delay` seconds. Reports every elicitation seen, the
+    results and the protocol. Both eras: MODE `legacy` gets server-to-client
+    `elicitation/create` requests, MODE `auto` (2026-07-28) gets them inside
+    `input_required` results, which the SDK answers by retrying the call — through
+    the same callback."""
     seen: list[dict[str, Any]] = []
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         seen.append({"message": params.message, "schema": getattr(params, "requested_schema", None)})
+        if args.elicit_delay:
+            await anyio.sleep(args.elicit_delay)
         if args.elicit in ("decline", "cancel"):
             return types.ElicitResult(action=args.elicit)
+        if args.elicit == "empty":
+            return types.ElicitResult(action="accept", content={})
         return types.ElicitResult(action="accept", content={"answer": args.elicit})
 
     async with connect(args, elicitation_callback=on_elicit) as client:
         calls = {}
         for name, arguments in calls_of(args):
             calls[name] = outcome(await client.call_tool(name, arguments))
-        return {"elicitations": seen, "calls": calls}
+        return {"elicitations": seen, "calls": calls, "protocol": client.session.protocol_version}
 
 
 SCENARIOS = {
@@ -253,10 +258,11 @@ def main() -> None:
     parser.add_argument("--call", action="append", help="NAME=JSON arguments (repeatable)")
     parser.add_argument(
         "--elicit",
-        choices=["once", "session", "always", "deny", "decline", "cancel"],
+        choices=["once", "session", "always", "deny", "empty", "decline", "cancel"],
         default="deny",
         help="how the elicit scenario answers",
     )
+    parser.add_argument("--elicit-delay", type=float, default=0.0, help="seconds before answering")
     args = parser.parse_args()
     report = anyio.run(SCENARIOS[args.scenario], args)
     emit(json.dumps(report))

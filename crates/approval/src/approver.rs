@@ -65,6 +65,15 @@ pub enum Answer {
     Timeout,
     /// Nobody can be asked (no terminal, no client attached).
     Unavailable,
+    /// The human closed the question without choosing (MCP's `cancel`): not a refusal,
+    /// and not silence either — someone was there, so `headless = "allow"` must not
+    /// turn it into consent.
+    Dismissed,
+    /// The question went out, and the answer comes with a later request: MCP
+    /// 2026-07-28 ends the call with an `input_required` result and the client
+    /// retries it with the user's answer. Nothing runs now; headless does not apply
+    /// (the question is being asked).
+    Deferred,
 }
 
 /// The approver failed (as opposed to a human refusing).

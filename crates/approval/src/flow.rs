@@ -43,6 +43,11 @@ pub enum Outcome {
     NoApprover,
     /// Asking failed.
     ApproverError,
+    /// The human dismissed the question without choosing.
+    Dismissed,
+    /// The question was sent to the client to answer with a retry of the call (MCP
+    /// 2026-07-28 `input_required`); nothing ran.
+    InputRequired,
     /// On the hardline list: never runs.
     BlockedHardline,
     /// Matched an operator deny rule.
@@ -441,6 +446,16 @@ impl ApprovalGate {
                 v.decided_by = DecidedBy::Human;
                 v.message = "DENIED by the user. Do not retry this command or a variant of it; ask the user how to proceed.".to_owned();
             }
+            Ok(Answer::Dismissed) => {
+                v.outcome = Outcome::Dismissed;
+                v.decided_by = DecidedBy::Human;
+                v.message = "NOT RUN: the user dismissed the approval request without choosing. Do not retry this command automatically; ask the user whether to run it.".to_owned();
+            }
+            Ok(Answer::Deferred) => {
+                v.outcome = Outcome::InputRequired;
+                v.decided_by = DecidedBy::Nobody;
+                v.message = "NOT RUN yet: the approval request went to the client, which retries the call with the user's answer.".to_owned();
+            }
             // 8. Silence is not consent.
             Ok(silence @ (Answer::Timeout | Answer::Unavailable)) => {
                 let (outcome, what) = match silence {
@@ -815,6 +830,27 @@ mod tests {
             (v.approved, v.outcome, v.decided_by),
             (true, Outcome::ApprovedHeadless, DecidedBy::Policy)
         );
+    }
+
+    #[test]
+    fn a_dismissed_or_deferred_question_is_neither_a_refusal_nor_silence() {
+        let headless = ApprovalConfig {
+            headless: Headless::Allow,
+            ..ApprovalConfig::default()
+        };
+        let (gate, _) = gate_with(headless, vec![Answer::Dismissed, Answer::Deferred]);
+        let v = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(
+            (v.approved, v.outcome, v.decided_by),
+            (false, Outcome::Dismissed, DecidedBy::Human)
+        );
+        assert!(!v.message.contains("DENIED"), "{}", v.message);
+        let v = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(
+            (v.approved, v.outcome, v.decided_by),
+            (false, Outcome::InputRequired, DecidedBy::Nobody)
+        );
+        assert!(!v.message.contains("DENIED"), "{}", v.message);
     }
 
     #[derive(Default)]

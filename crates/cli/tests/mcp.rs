@@ -1298,28 +1298,50 @@ fn bundled_args(workspace: &Path) -> Vec<String> {
     ]
 }
 
-/// Runs the `elicit` scenario against `server`, making one terminal call of `command`
-/// and answering the approval request with `answer`.
-fn terminal_elicit(server: &HttpServer, command: &str, answer: &str) -> Value {
+/// Runs the `elicit` scenario in `mode` against `server`, making one terminal call of
+/// `command` and answering the approval request with `answer` (client.py `--elicit`)
+/// after `extra`'s delay, if any.
+fn terminal_elicit(
+    server: &HttpServer,
+    mode: &str,
+    command: &str,
+    answer: &str,
+    extra: &[&str],
+) -> Value {
     let call = format!("terminal={}", json!({ "command": command }));
-    let mut running = Running::spawn(client_with(
-        "elicit",
-        "legacy",
-        &Target::Http(server),
-        &["--call", &call, "--elicit", answer],
-    ));
+    let mut args = vec!["--call", &call, "--elicit", answer];
+    args.extend_from_slice(extra);
+    let mut running = Running::spawn(client_with("elicit", mode, &Target::Http(server), &args));
     running.report()
 }
 
-#[test]
-fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicitation() {
+/// The message a refusal by the user carries (crates/approval flow.rs).
+const DENIED_BY_THE_USER: &str = "DENIED by the user";
+
+/// The Python SDK's approvals in one protocol era (`legacy`: elicitation requests;
+/// `auto`: 2026-07-28, `input_required` results answered by a retry): once runs the
+/// command, an accept without an answer (Hermes's shape) is once too, decline refuses,
+/// cancel is no refusal, and a hardline command is never offered.
+fn python_sdk_approvals(mode: &str, protocol_is_modern: bool) {
     let workspace = TempDir::new().unwrap();
     let state = TempDir::new().unwrap();
     let audit = state.path().join("audit.jsonl");
     let audit_arg = audit.display().to_string();
     let server = HttpServer::start_with(bundled_args(workspace.path()), &["--audit", &audit_arg]);
+    let ran = |name: &str| workspace.path().join(name).exists();
 
-    let report = terminal_elicit(&server, "rm -rf scratch && touch approved", "once");
+    let report = terminal_elicit(
+        &server,
+        mode,
+        "rm -rf scratch && touch approved && echo approved-run",
+        "once",
+        &[],
+    );
+    assert_eq!(
+        report["protocol"].as_str() == Some("2026-07-28"),
+        protocol_is_modern,
+        "{report:#}"
+    );
     let seen = report["elicitations"].as_array().unwrap();
     assert_eq!(seen.len(), 1, "{report:#}");
     let message = seen[0]["message"].as_str().unwrap();
@@ -1327,20 +1349,60 @@ fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicit
     let result = &report["calls"]["terminal"];
     assert_eq!(result["is_error"], false, "{report:#}");
     assert_eq!(result["text"]["exit_code"], 0, "{report:#}");
-    assert!(workspace.path().join("approved").exists());
+    assert_eq!(result["text"]["output"], "approved-run", "{report:#}");
+    assert!(ran("approved"));
 
-    let report = terminal_elicit(&server, "rm -rf scratch && touch declined", "decline");
+    let report = terminal_elicit(&server, mode, "rm -rf scratch && touch empty", "empty", &[]);
+    assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        report["calls"]["terminal"]["text"]["exit_code"], 0,
+        "{report:#}"
+    );
+    assert!(
+        ran("empty"),
+        "an accept without an answer is the form's default, once"
+    );
+
+    let report = terminal_elicit(
+        &server,
+        mode,
+        "rm -rf scratch && touch declined",
+        "decline",
+        &[],
+    );
     assert_eq!(report["elicitations"].as_array().unwrap().len(), 1);
     let result = &report["calls"]["terminal"]["text"];
     assert_eq!(result["status"], "blocked", "{report:#}");
     assert_eq!(result["exit_code"], -1, "{report:#}");
-    assert!(!workspace.path().join("declined").exists());
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains(DENIED_BY_THE_USER),
+        "{report:#}"
+    );
+    assert!(!ran("declined"));
+
+    let report = terminal_elicit(
+        &server,
+        mode,
+        "rm -rf scratch && touch cancelled",
+        "cancel",
+        &[],
+    );
+    let result = &report["calls"]["terminal"]["text"];
+    assert_eq!(result["status"], "pending_approval", "{report:#}");
+    assert!(
+        !result["error"].as_str().unwrap().contains("DENIED"),
+        "a dismissed question is no refusal: {report:#}"
+    );
+    assert!(!ran("cancelled"));
 
     // A hardline command is never even offered for approval.
-    let report = terminal_elicit(&server, "rm -rf / && touch hardline", "once");
+    let report = terminal_elicit(&server, mode, "rm -rf / && touch hardline", "once", &[]);
     assert_eq!(report["elicitations"], json!([]), "{report:#}");
     assert_eq!(report["calls"]["terminal"]["text"]["status"], "blocked");
-    assert!(!workspace.path().join("hardline").exists());
+    assert!(!ran("hardline"));
 
     // The audit log holds each question and answer next to the calls, and verifies.
     let records: Vec<Value> = std::fs::read_to_string(&audit)
@@ -1348,28 +1410,16 @@ fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicit
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let kinds: Vec<&str> = records
-        .iter()
-        .map(|r| r["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        kinds.iter().filter(|k| **k == "approval_request").count(),
-        2,
-        "{kinds:?}"
-    );
-    assert_eq!(
-        kinds.iter().filter(|k| **k == "approval_answer").count(),
-        2,
-        "{kinds:?}"
-    );
+    let count = |kind: &str| records.iter().filter(|r| r["kind"] == kind).count();
+    // 2026-07-28 asks in a first leg and reads the answer in the retry: two of each
+    // per question.
+    let legs = if protocol_is_modern { 2 } else { 1 };
+    assert_eq!(count("approval_request"), 4 * legs, "{records:#?}");
+    assert_eq!(count("approval_answer"), 4 * legs, "{records:#?}");
+    assert_eq!(count("call"), 4 * legs + 1, "{records:#?}");
     let hardline = records.iter().find(|r| r["kind"] == "decision").unwrap();
     assert_eq!(hardline["outcome"], "blocked_hardline", "{hardline}");
     assert_eq!(hardline["detail"]["command"], "rm -rf / && touch hardline");
-    assert_eq!(
-        kinds.iter().filter(|k| **k == "call").count(),
-        3,
-        "{kinds:?}"
-    );
     let verify = Command::new(env!("CARGO_BIN_EXE_hermetic"))
         .args(["audit", "verify", &audit_arg])
         .output()
@@ -1379,6 +1429,165 @@ fn a_dangerous_terminal_command_runs_only_after_the_client_approves_it_by_elicit
         "{}",
         String::from_utf8_lossy(&verify.stderr)
     );
+}
+
+#[test]
+fn python_sdk_legacy_approves_by_elicitation_declines_and_never_offers_a_hardline_command() {
+    python_sdk_approvals("legacy", false);
+}
+
+#[test]
+fn python_sdk_2026_07_28_approves_by_input_required_declines_and_never_offers_a_hardline_command() {
+    python_sdk_approvals("auto", true);
+}
+
+/// A server whose approvals time out after one second.
+fn quick_timeout_server(workspace: &Path) -> HttpServer {
+    let policy = workspace.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[mounts.workspace]\npath = \"{ws}\"\naccess = \"rw\"\n\n[tools.terminal]\nterminal = true\n\n\
+             [terminal]\ncwd = \"{ws}\"\n\n[terminal.approval]\nasync_timeout_secs = 1\n",
+            ws = workspace.display()
+        ),
+    )
+    .unwrap();
+    let mut args = bundled_args(workspace);
+    args.extend(["--policy".to_owned(), policy.display().to_string()]);
+    HttpServer::start_with(args, &[])
+}
+
+/// Nobody answers in time: the call still gets its result, `pending_approval`, and
+/// the command does not run — a late "once" included.
+fn unanswered(mode: &str) {
+    let workspace = TempDir::new().unwrap();
+    let server = quick_timeout_server(workspace.path());
+    let report = terminal_elicit(
+        &server,
+        mode,
+        "rm -rf scratch && touch late",
+        "once",
+        &["--elicit-delay", "3"],
+    );
+    assert_eq!(
+        report["elicitations"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    let result = &report["calls"]["terminal"]["text"];
+    assert_eq!(result["status"], "pending_approval", "{report:#}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("Nobody answered"),
+        "{report:#}"
+    );
+    assert!(!workspace.path().join("late").exists());
+}
+
+#[test]
+fn python_sdk_legacy_an_unanswered_approval_ends_the_call_with_pending_approval() {
+    unanswered("legacy");
+}
+
+#[test]
+fn python_sdk_2026_07_28_an_approval_answered_too_late_ends_the_call_with_pending_approval() {
+    unanswered("auto");
+}
+
+// ── Hermes agent 0.19's own MCP client (tests/mcp/hermes_client.py) ─────────────────
+
+/// The venv with `hermes-agent[mcp]==0.19.0` (.ci/run makes it): `HERMES_VENV`, or
+/// `target/venv-hermes` in the workspace.
+fn hermes_python() -> PathBuf {
+    let venv = std::env::var_os("HERMES_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/venv-hermes"),
+        PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    let probe = Command::new(&python)
+        .args(["-c", "import tools.mcp_tool, mcp"])
+        .output();
+    assert!(
+        probe.as_ref().is_ok_and(|p| p.status.success()),
+        "the Hermes agent venv is missing or broken at {}: python3 -m venv {0} && \
+         {0}/bin/pip install 'hermes-agent[mcp]==0.19.0' (.ci/run does)\n{}",
+        venv.display(),
+        probe.map_or_else(
+            |e| e.to_string(),
+            |p| String::from_utf8_lossy(&p.stderr).into_owned()
+        )
+    );
+    python
+}
+
+#[test]
+fn hermes_agent_approves_once_declines_and_never_offers_a_hardline_command() {
+    use std::io::Write;
+    let python = hermes_python();
+    let workspace = TempDir::new().unwrap();
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &[]);
+    let call = |command: &str| format!("terminal={}", json!({ "command": command }));
+    let mut cmd = Command::new(python);
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/hermes_client.py"))
+        .args(["--url", &server.url])
+        .args([
+            "--call",
+            &call("rm -rf scratch && touch approved && echo approved-run"),
+        ])
+        .args(["--call", &call("rm -rf scratch && touch declined")])
+        .args(["--call", &call("rm -rf / && touch hardline")])
+        .current_dir(workspace.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // What the user types at Hermes's two prompts: [o]nce, then [d]eny. The hardline
+    // command must not prompt: a third prompt would read end-of-file.
+    child.stdin.take().unwrap().write_all(b"o\nd\n").unwrap();
+    let stderr = Lines::collect(child.stderr.take().unwrap());
+    let mut running = Running {
+        stdout: Lines::collect(child.stdout.take().unwrap()),
+        stderr,
+        child,
+    };
+    let report = running.report();
+    let calls = report["calls"].as_array().unwrap();
+    let out = running.stdout.text();
+    // Hermes told its user what it did with each answer.
+    assert!(out.contains("Allowed once"), "{out}");
+    assert!(out.contains("Denied"), "{out}");
+
+    // "Allowed once" in Hermes: the command ran.
+    assert_eq!(calls[0]["prompts"], 1, "{report:#}");
+    let result = &calls[0]["result"]["result"];
+    assert_eq!(result["exit_code"], 0, "{report:#}");
+    assert_eq!(result["output"], "approved-run", "{report:#}");
+    assert!(workspace.path().join("approved").exists());
+
+    // "Denied" in Hermes: a refusal by the user, and nothing ran.
+    assert_eq!(calls[1]["prompts"], 1, "{report:#}");
+    let result = &calls[1]["result"]["error"];
+    assert_eq!(result["status"], "blocked", "{report:#}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains(DENIED_BY_THE_USER),
+        "{report:#}"
+    );
+    assert!(!workspace.path().join("declined").exists());
+
+    // Hardline: blocked without a prompt.
+    assert_eq!(calls[2]["prompts"], 0, "{report:#}");
+    assert_eq!(
+        calls[2]["result"]["error"]["status"], "blocked",
+        "{report:#}"
+    );
+    assert!(!workspace.path().join("hardline").exists());
+    assert_eq!(report["prompts"], 2, "{report:#}");
 }
 
 #[test]

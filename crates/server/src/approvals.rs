@@ -17,7 +17,9 @@
 
 use hermetic::CancelToken;
 use hermetic::approval::{Answer, ApprovalRequest, Approver, ApproverError, ApproverKind};
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequiredResult,
+};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,8 +53,9 @@ fn message(request: &ApprovalRequest) -> String {
     text
 }
 
-/// Asks the MCP client through form elicitation: a single required `answer` field
-/// with the four [`CHOICES`]. Decline and cancel are refusals ([`Answer::Deny`]).
+/// Asks the MCP client through form elicitation (the [`form`]; its answer means what
+/// [`answer_of`] says), as a server-to-client request: the initialize-handshake era.
+/// For 2026-07-28 see [`InputRound`].
 #[derive(Clone)]
 pub struct ElicitationApprover {
     peer: Peer<RoleServer>,
@@ -89,25 +92,119 @@ impl ElicitationApprover {
     }
 
     fn params(request: &ApprovalRequest) -> Result<ElicitRequestParams, ApproverError> {
-        // Built from JSON: the rmcp types are non-exhaustive, and this is the wire form
-        // the spec documents.
-        let params = serde_json::json!({
-            "mode": "form",
-            "message": message(request),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "answer": {
-                        "type": "string",
-                        "title": "Allow this command?",
-                        "description": "once: run it this time; session: also allow these rules for the rest of the session; always: allow these rules permanently; deny: do not run it",
-                        "enum": CHOICES,
-                    }
-                },
-                "required": ["answer"],
-            }
+        serde_json::from_value(form(request)).map_err(|e| ApproverError::Other(e.to_string()))
+    }
+}
+
+/// The elicitation form, as the spec's wire JSON (the rmcp types are non-exhaustive):
+/// one `answer` field with the four [`CHOICES`], optional, defaulting to `once`.
+///
+/// Optional with a default because some clients confirm instead of filling the form:
+/// Hermes agent 0.19 shows the message and its own once/session/deny prompt, and
+/// answers every approval with `{"action": "accept", "content": {}}` (hermes-agent
+/// `tools/mcp_tool.py`, `ElicitationHandler.__call__`, fed by
+/// `tools/approval.py::request_elicitation_consent`, which folds once, session and
+/// always into `"accept"`). It never shows the schema either: it reads
+/// `params.requested_schema`, which mcp 1.26 spells `requestedSchema`, so its user
+/// sees only the message — hence the message carries the command and the rules. The
+/// form itself then says what an empty accept means — the default, `once`, the
+/// narrowest consent any of Hermes's choices gives — instead of us guessing (or, as
+/// before, calling it a refusal).
+fn form(request: &ApprovalRequest) -> serde_json::Value {
+    serde_json::json!({
+        "mode": "form",
+        "message": message(request),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "answer": {
+                    "type": "string",
+                    "title": "Allow this command?",
+                    "description": "once (the default): run it this time; session: also allow these rules for the rest of the session; always: allow these rules permanently; deny: do not run it",
+                    "enum": CHOICES,
+                    "default": "once",
+                }
+            },
+        }
+    })
+}
+
+/// What a client's elicitation answer means, in both protocol eras.
+///
+/// - accept with an `answer` of the [`CHOICES`]: that choice (a tenant's "always" is
+///   its session's, see [`tenant_scoped`]);
+/// - accept without an `answer`: the form's default, `once` (see [`form`]);
+/// - accept with anything else: unreadable, so an approver error (`pending_approval`)
+///   — neither consent nor a refusal the user did not give;
+/// - decline: the user refused;
+/// - cancel: the user dismissed the question without choosing ([`Answer::Dismissed`]).
+fn answer_of(result: &ElicitResult, request: &ApprovalRequest) -> Result<Answer, ApproverError> {
+    match result.action {
+        ElicitationAction::Accept => {
+            let answer = match &result.content {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::Object(content)) => content.get("answer"),
+                Some(other) => Some(other),
+            };
+            let choice = match answer {
+                None => return Ok(Answer::Once),
+                Some(serde_json::Value::String(text)) => parse_choice(text),
+                Some(_) => None,
+            };
+            choice
+                .map(|choice| tenant_scoped(choice, request))
+                .ok_or_else(|| {
+                    ApproverError::Other(format!(
+                        "the client accepted with an answer that is not one of {CHOICES:?}: {}",
+                        answer.map(ToString::to_string).unwrap_or_default()
+                    ))
+                })
+        }
+        ElicitationAction::Decline => Ok(Answer::Deny),
+        ElicitationAction::Cancel => Ok(Answer::Dismissed),
+        // A newer protocol's action: not understood, so not a refusal either.
+        _ => Err(ApproverError::Other(
+            "the client answered with an unknown elicitation action".to_owned(),
+        )),
+    }
+}
+
+/// How an elicitation went: the client answered (its answer, possibly unreadable), or
+/// the question never got an answer from it at all (it could not be sent, the client
+/// returned an error), so someone else may still be asked.
+enum Elicited {
+    Answered(Result<Answer, ApproverError>),
+    Failed(ApproverError),
+}
+
+impl ElicitationApprover {
+    fn elicit(&self, request: &ApprovalRequest, deadline: Instant) -> Elicited {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let params = match Self::params(request) {
+            Ok(params) => params,
+            Err(e) => return Elicited::Failed(e),
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        let peer = self.peer.clone();
+        // Sent from the runtime; this (blocking) thread only waits, so the deadline
+        // holds whatever the client does.
+        let task = self.runtime.spawn(async move {
+            let result = peer
+                .create_elicitation_with_timeout(params, Some(timeout))
+                .await;
+            let _ = tx.send(result);
         });
-        serde_json::from_value(params).map_err(|e| ApproverError::Other(e.to_string()))
+        match wait(&rx, deadline, self.cancel.as_ref()) {
+            Ok(Ok(result)) => Elicited::Answered(answer_of(&result, request)),
+            Ok(Err(rmcp::ServiceError::Timeout { .. })) => Elicited::Answered(Ok(Answer::Timeout)),
+            Ok(Err(e)) => {
+                Elicited::Failed(ApproverError::Other(format!("elicitation failed: {e}")))
+            }
+            Err(_) => {
+                task.abort();
+                Elicited::Answered(Ok(Answer::Timeout))
+            }
+        }
     }
 }
 
@@ -125,42 +222,224 @@ impl Approver for ElicitationApprover {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        let params = Self::params(request)?;
-        let (tx, rx) = mpsc::sync_channel(1);
-        let peer = self.peer.clone();
-        // Sent from the runtime; this (blocking) thread only waits, so the deadline
-        // holds whatever the client does.
-        let task = self.runtime.spawn(async move {
-            let result = peer
-                .create_elicitation_with_timeout(params, Some(timeout))
-                .await;
-            let _ = tx.send(result);
-        });
-        match wait(&rx, deadline, self.cancel.as_ref()) {
-            Ok(Ok(result)) => Ok(match result.action {
-                ElicitationAction::Accept => tenant_scoped(
-                    result
-                        .content
-                        .as_ref()
-                        .and_then(|c| c.get("answer"))
-                        .and_then(|a| a.as_str())
-                        .and_then(parse_choice)
-                        // An accepted form without a valid answer is not consent.
-                        .unwrap_or(Answer::Deny),
-                    request,
-                ),
-                // Decline, cancel, and anything a newer protocol adds: a refusal.
-                _ => Answer::Deny,
-            }),
-            Ok(Err(rmcp::ServiceError::Timeout { .. })) => Ok(Answer::Timeout),
-            Ok(Err(e)) => Err(ApproverError::Other(format!("elicitation failed: {e}"))),
-            Err(_) => {
-                task.abort();
-                Ok(Answer::Timeout)
-            }
+        match self.elicit(request, deadline) {
+            Elicited::Answered(answer) => answer,
+            Elicited::Failed(e) => Err(e),
         }
     }
+}
+
+/// One tools/call's questions in the 2026-07-28 way of asking (SEP-2322, multi
+/// round-trip requests): that protocol forbids server-to-client requests, so instead
+/// of waiting on an elicitation the call ends with an `input_required` result
+/// carrying the [`form`], and the client retries the same call with the user's
+/// answer in `inputResponses` (rmcp 3.11 has the types and lets such a result reach
+/// 2026-07-28 peers only; the round itself is ours).
+///
+/// The first leg does not run the command ([`Answer::Deferred`]); the retry runs the
+/// tool again and each question's answer is looked up by its [`approval_key`]. So a
+/// tool's work before its dangerous command happens once per leg — for the terminal
+/// tool, nothing. The server keeps no state between legs: `requestState` carries the
+/// questions asked, their expiry (the approval's deadline: a later answer is no
+/// answer, as in the other era) and an HMAC binding them to this tenant, session,
+/// tool and arguments under a per-process key, so a client cannot answer a question
+/// it was not asked. A retry this process cannot verify (another replica, a restart)
+/// is simply asked again.
+#[derive(Debug)]
+pub struct InputRound {
+    binding: Vec<u8>,
+    /// No session to remember a "session" answer in (sessionless 2026-07-28 HTTP).
+    sessionless: bool,
+    /// Verified answers from the retry, by question key.
+    answers: BTreeMap<String, serde_json::Value>,
+    /// The retry came after the questions' deadline.
+    expired: bool,
+    asked: Mutex<Asked>,
+}
+
+#[derive(Debug, Default)]
+struct Asked {
+    forms: BTreeMap<String, serde_json::Value>,
+    expires_ms: Option<u128>,
+}
+
+impl InputRound {
+    /// The round of a call by `tenant`/`session` of `tool` with `arguments` (its JSON
+    /// text), given what the client sent back, if this is a retry. `None` when this
+    /// process has no key to seal the round with (the OS random source failed).
+    pub fn new(
+        tenant: &str,
+        session: &str,
+        tool: &str,
+        arguments: &str,
+        responses: Option<&BTreeMap<String, serde_json::Value>>,
+        state: Option<&str>,
+    ) -> Option<Self> {
+        round_key()?;
+        let mut binding = Vec::new();
+        for part in [tenant, session, tool, arguments] {
+            binding.extend_from_slice(part.as_bytes());
+            binding.push(0);
+        }
+        let mut round = Self {
+            binding,
+            sessionless: session.is_empty(),
+            answers: BTreeMap::new(),
+            expired: false,
+            asked: Mutex::new(Asked::default()),
+        };
+        if let (Some(responses), Some(state)) = (responses, state)
+            && let Some((expires_ms, keys)) = round.open(state)
+        {
+            round.expired = now_ms() > expires_ms;
+            for key in keys {
+                if let Some(response) = responses.get(key) {
+                    round.answers.insert(key.to_owned(), response.clone());
+                }
+            }
+        }
+        Some(round)
+    }
+
+    /// The answer to `request` from the retry, or [`Answer::Deferred`] after noting
+    /// the question for [`Self::input_required`].
+    fn answer_or_ask(
+        &self,
+        request: &ApprovalRequest,
+        deadline: Instant,
+    ) -> Result<Answer, ApproverError> {
+        let key = approval_key(request);
+        if let Some(response) = self.answers.get(&key) {
+            if self.expired {
+                return Ok(Answer::Timeout);
+            }
+            let result: ElicitResult = serde_json::from_value(response.clone()).map_err(|e| {
+                ApproverError::Other(format!(
+                    "the client's answer is not an elicitation result: {e}"
+                ))
+            })?;
+            return answer_of(&result, request).map(|answer| match answer {
+                // Sessionless requests share the session key "": remembering the rules
+                // there would approve them for every sessionless call of the tenant,
+                // far more than the user chose. This call is what can be honoured.
+                Answer::Session if self.sessionless => Answer::Once,
+                other => other,
+            });
+        }
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis();
+        let expires_ms = now_ms().saturating_add(left);
+        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        asked.forms.insert(key, form(request));
+        asked.expires_ms = Some(asked.expires_ms.map_or(expires_ms, |e| e.min(expires_ms)));
+        Ok(Answer::Deferred)
+    }
+
+    /// The `input_required` result to end the call with, when it asked anything.
+    pub fn input_required(&self) -> Option<InputRequiredResult> {
+        let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        let expires_ms = asked.expires_ms?;
+        let mut requests = BTreeMap::new();
+        for (key, params) in &asked.forms {
+            let request = serde_json::json!({"method": "elicitation/create", "params": params});
+            match serde_json::from_value::<InputRequest>(request) {
+                Ok(request) => {
+                    requests.insert(key.clone(), request);
+                }
+                Err(e) => tracing::warn!("an approval form is not an input request: {e}"),
+            }
+        }
+        let keys: Vec<&str> = asked.forms.keys().map(String::as_str).collect();
+        let state = self.seal(expires_ms, &keys)?;
+        Some(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// `v1.EXPIRES_MS.KEY,KEY.TAG`, the tag an HMAC of the rest and the binding.
+    fn seal(&self, expires_ms: u128, keys: &[&str]) -> Option<String> {
+        let body = format!("v1.{expires_ms}.{}", keys.join(","));
+        let tag = self.tag(&body)?;
+        Some(format!("{body}.{}", hex(&tag)))
+    }
+
+    fn open<'s>(&self, state: &'s str) -> Option<(u128, Vec<&'s str>)> {
+        let (body, tag) = state.rsplit_once('.')?;
+        let expected = hex(&self.tag(body)?);
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(
+            expected.as_bytes(),
+            tag.as_bytes(),
+        )) {
+            tracing::info!("a retried call's requestState does not verify; asking again");
+            return None;
+        }
+        let mut parts = body.splitn(3, '.');
+        if parts.next()? != "v1" {
+            return None;
+        }
+        let expires_ms = parts.next()?.parse().ok()?;
+        let keys = parts.next()?.split(',').filter(|k| !k.is_empty()).collect();
+        Some((expires_ms, keys))
+    }
+
+    fn tag(&self, body: &str) -> Option<[u8; 32]> {
+        let mut message = self.binding.clone();
+        message.extend_from_slice(body.as_bytes());
+        Some(hmac_sha256(round_key()?, &message))
+    }
+}
+
+/// A question's key in `inputRequests`: the same for the same command and rules, so
+/// the retry finds the answer to the question its own gate asks.
+fn approval_key(request: &ApprovalRequest) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(request.command.as_bytes());
+    for rule in &request.rules {
+        hash.update([0]);
+        hash.update(rule.as_str().as_bytes());
+    }
+    format!("approval-{}", &hex(&hash.finalize())[..32])
+}
+
+/// This process's key for sealing `requestState`.
+fn round_key() -> Option<&'static [u8; 32]> {
+    static KEY: std::sync::OnceLock<Option<[u8; 32]>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).ok().map(|()| key)
+    })
+    .as_ref()
+}
+
+/// HMAC-SHA256 (RFC 2104) over `sha2`, which the server has already: one use does
+/// not justify another crate.
+fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut inner_pad = [0x36u8; 64];
+    let mut outer_pad = [0x5cu8; 64];
+    for (i, byte) in key.iter().enumerate() {
+        inner_pad[i] ^= byte;
+        outer_pad[i] ^= byte;
+    }
+    let inner = sha2::Sha256::new()
+        .chain_update(inner_pad)
+        .chain_update(message)
+        .finalize();
+    sha2::Sha256::new()
+        .chain_update(outer_pad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// Waits on `rx` until `deadline`, or until `cancel` fires (polled: the approver
@@ -350,11 +629,14 @@ impl ApprovalBroker {
     }
 }
 
-/// The approver of one MCP call: elicitation when the client can answer, else the
-/// operator console, else nobody ([`Answer::Unavailable`], which the gate denies).
+/// The approver of one MCP call: the client when it can answer (an
+/// [`InputRound`] in the 2026-07-28 era, elicitation before it), else the operator
+/// console, else nobody ([`Answer::Unavailable`], which the gate denies).
 #[derive(Debug, Clone)]
 pub struct McpApprover {
     elicitation: Option<ElicitationApprover>,
+    /// A 2026-07-28 call whose client can answer: ask through `input_required`.
+    round: Option<Arc<InputRound>>,
     broker: Option<Arc<ApprovalBroker>>,
     cancel: Option<CancelToken>,
 }
@@ -364,9 +646,17 @@ impl McpApprover {
     pub fn new(peer: Option<&Peer<RoleServer>>, broker: Option<Arc<ApprovalBroker>>) -> Self {
         Self {
             elicitation: peer.and_then(ElicitationApprover::for_peer),
+            round: None,
             broker,
             cancel: None,
         }
+    }
+
+    /// Asks through `round` (a 2026-07-28 call from a client that declared form
+    /// elicitation) before anyone else.
+    pub fn with_round(mut self, round: Arc<InputRound>) -> Self {
+        self.round = Some(round);
+        self
     }
 
     /// Stops waiting for an answer (with [`Answer::Timeout`]) when `cancel` fires:
@@ -395,12 +685,17 @@ impl Approver for McpApprover {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
+        if let Some(round) = &self.round {
+            return round.answer_or_ask(request, deadline);
+        }
         if let Some(elicitation) = &self.elicitation {
-            match elicitation.request(request, deadline) {
-                Ok(answer) => return Ok(answer),
-                // E.g. a 2026-07-28 request, where server-to-client requests are not
-                // allowed: the console may still answer in the time left.
-                Err(e) => tracing::info!("elicitation unavailable, asking the console: {e}"),
+            match elicitation.elicit(request, deadline) {
+                Elicited::Answered(answer) => return answer,
+                // The client could not take the question: the console may still
+                // answer in the time left.
+                Elicited::Failed(e) => {
+                    tracing::info!("elicitation unavailable, asking the console: {e}");
+                }
             }
         }
         match &self.broker {
@@ -544,6 +839,165 @@ mod tests {
         assert_eq!(parse_choice("always"), Some(Answer::Always));
         assert_eq!(parse_choice("timeout"), None);
         assert_eq!(parse_choice("yes"), None);
+    }
+
+    fn elicit_result(value: serde_json::Value) -> ElicitResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn each_client_answer_means_what_the_user_chose() {
+        let operator = {
+            let mut r = request();
+            r.key = SessionKey::new("", "s1");
+            r
+        };
+        let answer = |v: serde_json::Value| answer_of(&elicit_result(v), &operator);
+        use serde_json::json;
+        assert_eq!(
+            answer(json!({"action": "accept", "content": {"answer": "always"}})).unwrap(),
+            Answer::Always
+        );
+        // Hermes's answer to every "allow": the form's default.
+        assert_eq!(
+            answer(json!({"action": "accept", "content": {}})).unwrap(),
+            Answer::Once
+        );
+        assert_eq!(answer(json!({"action": "accept"})).unwrap(), Answer::Once);
+        assert_eq!(answer(json!({"action": "decline"})).unwrap(), Answer::Deny);
+        assert_eq!(
+            answer(json!({"action": "cancel"})).unwrap(),
+            Answer::Dismissed
+        );
+        // Unreadable: an error (pending_approval), never a refusal or a consent.
+        assert!(answer(json!({"action": "accept", "content": {"answer": "yes"}})).is_err());
+        assert!(answer(json!({"action": "accept", "content": {"answer": 1}})).is_err());
+    }
+
+    fn round(
+        responses: Option<&BTreeMap<String, serde_json::Value>>,
+        state: Option<&str>,
+    ) -> InputRound {
+        InputRound::new(
+            "acme",
+            "s1",
+            "terminal",
+            r#"{"command":"rm -rf build"}"#,
+            responses,
+            state,
+        )
+        .unwrap()
+    }
+
+    /// The first leg's question: its key and the sealed state.
+    fn first_leg(deadline: Instant) -> (String, String) {
+        let first = round(None, None);
+        assert_eq!(
+            first.answer_or_ask(&request(), deadline).unwrap(),
+            Answer::Deferred
+        );
+        let wire = serde_json::to_value(first.input_required().unwrap()).unwrap();
+        assert_eq!(wire["resultType"], "input_required");
+        let requests = wire["inputRequests"].as_object().unwrap();
+        assert_eq!(requests.len(), 1);
+        let (key, asked) = requests.iter().next().unwrap();
+        assert_eq!(asked["method"], "elicitation/create");
+        assert_eq!(
+            asked["params"]["requestedSchema"]["properties"]["answer"]["default"],
+            "once"
+        );
+        (
+            key.clone(),
+            wire["requestState"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn a_2026_07_28_call_asks_by_input_required_and_reads_the_answer_from_its_retry() {
+        let (key, state) = first_leg(Instant::now() + TEST_WAIT);
+        let responses = BTreeMap::from([(
+            key.clone(),
+            serde_json::json!({"action": "accept", "content": {"answer": "session"}}),
+        )]);
+        let retry = round(Some(&responses), Some(&state));
+        assert_eq!(
+            retry
+                .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+                .unwrap(),
+            Answer::Session
+        );
+        assert!(
+            retry.input_required().is_none(),
+            "answered: nothing more to ask"
+        );
+
+        // Without a session there is nowhere to remember "session": it covers the call.
+        let sessionless = |responses, state| {
+            InputRound::new("acme", "", "terminal", "{}", responses, state).unwrap()
+        };
+        let first = sessionless(None, None);
+        first
+            .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+            .unwrap();
+        let wire = serde_json::to_value(first.input_required().unwrap()).unwrap();
+        let state = wire["requestState"].as_str().unwrap();
+        let retry = sessionless(Some(&responses), Some(state));
+        assert_eq!(
+            retry
+                .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+                .unwrap(),
+            Answer::Once
+        );
+
+        // Another call (other arguments) cannot use this call's state and answers.
+        let other = InputRound::new(
+            "acme",
+            "s1",
+            "terminal",
+            "{}",
+            Some(&responses),
+            Some(&state),
+        )
+        .unwrap();
+        assert_eq!(
+            other
+                .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+                .unwrap(),
+            Answer::Deferred
+        );
+        // Nor can answers come without a question: no state, or a forged one.
+        for state in [None, Some("v1.99999999999999.approval-x.00")] {
+            let unasked = round(Some(&responses), state);
+            assert_eq!(
+                unasked
+                    .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+                    .unwrap(),
+                Answer::Deferred
+            );
+        }
+    }
+
+    #[test]
+    fn a_2026_07_28_answer_after_the_deadline_is_no_answer() {
+        let (key, state) = first_leg(Instant::now());
+        std::thread::sleep(Duration::from_millis(5));
+        let responses = BTreeMap::from([(key, serde_json::json!({"action": "accept"}))]);
+        let late = round(Some(&responses), Some(&state));
+        assert_eq!(
+            late.answer_or_ask(&request(), Instant::now() + TEST_WAIT)
+                .unwrap(),
+            Answer::Timeout
+        );
+    }
+
+    #[test]
+    fn hmac_sha256_matches_an_independent_implementation() {
+        // Python: hmac.new(bytes(range(32)), b"hermetic", hashlib.sha256).hexdigest()
+        let key: [u8; 32] = std::array::from_fn(|i| u8::try_from(i).unwrap());
+        assert_eq!(
+            hex(&hmac_sha256(&key, b"hermetic")),
+            "93534dd4e9941fa87094d917b5ab40542d6a34a42c71c19c91f908835f8f0729"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The MCP request handler: tools/list, tools/call (with progress and cancellation) and
 //! tool-list change subscriptions, over the library API only.
 
+use super::approvals::InputRound;
 use super::{Shared, Tenant};
 use hermetic::{CallOptions, CallOutcome};
 use hermetic::{CancelToken, Progress, ProgressSink};
@@ -73,11 +74,11 @@ impl McpHandler {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let started = std::time::Instant::now();
-        let name = request.name.into_owned();
+        let name = request.name.to_string();
         let Some((tenant, session)) = self.identity(&context) else {
-            return error_result("unauthenticated: this server requires a bearer token");
+            return error_result("unauthenticated: this server requires a bearer token").into();
         };
         let args = match &request.arguments {
             Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
@@ -100,7 +101,7 @@ impl McpHandler {
                     ..Default::default()
                 });
             }
-            return error_result(result);
+            return error_result(result).into();
         }
         if !self.shared.may_call(&name) {
             // Same answer as for a tool that does not exist: a selection never reveals
@@ -115,10 +116,11 @@ impl McpHandler {
                     &name,
                     &args,
                     &result,
+                    None,
                     started,
                 );
             }
-            return call_tool_result(&result);
+            return call_tool_result(&result).into();
         }
         let (progress, forwarder) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -134,9 +136,13 @@ impl McpHandler {
             .shared
             .live
             .register(&session, context.id.clone(), cancel.0.clone());
-        let approver =
+        let round = input_round(&context, &request, &tenant, &session, &name, &args);
+        let mut approver =
             super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
                 .with_cancel(cancel.0.clone());
+        if let Some(round) = &round {
+            approver = approver.with_round(round.clone());
+        }
         let options = CallOptions {
             tenant: tenant.to_string(),
             session: session.clone(),
@@ -174,6 +180,9 @@ impl McpHandler {
         {
             tracing::warn!("progress forwarding failed: {e}");
         }
+        // A 2026-07-28 call that asked the user: this leg's result (the command did not
+        // run) gives way to the question; the client retries with the answer.
+        let input_required = round.as_deref().and_then(InputRound::input_required);
         if let Some(audit) = audit {
             record_call(
                 audit,
@@ -183,11 +192,48 @@ impl McpHandler {
                 &name,
                 &args,
                 &result,
+                input_required.is_some().then_some("input_required"),
                 started,
             );
         }
-        call_tool_result(&result)
+        match input_required {
+            Some(input) => input.into(),
+            None => call_tool_result(&result).into(),
+        }
     }
+}
+
+/// The [`InputRound`] of a 2026-07-28 tools/call whose client declared form
+/// elicitation in the request's `_meta`; `None` for the handshake era (asked by a
+/// server-to-client elicitation instead) and for clients that cannot answer.
+fn input_round(
+    context: &RequestContext<RoleServer>,
+    request: &CallToolRequestParams,
+    tenant: &str,
+    session: &str,
+    name: &str,
+    args: &str,
+) -> Option<Arc<InputRound>> {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    let form = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        // As rmcp reads a session's capability: neither mode named means form.
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    if !(modern && form) {
+        return None;
+    }
+    InputRound::new(
+        tenant,
+        session,
+        name,
+        args,
+        request.input_responses.as_ref(),
+        request.request_state.as_deref(),
+    )
+    .map(Arc::new)
 }
 
 /// An error tool result with a JSON `{"error": message}` body.
@@ -209,6 +255,7 @@ fn record_call(
     name: &str,
     args: &str,
     result: &CallOutcome,
+    outcome: Option<&str>,
     started: std::time::Instant,
 ) {
     // The record reads the outcome's type, never the text a tool returned.
@@ -217,7 +264,7 @@ fn record_call(
     } else {
         "call"
     };
-    let outcome = result.audit_name();
+    let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
     let reason = result.decision_reason();
     let grants = (kind == "call")
         .then(|| shared.registry.grants_for(name, tenant))
@@ -292,7 +339,7 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let call = self.call(request, context);
-        Ok(self.shared.calls.track_future(call).await.into())
+        Ok(self.shared.calls.track_future(call).await)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

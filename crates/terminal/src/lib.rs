@@ -407,10 +407,14 @@ fn error_result(message: impl Into<String>) -> Value {
 
 /// The gate's refusal in Hermes's shapes: `blocked` for a refusal (hardline, deny rule,
 /// a human's no), `pending_approval` when nobody has approved yet (no approver,
-/// timeout, approver failure). Either way the command did not run.
+/// timeout, approver failure, a dismissed question, a question still out). Either way the command did not run.
 fn refusal(verdict: &Verdict, command: &str) -> Value {
     match verdict.outcome {
-        Outcome::NoApprover | Outcome::Timeout | Outcome::ApproverError => json!({
+        Outcome::NoApprover
+        | Outcome::Timeout
+        | Outcome::ApproverError
+        | Outcome::Dismissed
+        | Outcome::InputRequired => json!({
             "output": "",
             "exit_code": -1,
             "error": verdict.message,
