@@ -956,7 +956,7 @@ mod tests {
             "terminal",
             "{}",
             Some(&responses),
-            Some(&state),
+            Some(state),
         )
         .unwrap();
         assert_eq!(
