@@ -10,10 +10,12 @@
     reason = "tests"
 )]
 
+mod common;
+
 use hermetic::approval::{Answer, ApprovalRequest, Approver, RuleId, SessionKey, Tier};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::approvals::McpApprover;
-use hermetic_server::{McpServer, ServeOptions, auth, http};
+use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -26,11 +28,21 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 const ADMIN: &str = "hmt_admin_test_token";
 
 struct Running {
-    server: McpServer,
-    addr: String,
-    shutdown: tokio_util::sync::CancellationToken,
-    done: Option<std::thread::JoinHandle<()>>,
+    http: common::Serving,
     _workspace: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Running {
+    type Target = common::Serving;
+    fn deref(&self) -> &common::Serving {
+        &self.http
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut common::Serving {
+        &mut self.http
+    }
 }
 
 impl Running {
@@ -43,27 +55,8 @@ impl Running {
         let mut options = ServeOptions::default();
         options.access.admin_tokens.push(auth::digest(ADMIN));
         let server = McpServer::new(Arc::new(registry), options);
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (serving, token) = (server.clone(), shutdown.clone());
-        let done = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap().to_string()).unwrap();
-                http::serve(&serving, listener, token).await.unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
         Self {
-            server,
-            addr,
-            shutdown,
-            done: Some(done),
+            http: common::serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }
@@ -116,9 +109,8 @@ impl Running {
         )
     }
 
-    fn stop(mut self) {
-        self.shutdown.cancel();
-        self.done.take().unwrap().join().unwrap();
+    fn stop(self) {
+        self.http.stop();
     }
 }
 

@@ -12,9 +12,11 @@
     reason = "tests"
 )]
 
+mod common;
+
 use hermetic::policy_file::ServerPolicy;
 use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_server::{McpServer, ServeOptions, http, stdio};
+use hermetic_server::{McpServer, ServeOptions, stdio};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -51,11 +53,21 @@ fn registry(workspace: &Path) -> Registry {
 }
 
 struct Running {
-    server: McpServer,
-    addr: String,
-    shutdown: tokio_util::sync::CancellationToken,
-    done: Option<std::thread::JoinHandle<()>>,
+    http: common::Serving,
     _workspace: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Running {
+    type Target = common::Serving;
+    fn deref(&self) -> &common::Serving {
+        &self.http
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut common::Serving {
+        &mut self.http
+    }
 }
 
 impl Running {
@@ -71,27 +83,8 @@ impl Running {
             ..ServeOptions::default()
         };
         let server = McpServer::new(Arc::new(registry(workspace.path())), options);
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (serving, token) = (server.clone(), shutdown.clone());
-        let done = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap().to_string()).unwrap();
-                http::serve(&serving, listener, token).await.unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(HANG_GUARD).unwrap();
         Self {
-            server,
-            addr,
-            shutdown,
-            done: Some(done),
+            http: common::serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }
@@ -194,9 +187,8 @@ impl Running {
         start.elapsed()
     }
 
-    fn stop(mut self) {
-        self.shutdown.cancel();
-        self.done.take().unwrap().join().unwrap();
+    fn stop(self) {
+        self.http.stop();
     }
 }
 
