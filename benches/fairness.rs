@@ -9,21 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark set-up")]
 
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{policy_registry, tools_dir};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const POLICY: &str = r#"
-[mounts.workspace]
-path = "ws"
-access = "rw"
-
-[tenants.flood]
-[tenants.flood.limits]
-max_concurrent = 1
-
-[tenants.calm]
-"#;
 
 const SAMPLES: usize = 2_000;
 const FLOOD: usize = 5_000;
@@ -58,10 +45,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     // `cargo bench` passes `--bench` (and `cargo test --benches` nothing): run either way.
     let root = tempfile::TempDir::new().unwrap();
-    std::fs::create_dir_all(root.path().join("ws")).unwrap();
-    let registry = Arc::new(policy_registry(root.path(), POLICY, false));
-    let dir = tools_dir(&["echo", "spin"]);
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    let registry = Arc::new(hermetic_tests::fairness_registry(root.path()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

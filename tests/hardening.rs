@@ -3,7 +3,7 @@
 //! from guest-tools/, one hostile act each, each with the reason it must fail.
 
 use hermetic::{CallOptions, CallOutcome, LimitKind, Registry};
-use hermetic_tests::{call, error_of, fixture, policy_registry, tools_dir};
+use hermetic_tests::{call, error_of, fixture, policy_registry};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -371,18 +371,6 @@ fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
 
 // --- 3. one tenant cannot starve another ------------------------------------------
 
-const FAIR_POLICY: &str = r#"
-[mounts.workspace]
-path = "ws"
-access = "rw"
-
-[tenants.flood]
-[tenants.flood.limits]
-max_concurrent = 1
-
-[tenants.calm]
-"#;
-
 /// Tenant `flood` queues 5,000 calls of a spinning tool (its limit: one at a time);
 /// tenant `calm`'s echo calls meanwhile are served as if nothing were queued. Before,
 /// every queued call held a blocking-pool thread while it waited for its slot, and
@@ -391,10 +379,7 @@ max_concurrent = 1
 fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
     use std::sync::Arc;
     let root = tempfile::TempDir::new().unwrap();
-    std::fs::create_dir_all(root.path().join("ws")).unwrap();
-    let registry = Arc::new(policy_registry(root.path(), FAIR_POLICY, false));
-    let dir = tools_dir(&["echo", "spin"]);
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    let registry = Arc::new(hermetic_tests::fairness_registry(root.path()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

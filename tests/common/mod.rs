@@ -103,3 +103,25 @@ pub fn error_of(value: &serde_json::Value) -> String {
         .unwrap_or_else(|| panic!("expected an error, got {value}"))
         .to_owned()
 }
+
+/// Two tenants for fairness checks — `flood`, one call at a time, and `calm` — over a
+/// workspace under `root`, with the `echo` and `spin` test tools. (The hardening test
+/// and the fairness bench measure the same set-up.)
+pub fn fairness_registry(root: &Path) -> Registry {
+    const POLICY: &str = r#"
+[mounts.workspace]
+path = "ws"
+access = "rw"
+
+[tenants.flood]
+[tenants.flood.limits]
+max_concurrent = 1
+
+[tenants.calm]
+"#;
+    std::fs::create_dir_all(root.join("ws")).unwrap();
+    let registry = policy_registry(root, POLICY, false);
+    let dir = tools_dir(&["echo", "spin"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    registry
+}
