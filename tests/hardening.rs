@@ -319,7 +319,7 @@ fn a_progress_flood_is_capped_and_coalesced() {
     let sent = reports.load(Ordering::Relaxed);
     // The guest sent 200,000.
     assert!(
-        sent >= 1 && sent <= u64::from(hermetic::sandbox::MAX_PROGRESS_REPORTS) + 1,
+        sent >= 1 && sent <= u64::from(hermetic::MAX_PROGRESS_REPORTS) + 1,
         "{sent} reports reached the caller"
     );
     // The last report the caller saw is the guest's last one (coalesced, not lost).

@@ -15,16 +15,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod bindings;
-pub mod call;
+// The public surface is curated: the modules below are private and what callers use is
+// re-exported at the root. `component`, `policy_file` and `toolsets` stay public: each
+// is one coherent API of free functions and types (reading components, the policy
+// file, toolset tables).
+mod bindings;
+mod call;
+mod catalog;
 pub mod component;
-pub mod dispatch;
-pub mod engine;
-pub mod outcome;
+mod dispatch;
+mod engine;
+mod outcome;
 pub mod policy_file;
-pub mod registry;
-pub mod sandbox;
-pub mod slots;
+mod registry;
+mod sandbox;
+mod slots;
 pub mod toolsets;
 
 /// The approval gate (`hermetic-approval`), re-exported: call options carry an
@@ -42,20 +47,24 @@ mod bundled {
 }
 
 pub use call::{CancelToken, Progress, ProgressSink};
+pub use catalog::Catalog;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use component::{LoadError, ToolSource};
 pub use declaration::{Access, Declaration};
-pub use dispatch::CallOptions;
-pub use engine::EngineConfig;
+pub use dispatch::{CallOptions, Dispatcher, MAX_RESULT_DEPTH};
+pub use engine::{EngineConfig, EngineError, Runtime};
 pub use outcome::{CallOutcome, LimitKind};
 pub use policy::{EffectiveGrants, OperatorPolicy};
 pub use policy_file::{LoadedPolicy, PolicyFileError, Secrets};
 pub use registry::{
-    Availability, LoadProblem, Registered, Registry, RegistryError, RegistryOptions, Selection,
-    ToolStatus, ToolsetInfo,
+    Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
+    RegistryOptions, Selection, ToolStatus, ToolsetInfo, policy_uses_fuel,
 };
 pub use sandbox::terminal::{
     CommandRequest, ProcessRequest, TerminalAccess, TerminalCallContext, TerminalService,
+};
+pub use sandbox::{
+    MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
 
 /// Names and bytes of the tools embedded in this binary.

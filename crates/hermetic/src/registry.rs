@@ -1,26 +1,27 @@
-//! The tool registry: discovery, registration rules, availability (cached `check()`),
-//! toolsets and OpenAI definitions — the Hermes registry's semantics, on components.
+//! The registry: the one handle most callers need. It is a [`Catalog`] (what tools
+//! exist, who may see them, their availability, toolsets and definitions) and a
+//! [`Dispatcher`] (running calls) built together from one [`RegistryOptions`]; each
+//! method forwards to the part that owns it.
 
+use crate::catalog::{Catalog, CatalogOptions};
 use crate::clock::{Clock, SystemClock};
-use crate::component::{self, LoadError, LoadedTool, ToolSource};
-use crate::engine::{EngineConfig, EngineError, Runtime};
-use crate::policy::{self, EffectiveGrants, OperatorPolicy};
+use crate::component::{LoadError, LoadedTool, ToolSource};
+use crate::dispatch::{CallOptions, Dispatcher};
+use crate::engine::{EngineConfig, Runtime};
+use crate::outcome::CallOutcome;
+use crate::policy::{EffectiveGrants, OperatorPolicy};
 use crate::policy_file::Secrets;
 use crate::sandbox::terminal::TerminalService;
-use crate::sandbox::{self, SandboxError};
-use crate::slots::Slots;
 use crate::toolsets::Toolsets;
-use serde::Serialize;
-use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
 
-/// How long a `check()` result is reused.
-pub const CHECK_TTL: Duration = Duration::from_secs(30);
-/// A `false` within this long after the last `true` is treated as a flake.
-pub const FLAKE_GRACE: Duration = Duration::from_secs(60);
+pub use crate::catalog::{
+    Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, RegistryError, Selection,
+    ToolStatus, ToolsetInfo,
+};
 
 /// Registry settings.
 pub struct RegistryOptions {
@@ -76,182 +77,10 @@ pub fn policy_uses_fuel(policy: &OperatorPolicy) -> bool {
         || policy.tenants.values().any(|t| t.limits.fuel.is_some())
 }
 
-/// Registry errors.
-#[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
-    /// Engine construction failed.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// Linker construction failed.
-    #[error(transparent)]
-    Sandbox(#[from] SandboxError),
-    /// The name is taken by a tool in another toolset and no override was given.
-    #[error(
-        "tool {name:?} from toolset {new_toolset:?} collides with the registered tool of toolset {existing_toolset:?}; the first keeps the name (an operator override can allow the replacement)"
-    )]
-    Collision {
-        /// Tool name.
-        name: String,
-        /// Toolset of the registered tool.
-        existing_toolset: String,
-        /// Toolset of the rejected tool.
-        new_toolset: String,
-    },
-    /// No tenant with this id in the policy.
-    #[error("Unknown tenant: {0}")]
-    UnknownTenant(String),
-    /// A tools directory could not be read.
-    #[error("cannot read tools directory {path}: {reason}")]
-    Dir {
-        /// Directory.
-        path: PathBuf,
-        /// OS error.
-        reason: String,
-    },
-}
-
-/// A component that was skipped at discovery, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LoadProblem {
-    /// File or bundled name.
-    pub source: String,
-    /// Why it was skipped.
-    pub reason: String,
-}
-
-impl LoadProblem {
-    /// A problem whose reason is `error` on one line: wasmtime and wasmparser errors
-    /// can span many (a debug-printed byte array), and a skipped component is reported
-    /// as one line of a listing or a log.
-    pub fn new(source: impl Into<String>, error: &impl std::fmt::Display) -> Self {
-        Self {
-            source: source.into(),
-            reason: one_line(&error.to_string()),
-        }
-    }
-}
-
-/// `text` with every run of whitespace (newlines included) as one space.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// What registering did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registered {
-    /// New name.
-    Added,
-    /// Replaced a tool of the same toolset.
-    Replaced,
-    /// Replaced a tool of another toolset, by operator override.
-    Overrode,
-}
-
-/// A tool's availability.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Availability {
-    /// Whether agents see and may call it.
-    pub available: bool,
-    /// Why not, when not.
-    pub reason: Option<String>,
-}
-
-/// One row of `hermetic tools`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolStatus {
-    /// Tool name.
-    pub name: String,
-    /// Toolset.
-    pub toolset: String,
-    /// Emoji, if declared.
-    pub emoji: Option<String>,
-    /// Description (the schema's, else the declaration's).
-    pub description: String,
-    /// Whether it is available.
-    pub available: bool,
-    /// Why not, when not.
-    pub reason: Option<String>,
-    /// Where it came from.
-    pub source: String,
-}
-
-/// One row of `hermetic toolsets`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolsetInfo {
-    /// Toolset name.
-    pub name: String,
-    /// Description (static toolsets only).
-    pub description: String,
-    /// Its tools that are loaded (a toolset with none is not listed).
-    pub tools: Vec<String>,
-}
-
-/// Which toolsets an agent gets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Toolsets to enable (`None` = all).
-    pub enabled: Option<Vec<String>>,
-    /// Toolsets to subtract afterwards.
-    pub disabled: Vec<String>,
-}
-
-#[derive(Debug, Default)]
-struct CheckState {
-    cached: Option<(Availability, Instant)>,
-    last_true: Option<Instant>,
-}
-
-impl CheckState {
-    /// The cached answer, if it is younger than [`CHECK_TTL`] at `now`.
-    fn fresh(&self, now: Instant) -> Option<&Availability> {
-        self.cached
-            .as_ref()
-            .filter(|(_, at)| now.saturating_duration_since(*at) < CHECK_TTL)
-            .map(|(availability, _)| availability)
-    }
-}
-
-/// A tool's grants and `check()` cache for one tenant (or the operator: tenant "").
-pub(crate) struct Scope {
-    pub(crate) grants: EffectiveGrants,
-    check: Mutex<CheckState>,
-}
-
-pub(crate) struct Entry {
-    pub(crate) tool: LoadedTool,
-    /// Tenant id ("" = no tenant) → grants, decided once at registration.
-    scopes: HashMap<String, Scope>,
-    /// Calls of this tool running at once.
-    pub(crate) slots: Arc<Slots>,
-}
-
-impl Entry {
-    pub(crate) fn scope(&self, tenant: &str) -> Option<&Scope> {
-        self.scopes.get(tenant)
-    }
-}
-
-/// The registry: loaded tools, their grants and availability. Cheap to share (`Arc`).
+/// The catalog and the dispatcher of one set of tools. Cheap to share (`Arc`).
 pub struct Registry {
-    pub(crate) runtime: Runtime,
-    linkers: sandbox::Linkers,
-    /// The terminal service (backends, approval gates, background processes).
-    pub(crate) terminal: Option<Arc<dyn TerminalService>>,
-    /// The policy bundled terminal tools get without a policy file (see
-    /// [`crate::policy::terminal::TerminalSettings::grant_bundled`]).
-    bundled_terminal_policy: Option<OperatorPolicy>,
-    pub(crate) entries: RwLock<BTreeMap<String, Arc<Entry>>>,
-    policy: OperatorPolicy,
-    pub(crate) secrets: Secrets,
-    overrides: BTreeSet<String>,
-    toolsets: Toolsets,
-    clock: Arc<dyn Clock>,
-    /// Tenant id → calls of that tenant running at once.
-    pub(crate) tenant_slots: HashMap<String, Arc<Slots>>,
-    /// Tenant id → tools its toolsets resolve to (recomputed when tools change).
-    tenant_tools: RwLock<HashMap<String, Arc<BTreeSet<String>>>>,
-    /// Grants for metadata calls (`schema()`): nothing.
-    metadata_grants: EffectiveGrants,
+    catalog: Arc<Catalog>,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -268,617 +97,209 @@ impl Registry {
     /// # Errors
     /// If the engine or linker cannot be built.
     pub fn new(options: RegistryOptions) -> Result<Self, RegistryError> {
-        let runtime = Runtime::new(options.engine)?;
-        let linkers = sandbox::Linkers::new(&runtime)?;
-        let terminal = options.terminal;
-        let bundled_terminal_policy = options
-            .policy
-            .terminal
-            .grant_bundled
-            .then(|| bundled_terminal_policy(&options.policy));
-        let nothing = crate::declaration::Declaration {
-            name: "metadata".into(),
-            toolset: "metadata".into(),
-            description: String::new(),
-            emoji: None,
-            requires_env: Vec::new(),
-            max_result_chars: None,
-            timeout_ms: None,
-            memory_mb: None,
-            capabilities: Default::default(),
-        };
-        let metadata_grants = policy::effective(&nothing, &options.policy, None);
-        let tenant_slots = options
-            .policy
-            .tenants
-            .iter()
-            .map(|(id, t)| {
-                (
-                    id.clone(),
-                    Arc::new(Slots::new(t.limits.max_concurrent.unwrap_or(usize::MAX))),
-                )
-            })
-            .collect();
-        Ok(Self {
-            runtime,
-            linkers,
+        let RegistryOptions {
+            engine,
+            policy,
+            secrets,
+            overrides,
+            toolsets,
+            clock,
             terminal,
-            bundled_terminal_policy,
-            entries: RwLock::new(BTreeMap::new()),
-            policy: options.policy,
-            secrets: options.secrets,
-            overrides: options.overrides,
-            toolsets: options.toolsets,
-            clock: options.clock,
-            tenant_slots,
-            tenant_tools: RwLock::new(HashMap::new()),
-            metadata_grants,
+        } = options;
+        let catalog = Arc::new(Catalog::new(CatalogOptions {
+            engine,
+            policy,
+            secrets,
+            overrides,
+            toolsets,
+            clock,
+        })?);
+        let dispatcher = Arc::new(Dispatcher::new(Arc::clone(&catalog), terminal));
+        Ok(Self {
+            catalog,
+            dispatcher,
         })
+    }
+
+    /// What tools exist and who may see them.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// What runs calls.
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
     }
 
     /// The operator policy in force.
     pub fn policy(&self) -> &OperatorPolicy {
-        &self.policy
+        self.catalog.policy()
     }
 
     /// The secret values env grants draw from (e.g. to redact them from logs).
     pub fn secrets(&self) -> &Secrets {
-        &self.secrets
+        self.catalog.secrets()
     }
 
     /// The engine runtime.
     pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+        self.catalog.runtime()
     }
 
     /// The terminal service, if one was given: end a session's background processes
     /// and container with [`TerminalService::end_session`], everything with
     /// [`TerminalService::shutdown`].
     pub fn terminal(&self) -> Option<&Arc<dyn TerminalService>> {
-        self.terminal.as_ref()
+        self.dispatcher.terminal()
     }
 
-    /// Loads (but does not register) a component.
+    /// [`Catalog::load`].
     ///
     /// # Errors
-    /// A [`LoadError`] saying what is wrong with it.
+    /// A [`LoadError`] saying what is wrong with the component.
     pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
-        component::load(
-            &self.runtime,
-            &self.linkers,
-            bytes,
-            source,
-            &self.metadata_grants,
-        )
+        self.catalog.load(bytes, source)
     }
 
-    /// Registers a loaded tool under the Hermes rules: a new name is added; the same
-    /// toolset replaces; another toolset is rejected (logged) unless overridden.
+    /// [`Catalog::register`].
     ///
     /// # Errors
     /// [`RegistryError::Collision`] when the name belongs to another toolset.
     pub fn register(&self, tool: LoadedTool) -> Result<Registered, RegistryError> {
-        let mut scopes = HashMap::new();
-        let policy = match (&self.bundled_terminal_policy, &tool.source) {
-            (Some(p), ToolSource::Bundled(_)) if tool.declaration.capabilities.terminal => p,
-            _ => &self.policy,
-        };
-        let operator = policy::effective(&tool.declaration, policy, None);
-        let slots = Arc::new(Slots::new(operator.limits.max_concurrent));
-        scopes.insert(
-            String::new(),
-            Scope {
-                grants: operator,
-                check: Mutex::default(),
-            },
-        );
-        for (id, tenant) in &policy.tenants {
-            let grants = policy::effective(&tool.declaration, policy, Some((id, tenant)));
-            scopes.insert(
-                id.clone(),
-                Scope {
-                    grants,
-                    check: Mutex::default(),
-                },
-            );
-        }
-        let name = tool.declaration.name.clone();
-        let entry = Arc::new(Entry {
-            tool,
-            scopes,
-            slots,
-        });
-        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        let outcome = match entries.get(&name) {
-            None => Registered::Added,
-            Some(old) if old.tool.declaration.toolset == entry.tool.declaration.toolset => {
-                Registered::Replaced
-            }
-            Some(old) => {
-                let existing_toolset = old.tool.declaration.toolset.clone();
-                if !self.overrides.contains(&name) {
-                    let err = RegistryError::Collision {
-                        name,
-                        existing_toolset,
-                        new_toolset: entry.tool.declaration.toolset.clone(),
-                    };
-                    tracing::error!("{err}");
-                    return Err(err);
-                }
-                tracing::warn!(
-                    tool = %name,
-                    from = %existing_toolset,
-                    to = %entry.tool.declaration.toolset,
-                    "operator override: replacing a tool of another toolset"
-                );
-                Registered::Overrode
-            }
-        };
-        entries.insert(name, entry);
-        drop(entries);
-        self.refresh_tenant_tools();
-        Ok(outcome)
+        self.catalog.register(tool)
     }
 
-    /// Removes a tool. Returns whether it was registered.
+    /// [`Catalog::deregister`].
     pub fn deregister(&self, name: &str) -> bool {
-        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-        let removed = entries.remove(name).is_some();
-        drop(entries);
-        self.refresh_tenant_tools();
-        removed
+        self.catalog.deregister(name)
     }
 
-    fn refresh_tenant_tools(&self) {
-        let members = self.membership();
-        let resolved = self
-            .policy
-            .tenants
-            .iter()
-            .map(|(id, t)| {
-                let tools = match &t.toolsets {
-                    None => members.values().flatten().cloned().collect(),
-                    Some(sets) => {
-                        self.toolsets
-                            .select(Some(sets.as_slice()), &[], &members)
-                            .tools
-                    }
-                };
-                (id.clone(), Arc::new(tools))
-            })
-            .collect();
-        *self.tenant_tools.write().unwrap_or_else(|p| p.into_inner()) = resolved;
-    }
-
-    /// Checks a tenant id: `""` is the operator itself; others must be in the policy.
+    /// [`Catalog::check_tenant`].
     ///
     /// # Errors
     /// [`RegistryError::UnknownTenant`].
     pub fn check_tenant(&self, tenant: &str) -> Result<(), RegistryError> {
-        if tenant.is_empty() || self.policy.tenants.contains_key(tenant) {
-            Ok(())
-        } else {
-            Err(RegistryError::UnknownTenant(tenant.to_owned()))
-        }
+        self.catalog.check_tenant(tenant)
     }
 
-    /// Whether a tenant may see a tool (its toolsets include it). The operator ("")
-    /// sees everything.
-    pub(crate) fn tenant_sees(&self, tenant: &str, name: &str) -> bool {
-        if tenant.is_empty() {
-            return true;
-        }
-        let visible = self.tenant_tools.read().unwrap_or_else(|p| p.into_inner());
-        visible
-            .get(tenant)
-            .is_some_and(|tools| tools.contains(name))
-    }
-
-    /// Loads and registers one component; failures come back as a [`LoadProblem`].
+    /// [`Catalog::add`].
+    ///
+    /// # Errors
+    /// A [`LoadProblem`] saying why the component was not registered.
     pub fn add(&self, bytes: &[u8], source: ToolSource) -> Result<Registered, LoadProblem> {
-        let label = source.to_string();
-        let tool = self
-            .load(bytes, source)
-            .map_err(|e| LoadProblem::new(label.clone(), &e))?;
-        self.register(tool).map_err(|e| LoadProblem::new(label, &e))
+        self.catalog.add(bytes, source)
     }
 
-    /// Registers the tools embedded in this binary. Returns what was skipped.
+    /// [`Catalog::add_bundled`].
     pub fn add_bundled(&self) -> Vec<LoadProblem> {
-        crate::bundled::BUNDLED
-            .iter()
-            .filter_map(|(name, bytes)| self.add(bytes, ToolSource::Bundled((*name).into())).err())
-            .collect()
+        self.catalog.add_bundled()
     }
 
-    /// Registers every `*.wasm` in a directory (sorted by file name, not recursive).
-    /// A broken or non-conforming component is reported and skipped; the rest load.
+    /// [`Catalog::add_dir`].
     ///
     /// # Errors
     /// [`RegistryError::Dir`] if the directory itself cannot be read.
     pub fn add_dir(&self, dir: &Path) -> Result<Vec<LoadProblem>, RegistryError> {
-        let dir_err = |e: std::io::Error| RegistryError::Dir {
-            path: dir.to_path_buf(),
-            reason: e.to_string(),
-        };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(dir_err)?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect();
-        files.sort();
-        let mut problems = Vec::new();
-        for path in files {
-            let outcome = component::read_file(&path)
-                .map_err(|e| LoadProblem::new(path.display().to_string(), &e))
-                .and_then(|bytes| self.add(&bytes, ToolSource::File(path.clone())));
-            if let Err(problem) = outcome {
-                // The caller reports it (the CLI and the server print problems once).
-                tracing::debug!(source = %problem.source, "skipped: {}", problem.reason);
-                problems.push(problem);
-            }
-        }
-        Ok(problems)
+        self.catalog.add_dir(dir)
     }
 
-    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-        entries.get(name).cloned()
-    }
-
-    /// Where each registered tool came from, by name (runs no guest code, unlike
-    /// [`Registry::tools`]).
+    /// [`Catalog::sources`].
     pub fn sources(&self) -> BTreeMap<String, ToolSource> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-        entries
-            .iter()
-            .map(|(name, entry)| (name.clone(), entry.tool.source.clone()))
-            .collect()
+        self.catalog.sources()
     }
 
-    /// Where the registered tool `name` came from.
+    /// [`Catalog::source_of`].
     pub fn source_of(&self, name: &str) -> Option<ToolSource> {
-        Some(self.entry(name)?.tool.source.clone())
+        self.catalog.source_of(name)
     }
 
-    /// Registered tool names, sorted.
+    /// [`Catalog::names`].
     pub fn names(&self) -> Vec<String> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-        entries.keys().cloned().collect()
+        self.catalog.names()
     }
 
-    fn snapshot(&self) -> Vec<Arc<Entry>> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-        entries.values().cloned().collect()
-    }
-
-    /// Whether a tool is available (to the operator), running its `check()` if the
-    /// cached answer is older than [`CHECK_TTL`]. `None` for an unknown tool.
+    /// [`Catalog::availability`].
     pub fn availability(&self, name: &str) -> Option<Availability> {
-        self.availability_for(name, "")
+        self.catalog.availability(name)
     }
 
-    /// The grants a tool's calls run with for `tenant` (as decided at registration);
-    /// `None` when the tenant may not see the tool or it does not exist. For audit
-    /// records and diagnostics: the call path uses them in place.
+    /// [`Catalog::grants_for`].
     pub fn grants_for(&self, name: &str, tenant: &str) -> Option<EffectiveGrants> {
-        if !self.tenant_sees(tenant, name) {
-            return None;
-        }
-        Some(self.entry(name)?.scope(tenant)?.grants.clone())
+        self.catalog.grants_for(name, tenant)
     }
 
-    /// [`Registry::availability`] for a tenant; `None` also when the tenant may not see
-    /// the tool or does not exist.
+    /// [`Catalog::availability_for`].
     pub fn availability_for(&self, name: &str, tenant: &str) -> Option<Availability> {
-        if !self.tenant_sees(tenant, name) {
-            return None;
-        }
-        let entry = self.entry(name)?;
-        Some(self.entry_availability(&entry, entry.scope(tenant)?))
+        self.catalog.availability_for(name, tenant)
     }
 
-    /// Why a call of `entry` for `tenant` must not run because its `check()` says no
-    /// (cached for [`CHECK_TTL`]); `None` when it may run. Listings hide such a tool,
-    /// and a call by name is refused the same way.
-    pub(crate) fn check_failure(&self, entry: &Entry, tenant: &str) -> Option<String> {
-        let scope = entry.scope(tenant)?;
-        let availability = self.entry_availability(entry, scope);
-        if availability.available {
-            None
-        } else {
-            Some(
-                availability
-                    .reason
-                    .unwrap_or_else(|| "check() returned false".to_owned()),
-            )
-        }
-    }
-
-    /// Runs the stale `check()`s of `entries` for `tenant` at once (each bounded by the
-    /// short check deadline), so a listing of N slow tools costs one deadline, not N.
-    fn refresh_checks(&self, entries: &[Arc<Entry>], tenant: &str) {
-        let now = self.clock.now();
-        let stale: Vec<&Arc<Entry>> = entries
-            .iter()
-            .filter(|entry| {
-                entry.scope(tenant).is_some_and(|scope| {
-                    scope.grants.unavailable_reason().is_none()
-                        && scope
-                            .check
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .fresh(now)
-                            .is_none()
-                })
-            })
-            .collect();
-        if stale.len() < 2 {
-            return;
-        }
-        std::thread::scope(|threads| {
-            for entry in stale {
-                threads.spawn(move || {
-                    if let Some(scope) = entry.scope(tenant) {
-                        self.entry_availability(entry, scope);
-                    }
-                });
-            }
-        });
-    }
-
-    fn entry_availability(&self, entry: &Entry, scope: &Scope) -> Availability {
-        if let Some(reason) = scope.grants.unavailable_reason() {
-            return Availability {
-                available: false,
-                reason: Some(reason.to_owned()),
-            };
-        }
-        let mut state = scope.check.lock().unwrap_or_else(|p| p.into_inner());
-        let now = self.clock.now();
-        if let Some(availability) = state.fresh(now) {
-            return availability.clone();
-        }
-        let availability = match entry
-            .tool
-            .check(&self.runtime, &scope.grants, &self.secrets)
-        {
-            Ok(true) => {
-                state.last_true = Some(now);
-                Availability {
-                    available: true,
-                    reason: None,
-                }
-            }
-            Ok(false) => {
-                if state
-                    .last_true
-                    .is_some_and(|t| now.saturating_duration_since(t) < FLAKE_GRACE)
-                {
-                    tracing::warn!(tool = %entry.tool.name, "check() returned false shortly after true; treating it as a flake");
-                    return Availability {
-                        available: true,
-                        reason: None,
-                    };
-                }
-                Availability {
-                    available: false,
-                    reason: Some(check_false_reason(entry, &self.secrets)),
-                }
-            }
-            Err(failure) => Availability {
-                available: false,
-                reason: Some(format!("check() failed: {failure}")),
-            },
-        };
-        state.cached = Some((availability.clone(), now));
-        availability
-    }
-
-    /// Forgets every cached `check()` result (and flake history).
+    /// [`Catalog::invalidate_checks`].
     pub fn invalidate_checks(&self) {
-        for entry in self.snapshot() {
-            for scope in entry.scopes.values() {
-                *scope.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
-            }
-        }
+        self.catalog.invalidate_checks();
     }
 
-    /// Every tool with its toolset and availability, sorted by name.
+    /// [`Catalog::tools`].
     pub fn tools(&self) -> Vec<ToolStatus> {
-        self.tools_for("")
+        self.catalog.tools()
     }
 
-    /// The tools a tenant may see, with their availability for that tenant (an unknown
-    /// tenant sees nothing).
+    /// [`Catalog::tools_for`].
     pub fn tools_for(&self, tenant: &str) -> Vec<ToolStatus> {
-        let entries = self.snapshot();
-        self.refresh_checks(&entries, tenant);
-        entries
-            .into_iter()
-            .filter(|entry| self.tenant_sees(tenant, &entry.tool.declaration.name))
-            .filter_map(|entry| {
-                let availability = self.entry_availability(&entry, entry.scope(tenant)?);
-                let d = &entry.tool.declaration;
-                let description = entry
-                    .tool
-                    .schema
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| d.description.clone(), str::to_owned);
-                Some(ToolStatus {
-                    name: d.name.clone(),
-                    toolset: d.toolset.clone(),
-                    emoji: d.emoji.clone(),
-                    description,
-                    available: availability.available,
-                    reason: availability.reason,
-                    source: entry.tool.source.to_string(),
-                })
-            })
-            .collect()
+        self.catalog.tools_for(tenant)
     }
 
-    fn membership(&self) -> BTreeMap<String, BTreeSet<String>> {
-        let mut members: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for entry in self.snapshot() {
-            let d = &entry.tool.declaration;
-            members
-                .entry(d.toolset.clone())
-                .or_default()
-                .insert(d.name.clone());
-        }
-        members
-    }
-
-    /// Toolsets (static ∪ registry) with the tools each resolves to.
+    /// [`Catalog::toolsets`].
     pub fn toolsets(&self) -> Vec<ToolsetInfo> {
-        let members = self.membership();
-        let registered: BTreeSet<String> = self.names().into_iter().collect();
-        self.toolsets
-            .names(&members)
-            .into_iter()
-            .filter_map(|name| {
-                let resolution = self.toolsets.resolve(&name, &members);
-                // Only what is loaded: a built-in toolset none of whose tools is here
-                // (Hermes's `browser`, say) is not offered. Its name still resolves in
-                // a selection.
-                let tools: Vec<String> = resolution
-                    .tools
-                    .into_iter()
-                    .filter(|tool| registered.contains(tool))
-                    .collect();
-                if tools.is_empty() {
-                    return None;
-                }
-                Some(ToolsetInfo {
-                    description: self
-                        .toolsets
-                        .description(&name, &members)
-                        .unwrap_or_default(),
-                    tools,
-                    name,
-                })
-            })
-            .collect()
+        self.catalog.toolsets()
     }
 
-    /// Tool names a selection resolves to, with warnings for unknown toolsets.
+    /// [`Catalog::select`].
     pub fn select(&self, selection: &Selection) -> (BTreeSet<String>, Vec<String>) {
-        let members = self.membership();
-        let resolution =
-            self.toolsets
-                .select(selection.enabled.as_deref(), &selection.disabled, &members);
-        for warning in &resolution.warnings {
-            tracing::warn!("{warning}");
-        }
-        (resolution.tools, resolution.warnings)
+        self.catalog.select(selection)
     }
 
-    /// OpenAI function definitions of the selected, available tools, sorted by name:
-    /// `[{"type": "function", "function": {...schema, "name": name}}]`.
+    /// [`Catalog::definitions`].
     pub fn definitions(&self, selection: &Selection) -> Value {
-        self.definitions_for("", selection)
+        self.catalog.definitions(selection)
     }
 
-    /// [`Registry::definitions`] of the tools a tenant may see and use.
+    /// [`Catalog::definitions_for`].
     pub fn definitions_for(&self, tenant: &str, selection: &Selection) -> Value {
-        let (names, _) = self.select(selection);
-        let entries: Vec<Arc<Entry>> = names
-            .iter()
-            .filter(|name| self.tenant_sees(tenant, name))
-            .filter_map(|name| self.entry(name))
-            .collect();
-        self.refresh_checks(&entries, tenant);
-        let mut definitions = Vec::new();
-        for name in names {
-            if !self.tenant_sees(tenant, &name) {
-                continue;
-            }
-            let Some(entry) = self.entry(&name) else {
-                continue;
-            };
-            let Some(scope) = entry.scope(tenant) else {
-                continue;
-            };
-            if !self.entry_availability(&entry, scope).available {
-                continue;
-            }
-            let mut function = entry.tool.schema.clone();
-            if let Some(obj) = function.as_object_mut() {
-                obj.insert("name".into(), Value::String(name));
-            }
-            definitions.push(json!({"type": "function", "function": function}));
-        }
-        Value::Array(definitions)
+        self.catalog.definitions_for(tenant, selection)
     }
 
-    /// What a tool declares and what it is granted, for `hermetic inspect`.
+    /// [`Catalog::inspect`].
     pub fn inspect(&self, name: &str) -> Option<Value> {
-        self.inspect_for(name, "")
+        self.catalog.inspect(name)
     }
 
-    /// What a tool declares, what the operator grants it, what the tenant allows, and
-    /// the effective result with the reasons for every denial. `None` if the tool is
-    /// unknown or the tenant may not see it.
+    /// [`Catalog::inspect_for`].
     pub fn inspect_for(&self, name: &str, tenant: &str) -> Option<Value> {
-        if !self.tenant_sees(tenant, name) {
-            return None;
-        }
-        let entry = self.entry(name)?;
-        let scope = entry.scope(tenant)?;
-        let availability = self.entry_availability(&entry, scope);
-        Some(json!({
-            "name": name,
-            "tenant": if tenant.is_empty() { Value::Null } else { Value::String(tenant.to_owned()) },
-            "source": entry.tool.source.to_string(),
-            "sha256": entry.tool.digest,
-            "declaration": entry.tool.declaration,
-            "operator": self.policy.grants_for(name),
-            "tenant_policy": self.policy.tenants.get(tenant),
-            "grants": scope.grants,
-            "available": availability.available,
-            "reason": availability.reason,
-            "schema": entry.tool.schema,
-        }))
+        self.catalog.inspect_for(name, tenant)
     }
-}
 
-/// The embedded defaults' extra grant for the *bundled* terminal tools: the terminal,
-/// and a deadline ceiling above the longest foreground command
-/// ([`crate::policy::terminal::MAX_TIMEOUT_SECS`]) so a command's own timeout, not the
-/// tool's, ends it.
-fn bundled_terminal_policy(policy: &OperatorPolicy) -> OperatorPolicy {
-    let mut p = policy.clone();
-    p.defaults.terminal = true;
-    let ceiling = (crate::policy::terminal::MAX_TIMEOUT_SECS + 60) * 1000;
-    p.defaults.limits.max_timeout_ms = p.defaults.limits.max_timeout_ms.max(ceiling);
-    for t in p.tools.values_mut() {
-        if let Some(max) = t.limits.max_timeout_ms.as_mut() {
-            *max = (*max).max(ceiling);
-        }
+    /// [`Dispatcher::call`].
+    pub fn call(&self, name: &str, args: &str, options: &CallOptions) -> String {
+        self.dispatcher.call(name, args, options)
     }
-    p
-}
 
-/// Explains a `check()` that said no, naming required env vars that are granted but
-/// not set on the host.
-fn check_false_reason(entry: &Entry, secrets: &Secrets) -> String {
-    let unset: Vec<&str> = entry
-        .tool
-        .declaration
-        .requires_env
-        .iter()
-        .filter(|v| secrets.get(v).is_none() && std::env::var_os(v).is_none())
-        .map(String::as_str)
-        .collect();
-    if unset.is_empty() {
-        "check() returned false".to_owned()
-    } else {
-        format!(
-            "check() returned false: {} granted but not set in the host environment",
-            unset.join(", ")
-        )
+    /// [`Dispatcher::invoke`].
+    pub fn invoke(&self, name: &str, args: &str, options: &CallOptions) -> CallOutcome {
+        self.dispatcher.invoke(name, args, options)
+    }
+
+    /// [`Dispatcher::invoke_async`].
+    pub async fn invoke_async(
+        &self,
+        name: String,
+        args: String,
+        options: CallOptions,
+    ) -> CallOutcome {
+        self.dispatcher.invoke_async(name, args, options).await
+    }
+
+    /// [`Dispatcher::call_async`].
+    pub async fn call_async(&self, name: String, args: String, options: CallOptions) -> String {
+        self.dispatcher.call_async(name, args, options).await
     }
 }

@@ -39,7 +39,7 @@ pub mod stdio;
 pub mod watch;
 
 use hermetic::policy_file::ServerPolicy;
-use hermetic::registry::{Registry, Selection};
+use hermetic::{Registry, Selection};
 use rmcp::{Peer, RoleServer};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,7 +6,7 @@
 //! they hold their tool entry, so they finish on the version they started with.
 
 use hermetic::component::ToolSource;
-use hermetic::registry::{LoadProblem, Registry};
+use hermetic::{LoadProblem, Registry};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,17 +1,21 @@
 //! The call pipeline: resolve → parse and coerce arguments → validate against the
-//! schema → sandboxed call → check and cap the result. Every failure becomes a JSON
-//! `{"error": ...}` string; nothing here panics on agent or guest input.
+//! schema → sandboxed call → check and cap the result. Every failure becomes a
+//! [`CallOutcome`] (JSON only at the edge); nothing here panics on agent or guest
+//! input. What a tool is and who may see it is the [`Catalog`]'s: the dispatcher
+//! asks it through [`Catalog::resolve`] and [`Catalog::check_failure`] only.
 
 pub mod coerce;
 pub mod sanitize;
 
 use crate::bindings::CallContext;
+use crate::catalog::{Catalog, Resolved};
 use crate::component::CallFailure;
 use crate::outcome::{CallOutcome, LimitKind};
-use crate::registry::Registry;
+use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
 use crate::slots::{Slot, Slots};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -68,9 +72,55 @@ fn tool_busy(name: &str, slots: &Slots, wait: Duration) -> CallOutcome {
     )
 }
 
-impl Registry {
+/// Runs calls of a [`Catalog`]'s tools: concurrency slots per tool and per tenant,
+/// arguments, the sandboxed call, the result's checks, and the terminal of tools
+/// granted it.
+pub struct Dispatcher {
+    catalog: Arc<Catalog>,
+    /// The terminal service (backends, approval gates, background processes).
+    terminal: Option<Arc<dyn TerminalService>>,
+    /// Tenant id → calls of that tenant running at once.
+    tenant_slots: HashMap<String, Arc<Slots>>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("tenants", &self.tenant_slots.len())
+            .field("terminal", &self.terminal.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher for `catalog`'s tools, with a concurrency budget per tenant of its
+    /// policy, and `terminal` for tools granted it.
+    pub(crate) fn new(catalog: Arc<Catalog>, terminal: Option<Arc<dyn TerminalService>>) -> Self {
+        let tenant_slots = catalog
+            .policy()
+            .tenants
+            .iter()
+            .map(|(id, t)| {
+                (
+                    id.clone(),
+                    Arc::new(Slots::new(t.limits.max_concurrent.unwrap_or(usize::MAX))),
+                )
+            })
+            .collect();
+        Self {
+            catalog,
+            terminal,
+            tenant_slots,
+        }
+    }
+
+    /// The terminal service, if one was given.
+    pub fn terminal(&self) -> Option<&Arc<dyn TerminalService>> {
+        self.terminal.as_ref()
+    }
+
     /// Calls a tool with JSON arguments and returns its JSON result, or a JSON
-    /// `{"error": ...}` for every kind of failure: [`Registry::invoke`] rendered at
+    /// `{"error": ...}` for every kind of failure: [`Dispatcher::invoke`] rendered at
     /// the edge.
     pub fn call(&self, name: &str, args: &str, options: &CallOptions) -> String {
         self.invoke(name, args, options).to_json()
@@ -82,7 +132,7 @@ impl Registry {
     /// tool to it (so tenants cannot probe each other's tools). A tool whose
     /// availability check failed is [`CallOutcome::Unavailable`] here as in listings.
     pub fn invoke(&self, name: &str, args: &str, options: &CallOptions) -> CallOutcome {
-        let (entry, wait) = match self.resolve(name, options) {
+        let (tool, wait) = match self.resolve(name, options) {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
@@ -94,13 +144,13 @@ impl Registry {
                 None => return tenant_busy(tenant, slots, wait),
             },
         };
-        let Some(tool_slot) = entry.slots.acquire(wait) else {
-            return tool_busy(name, &entry.slots, wait);
+        let Some(tool_slot) = tool.slots().acquire(wait) else {
+            return tool_busy(name, tool.slots(), wait);
         };
-        self.run(&entry, name, args, options, (tenant_slot, tool_slot))
+        self.run(&tool, name, args, options, (tenant_slot, tool_slot))
     }
 
-    /// [`Registry::invoke`] for async callers. Waiting for a concurrency slot holds no
+    /// [`Dispatcher::invoke`] for async callers. Waiting for a concurrency slot holds no
     /// thread (one tenant's thousands of queued calls cannot starve another's); only a
     /// call that holds its slots runs, on a blocking worker thread.
     pub async fn invoke_async(
@@ -109,7 +159,7 @@ impl Registry {
         args: String,
         options: CallOptions,
     ) -> CallOutcome {
-        let (entry, wait) = match self.resolve(&name, &options) {
+        let (tool, wait) = match self.resolve(&name, &options) {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
@@ -120,11 +170,11 @@ impl Registry {
                 None => return tenant_busy(&options.tenant, slots, wait),
             },
         };
-        let Some(tool_slot) = entry.slots.acquire_async(wait).await else {
-            return tool_busy(&name, &entry.slots, wait);
+        let Some(tool_slot) = tool.slots().acquire_async(wait).await else {
+            return tool_busy(&name, tool.slots(), wait);
         };
-        let registry = Arc::clone(self);
-        let run = move || registry.run(&entry, &name, &args, &options, (tenant_slot, tool_slot));
+        let dispatcher = Arc::clone(self);
+        let run = move || dispatcher.run(&tool, &name, &args, &options, (tenant_slot, tool_slot));
         match tokio::task::spawn_blocking(run).await {
             Ok(outcome) => outcome,
             Err(e) => CallOutcome::ToolError {
@@ -139,50 +189,30 @@ impl Registry {
         &self,
         name: &str,
         options: &CallOptions,
-    ) -> Result<(Arc<crate::registry::Entry>, Duration), CallOutcome> {
-        let tenant = options.tenant.as_str();
-        if let Err(e) = self.check_tenant(tenant) {
-            return Err(CallOutcome::Denied {
-                reason: e.to_string(),
-            });
-        }
-        let unknown = || CallOutcome::UnknownTool {
-            name: name.to_owned(),
-        };
-        let (Some(entry), true) = (self.entry(name), self.tenant_sees(tenant, name)) else {
-            return Err(unknown());
-        };
-        let Some(scope) = entry.scope(tenant) else {
-            return Err(unknown());
-        };
-        let wait = Duration::from_millis(scope.grants.limits.queue_timeout_ms);
-        Ok((entry, wait))
+    ) -> Result<(Resolved, Duration), CallOutcome> {
+        let tool = self.catalog.resolve(name, &options.tenant)?;
+        let wait = Duration::from_millis(tool.grants().limits.queue_timeout_ms);
+        Ok((tool, wait))
     }
 
     /// The call itself, once its slots are held: availability, arguments, the
     /// sandboxed `handle`, and the result's checks.
     fn run(
         &self,
-        entry: &crate::registry::Entry,
+        tool: &Resolved,
         name: &str,
         args: &str,
         options: &CallOptions,
         _slots: (Option<Slot>, Slot),
     ) -> CallOutcome {
-        let tenant = options.tenant.as_str();
-        let Some(scope) = entry.scope(tenant) else {
-            return CallOutcome::UnknownTool {
-                name: name.to_owned(),
-            };
-        };
-        let grants = &scope.grants;
+        let grants = tool.grants();
         if let Some(reason) = grants.unavailable_reason() {
             return CallOutcome::Unavailable {
                 name: name.to_owned(),
                 reason: reason.to_string(),
             };
         }
-        if let Some(reason) = self.check_failure(entry, tenant) {
+        if let Some(reason) = self.catalog.check_failure(tool) {
             return CallOutcome::Unavailable {
                 name: name.to_owned(),
                 reason,
@@ -200,10 +230,10 @@ impl Registry {
         let Some(map) = value.as_object_mut() else {
             return invalid(format!("expected a JSON object, got {}", kind_of(&value)));
         };
-        if let Some(parameters) = entry.tool.schema.get("parameters") {
+        if let Some(parameters) = tool.tool().schema.get("parameters") {
             coerce::coerce_args(map, parameters);
         }
-        if let Some(error) = entry.tool.validator.iter_errors(&value).next() {
+        if let Some(error) = tool.tool().validator.iter_errors(&value).next() {
             let at = error.instance_path().to_string();
             let field = if at.is_empty() {
                 "(arguments)".to_owned()
@@ -238,9 +268,10 @@ impl Registry {
         };
 
         let cap = grants.limits.result_chars;
-        match entry
-            .tool
-            .handle(&self.runtime, grants, &self.secrets, &args, &ctx, setup)
+        let (runtime, secrets) = (self.catalog.runtime(), self.catalog.secrets());
+        match tool
+            .tool()
+            .handle(runtime, grants, secrets, &args, &ctx, setup)
         {
             // `handle` measured the result against the cap before copying it.
             Ok(Ok(result)) => match result_shape(&result) {
@@ -277,14 +308,15 @@ impl Registry {
         &self,
         grants: &crate::EffectiveGrants,
         options: &CallOptions,
-    ) -> Option<crate::sandbox::terminal::TerminalAccess> {
+    ) -> Option<TerminalAccess> {
         let service = Arc::clone(self.terminal.as_ref()?);
+        let secrets = self.catalog.secrets();
         let env = grants
             .env
             .iter()
-            .filter_map(|var| Some((var.clone(), self.secrets.env_value(var)?)))
+            .filter_map(|var| Some((var.clone(), secrets.env_value(var)?)))
             .collect();
-        let call = Arc::new(crate::sandbox::terminal::TerminalCallContext {
+        let call = Arc::new(TerminalCallContext {
             tenant: options.tenant.clone(),
             session: options.session.clone(),
             approver: options.approver.clone(),
@@ -294,10 +326,10 @@ impl Registry {
                 std::time::Instant::now() + Duration::from_millis(grants.limits.timeout_ms),
             ),
         });
-        Some(crate::sandbox::terminal::TerminalAccess { service, call })
+        Some(TerminalAccess { service, call })
     }
 
-    /// [`Registry::call`] for async callers.
+    /// [`Dispatcher::call`] for async callers.
     pub async fn call_async(
         self: &Arc<Self>,
         name: String,

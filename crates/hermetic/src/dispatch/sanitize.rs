@@ -83,8 +83,8 @@ static FRAMING: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// The sanitized body of a tool error: framing markup removed, then capped
 /// to [`MAX_MESSAGE_CHARS`] characters (ending in [`TRUNCATION_MARKER`] when
-/// shortened). The `[TOOL_ERROR] ` prefix is NOT included — see
-/// [`tool_error_json`] for the complete result.
+/// shortened). The `[TOOL_ERROR] ` prefix is NOT included: the result's JSON is made
+/// by [`crate::CallOutcome::to_json`].
 ///
 /// Stripping repeats until the text is stable, so removing one tag can never
 /// assemble another out of the surrounding pieces; input nested too deeply
@@ -145,8 +145,9 @@ fn is_invisible_control(c: char) -> bool {
 
 /// The serialized tool result for a failure: `{"error":"[TOOL_ERROR] …"}`
 /// with the message from [`tool_error_message`]. Non-ASCII text is kept
-/// as-is (Hermes uses `ensure_ascii=False`).
-pub fn tool_error_json(raw: &str) -> String {
+/// as-is (Hermes uses `ensure_ascii=False`). The tests' reference for the shape.
+#[cfg(test)]
+fn tool_error_json(raw: &str) -> String {
     let error = format!("{TOOL_ERROR_PREFIX}{}", tool_error_message(raw));
     serde_json::json!({ "error": error }).to_string()
 }

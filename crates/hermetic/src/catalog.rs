@@ -1,0 +1,865 @@
+//! The catalog: discovery, registration rules, grants per tenant, availability (cached
+//! `check()`), toolsets and OpenAI definitions — the Hermes registry's semantics, on
+//! components. It decides what exists and who may see it; running a call is the
+//! [`crate::dispatch::Dispatcher`]'s job, which asks the catalog through
+//! [`Catalog::resolve`] and nothing else.
+
+use crate::clock::Clock;
+use crate::component::{self, LoadError, LoadedTool, ToolSource};
+use crate::engine::{EngineConfig, EngineError, Runtime};
+use crate::outcome::CallOutcome;
+use crate::policy::{self, EffectiveGrants, OperatorPolicy};
+use crate::policy_file::Secrets;
+use crate::sandbox::{self, SandboxError};
+use crate::slots::Slots;
+use crate::toolsets::Toolsets;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// How long a `check()` result is reused.
+pub const CHECK_TTL: Duration = Duration::from_secs(30);
+/// A `false` within this long after the last `true` is treated as a flake.
+pub const FLAKE_GRACE: Duration = Duration::from_secs(60);
+
+/// What the catalog keeps of [`crate::RegistryOptions`] (all but the terminal, which
+/// is the dispatcher's).
+pub(crate) struct CatalogOptions {
+    pub(crate) engine: EngineConfig,
+    pub(crate) policy: OperatorPolicy,
+    pub(crate) secrets: Secrets,
+    pub(crate) overrides: BTreeSet<String>,
+    pub(crate) toolsets: Toolsets,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// Registry errors.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Engine construction failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Linker construction failed.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The name is taken by a tool in another toolset and no override was given.
+    #[error(
+        "tool {name:?} from toolset {new_toolset:?} collides with the registered tool of toolset {existing_toolset:?}; the first keeps the name (an operator override can allow the replacement)"
+    )]
+    Collision {
+        /// Tool name.
+        name: String,
+        /// Toolset of the registered tool.
+        existing_toolset: String,
+        /// Toolset of the rejected tool.
+        new_toolset: String,
+    },
+    /// No tenant with this id in the policy.
+    #[error("Unknown tenant: {0}")]
+    UnknownTenant(String),
+    /// A tools directory could not be read.
+    #[error("cannot read tools directory {path}: {reason}")]
+    Dir {
+        /// Directory.
+        path: PathBuf,
+        /// OS error.
+        reason: String,
+    },
+}
+
+/// A component that was skipped at discovery, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadProblem {
+    /// File or bundled name.
+    pub source: String,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+impl LoadProblem {
+    /// A problem whose reason is `error` on one line: wasmtime and wasmparser errors
+    /// can span many (a debug-printed byte array), and a skipped component is reported
+    /// as one line of a listing or a log.
+    pub fn new(source: impl Into<String>, error: &impl std::fmt::Display) -> Self {
+        Self {
+            source: source.into(),
+            reason: one_line(&error.to_string()),
+        }
+    }
+}
+
+/// `text` with every run of whitespace (newlines included) as one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What registering did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    /// New name.
+    Added,
+    /// Replaced a tool of the same toolset.
+    Replaced,
+    /// Replaced a tool of another toolset, by operator override.
+    Overrode,
+}
+
+/// A tool's availability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Availability {
+    /// Whether agents see and may call it.
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+}
+
+/// One row of `hermetic tools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolStatus {
+    /// Tool name.
+    pub name: String,
+    /// Toolset.
+    pub toolset: String,
+    /// Emoji, if declared.
+    pub emoji: Option<String>,
+    /// Description (the schema's, else the declaration's).
+    pub description: String,
+    /// Whether it is available.
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// Where it came from.
+    pub source: String,
+}
+
+/// One row of `hermetic toolsets`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolsetInfo {
+    /// Toolset name.
+    pub name: String,
+    /// Description (static toolsets only).
+    pub description: String,
+    /// Its tools that are loaded (a toolset with none is not listed).
+    pub tools: Vec<String>,
+}
+
+/// Which toolsets an agent gets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Toolsets to enable (`None` = all).
+    pub enabled: Option<Vec<String>>,
+    /// Toolsets to subtract afterwards.
+    pub disabled: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct CheckState {
+    cached: Option<(Availability, Instant)>,
+    last_true: Option<Instant>,
+}
+
+impl CheckState {
+    /// The cached answer, if it is younger than [`CHECK_TTL`] at `now`.
+    fn fresh(&self, now: Instant) -> Option<&Availability> {
+        self.cached
+            .as_ref()
+            .filter(|(_, at)| now.saturating_duration_since(*at) < CHECK_TTL)
+            .map(|(availability, _)| availability)
+    }
+}
+
+/// A tool's grants and `check()` cache for one tenant (or the operator: tenant "").
+struct Scope {
+    grants: EffectiveGrants,
+    check: Mutex<CheckState>,
+}
+
+/// A registered tool: the loaded component, its grants per tenant, its call slots.
+pub(crate) struct Entry {
+    tool: LoadedTool,
+    /// Tenant id ("" = no tenant) → grants, decided once at registration.
+    scopes: HashMap<String, Arc<Scope>>,
+    /// Calls of this tool running at once.
+    slots: Arc<Slots>,
+}
+
+impl Entry {
+    fn scope(&self, tenant: &str) -> Option<&Arc<Scope>> {
+        self.scopes.get(tenant)
+    }
+}
+
+/// A tool as one tenant may call it: what [`Catalog::resolve`] gives the dispatcher.
+/// Holding it keeps the tool loaded even if it is replaced or removed meanwhile.
+pub(crate) struct Resolved {
+    entry: Arc<Entry>,
+    scope: Arc<Scope>,
+}
+
+impl Resolved {
+    /// The loaded component.
+    pub(crate) fn tool(&self) -> &LoadedTool {
+        &self.entry.tool
+    }
+
+    /// The grants the call runs with (decided at registration).
+    pub(crate) fn grants(&self) -> &EffectiveGrants {
+        &self.scope.grants
+    }
+
+    /// The tool's own concurrency slots.
+    pub(crate) fn slots(&self) -> &Arc<Slots> {
+        &self.entry.slots
+    }
+}
+
+/// The catalog: loaded tools, their grants and availability.
+pub struct Catalog {
+    runtime: Runtime,
+    linkers: sandbox::Linkers,
+    /// The policy bundled terminal tools get without a policy file (see
+    /// [`crate::policy::terminal::TerminalSettings::grant_bundled`]).
+    bundled_terminal_policy: Option<OperatorPolicy>,
+    entries: RwLock<BTreeMap<String, Arc<Entry>>>,
+    policy: OperatorPolicy,
+    secrets: Secrets,
+    overrides: BTreeSet<String>,
+    toolsets: Toolsets,
+    clock: Arc<dyn Clock>,
+    /// Tenant id → tools its toolsets resolve to (recomputed when tools change).
+    tenant_tools: RwLock<HashMap<String, Arc<BTreeSet<String>>>>,
+    /// Grants for metadata calls (`schema()`): nothing.
+    metadata_grants: EffectiveGrants,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tools", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// An empty catalog (the parts of `options` it keeps: all but the terminal).
+    ///
+    /// # Errors
+    /// If the engine or linker cannot be built.
+    pub(crate) fn new(options: CatalogOptions) -> Result<Self, RegistryError> {
+        let runtime = Runtime::new(options.engine)?;
+        let linkers = sandbox::Linkers::new(&runtime)?;
+        let bundled_terminal_policy = options
+            .policy
+            .terminal
+            .grant_bundled
+            .then(|| bundled_terminal_policy(&options.policy));
+        let nothing = crate::declaration::Declaration {
+            name: "metadata".into(),
+            toolset: "metadata".into(),
+            description: String::new(),
+            emoji: None,
+            requires_env: Vec::new(),
+            max_result_chars: None,
+            timeout_ms: None,
+            memory_mb: None,
+            capabilities: Default::default(),
+        };
+        let metadata_grants = policy::effective(&nothing, &options.policy, None);
+        Ok(Self {
+            runtime,
+            linkers,
+            bundled_terminal_policy,
+            entries: RwLock::new(BTreeMap::new()),
+            policy: options.policy,
+            secrets: options.secrets,
+            overrides: options.overrides,
+            toolsets: options.toolsets,
+            clock: options.clock,
+            tenant_tools: RwLock::new(HashMap::new()),
+            metadata_grants,
+        })
+    }
+
+    /// The operator policy in force.
+    pub fn policy(&self) -> &OperatorPolicy {
+        &self.policy
+    }
+
+    /// The secret values env grants draw from (e.g. to redact them from logs).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// The engine runtime.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Loads (but does not register) a component.
+    ///
+    /// # Errors
+    /// A [`LoadError`] saying what is wrong with it.
+    pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
+        component::load(
+            &self.runtime,
+            &self.linkers,
+            bytes,
+            source,
+            &self.metadata_grants,
+        )
+    }
+
+    /// Registers a loaded tool under the Hermes rules: a new name is added; the same
+    /// toolset replaces; another toolset is rejected (logged) unless overridden.
+    ///
+    /// # Errors
+    /// [`RegistryError::Collision`] when the name belongs to another toolset.
+    pub fn register(&self, tool: LoadedTool) -> Result<Registered, RegistryError> {
+        let mut scopes = HashMap::new();
+        let policy = match (&self.bundled_terminal_policy, &tool.source) {
+            (Some(p), ToolSource::Bundled(_)) if tool.declaration.capabilities.terminal => p,
+            _ => &self.policy,
+        };
+        let operator = policy::effective(&tool.declaration, policy, None);
+        let slots = Arc::new(Slots::new(operator.limits.max_concurrent));
+        scopes.insert(
+            String::new(),
+            Arc::new(Scope {
+                grants: operator,
+                check: Mutex::default(),
+            }),
+        );
+        for (id, tenant) in &policy.tenants {
+            let grants = policy::effective(&tool.declaration, policy, Some((id, tenant)));
+            scopes.insert(
+                id.clone(),
+                Arc::new(Scope {
+                    grants,
+                    check: Mutex::default(),
+                }),
+            );
+        }
+        let name = tool.declaration.name.clone();
+        let entry = Arc::new(Entry {
+            tool,
+            scopes,
+            slots,
+        });
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let outcome = match entries.get(&name) {
+            None => Registered::Added,
+            Some(old) if old.tool.declaration.toolset == entry.tool.declaration.toolset => {
+                Registered::Replaced
+            }
+            Some(old) => {
+                let existing_toolset = old.tool.declaration.toolset.clone();
+                if !self.overrides.contains(&name) {
+                    let err = RegistryError::Collision {
+                        name,
+                        existing_toolset,
+                        new_toolset: entry.tool.declaration.toolset.clone(),
+                    };
+                    tracing::error!("{err}");
+                    return Err(err);
+                }
+                tracing::warn!(
+                    tool = %name,
+                    from = %existing_toolset,
+                    to = %entry.tool.declaration.toolset,
+                    "operator override: replacing a tool of another toolset"
+                );
+                Registered::Overrode
+            }
+        };
+        entries.insert(name, entry);
+        drop(entries);
+        self.refresh_tenant_tools();
+        Ok(outcome)
+    }
+
+    /// Removes a tool. Returns whether it was registered.
+    pub fn deregister(&self, name: &str) -> bool {
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let removed = entries.remove(name).is_some();
+        drop(entries);
+        self.refresh_tenant_tools();
+        removed
+    }
+
+    fn refresh_tenant_tools(&self) {
+        let members = self.membership();
+        let resolved = self
+            .policy
+            .tenants
+            .iter()
+            .map(|(id, t)| {
+                let tools = match &t.toolsets {
+                    None => members.values().flatten().cloned().collect(),
+                    Some(sets) => {
+                        self.toolsets
+                            .select(Some(sets.as_slice()), &[], &members)
+                            .tools
+                    }
+                };
+                (id.clone(), Arc::new(tools))
+            })
+            .collect();
+        *self.tenant_tools.write().unwrap_or_else(|p| p.into_inner()) = resolved;
+    }
+
+    /// Checks a tenant id: `""` is the operator itself; others must be in the policy.
+    ///
+    /// # Errors
+    /// [`RegistryError::UnknownTenant`].
+    pub fn check_tenant(&self, tenant: &str) -> Result<(), RegistryError> {
+        if tenant.is_empty() || self.policy.tenants.contains_key(tenant) {
+            Ok(())
+        } else {
+            Err(RegistryError::UnknownTenant(tenant.to_owned()))
+        }
+    }
+
+    /// Whether a tenant may see a tool (its toolsets include it). The operator ("")
+    /// sees everything.
+    fn tenant_sees(&self, tenant: &str, name: &str) -> bool {
+        if tenant.is_empty() {
+            return true;
+        }
+        let visible = self.tenant_tools.read().unwrap_or_else(|p| p.into_inner());
+        visible
+            .get(tenant)
+            .is_some_and(|tools| tools.contains(name))
+    }
+
+    /// Loads and registers one component; failures come back as a [`LoadProblem`].
+    pub fn add(&self, bytes: &[u8], source: ToolSource) -> Result<Registered, LoadProblem> {
+        let label = source.to_string();
+        let tool = self
+            .load(bytes, source)
+            .map_err(|e| LoadProblem::new(label.clone(), &e))?;
+        self.register(tool).map_err(|e| LoadProblem::new(label, &e))
+    }
+
+    /// Registers the tools embedded in this binary. Returns what was skipped.
+    pub fn add_bundled(&self) -> Vec<LoadProblem> {
+        crate::bundled::BUNDLED
+            .iter()
+            .filter_map(|(name, bytes)| self.add(bytes, ToolSource::Bundled((*name).into())).err())
+            .collect()
+    }
+
+    /// Registers every `*.wasm` in a directory (sorted by file name, not recursive).
+    /// A broken or non-conforming component is reported and skipped; the rest load.
+    ///
+    /// # Errors
+    /// [`RegistryError::Dir`] if the directory itself cannot be read.
+    pub fn add_dir(&self, dir: &Path) -> Result<Vec<LoadProblem>, RegistryError> {
+        let dir_err = |e: std::io::Error| RegistryError::Dir {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(dir_err)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .collect();
+        files.sort();
+        let mut problems = Vec::new();
+        for path in files {
+            let outcome = component::read_file(&path)
+                .map_err(|e| LoadProblem::new(path.display().to_string(), &e))
+                .and_then(|bytes| self.add(&bytes, ToolSource::File(path.clone())));
+            if let Err(problem) = outcome {
+                // The caller reports it (the CLI and the server print problems once).
+                tracing::debug!(source = %problem.source, "skipped: {}", problem.reason);
+                problems.push(problem);
+            }
+        }
+        Ok(problems)
+    }
+
+    fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.get(name).cloned()
+    }
+
+    /// Where each registered tool came from, by name (runs no guest code, unlike
+    /// [`Catalog::tools`]).
+    pub fn sources(&self) -> BTreeMap<String, ToolSource> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries
+            .iter()
+            .map(|(name, entry)| (name.clone(), entry.tool.source.clone()))
+            .collect()
+    }
+
+    /// Where the registered tool `name` came from.
+    pub fn source_of(&self, name: &str) -> Option<ToolSource> {
+        Some(self.entry(name)?.tool.source.clone())
+    }
+
+    /// Registered tool names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.keys().cloned().collect()
+    }
+
+    fn snapshot(&self) -> Vec<Arc<Entry>> {
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries.values().cloned().collect()
+    }
+
+    /// Whether a tool is available (to the operator), running its `check()` if the
+    /// cached answer is older than [`CHECK_TTL`]. `None` for an unknown tool.
+    pub fn availability(&self, name: &str) -> Option<Availability> {
+        self.availability_for(name, "")
+    }
+
+    /// The grants a tool's calls run with for `tenant` (as decided at registration);
+    /// `None` when the tenant may not see the tool or it does not exist. For audit
+    /// records and diagnostics: the call path uses them in place.
+    pub fn grants_for(&self, name: &str, tenant: &str) -> Option<EffectiveGrants> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        Some(self.entry(name)?.scope(tenant)?.grants.clone())
+    }
+
+    /// [`Catalog::availability`] for a tenant; `None` also when the tenant may not see
+    /// the tool or does not exist.
+    pub fn availability_for(&self, name: &str, tenant: &str) -> Option<Availability> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        let entry = self.entry(name)?;
+        Some(self.entry_availability(&entry, entry.scope(tenant)?))
+    }
+
+    /// The tool `name` as `tenant` sees it, for a call: an unknown tenant is
+    /// [`CallOutcome::Denied`]; a tool that does not exist or that the tenant may not
+    /// see is [`CallOutcome::UnknownTool`] (so tenants cannot probe each other's
+    /// tools).
+    pub(crate) fn resolve(&self, name: &str, tenant: &str) -> Result<Resolved, CallOutcome> {
+        if let Err(e) = self.check_tenant(tenant) {
+            return Err(CallOutcome::Denied {
+                reason: e.to_string(),
+            });
+        }
+        let unknown = || CallOutcome::UnknownTool {
+            name: name.to_owned(),
+        };
+        let (Some(entry), true) = (self.entry(name), self.tenant_sees(tenant, name)) else {
+            return Err(unknown());
+        };
+        let Some(scope) = entry.scope(tenant).cloned() else {
+            return Err(unknown());
+        };
+        Ok(Resolved { entry, scope })
+    }
+
+    /// Why a call of `tool` must not run because its `check()` says no (cached for
+    /// [`CHECK_TTL`]); `None` when it may run. Listings hide such a tool, and a call
+    /// by name is refused the same way.
+    pub(crate) fn check_failure(&self, tool: &Resolved) -> Option<String> {
+        let availability = self.entry_availability(&tool.entry, &tool.scope);
+        if availability.available {
+            None
+        } else {
+            Some(
+                availability
+                    .reason
+                    .unwrap_or_else(|| "check() returned false".to_owned()),
+            )
+        }
+    }
+
+    /// Runs the stale `check()`s of `entries` for `tenant` at once (each bounded by the
+    /// short check deadline), so a listing of N slow tools costs one deadline, not N.
+    fn refresh_checks(&self, entries: &[Arc<Entry>], tenant: &str) {
+        let now = self.clock.now();
+        let stale: Vec<&Arc<Entry>> = entries
+            .iter()
+            .filter(|entry| {
+                entry.scope(tenant).is_some_and(|scope| {
+                    scope.grants.unavailable_reason().is_none()
+                        && scope
+                            .check
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .fresh(now)
+                            .is_none()
+                })
+            })
+            .collect();
+        if stale.len() < 2 {
+            return;
+        }
+        std::thread::scope(|threads| {
+            for entry in stale {
+                threads.spawn(move || {
+                    if let Some(scope) = entry.scope(tenant) {
+                        self.entry_availability(entry, scope);
+                    }
+                });
+            }
+        });
+    }
+
+    fn entry_availability(&self, entry: &Entry, scope: &Scope) -> Availability {
+        if let Some(reason) = scope.grants.unavailable_reason() {
+            return Availability {
+                available: false,
+                reason: Some(reason.to_owned()),
+            };
+        }
+        let mut state = scope.check.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.clock.now();
+        if let Some(availability) = state.fresh(now) {
+            return availability.clone();
+        }
+        let availability = match entry
+            .tool
+            .check(&self.runtime, &scope.grants, &self.secrets)
+        {
+            Ok(true) => {
+                state.last_true = Some(now);
+                Availability {
+                    available: true,
+                    reason: None,
+                }
+            }
+            Ok(false) => {
+                if state
+                    .last_true
+                    .is_some_and(|t| now.saturating_duration_since(t) < FLAKE_GRACE)
+                {
+                    tracing::warn!(tool = %entry.tool.name, "check() returned false shortly after true; treating it as a flake");
+                    return Availability {
+                        available: true,
+                        reason: None,
+                    };
+                }
+                Availability {
+                    available: false,
+                    reason: Some(check_false_reason(entry, &self.secrets)),
+                }
+            }
+            Err(failure) => Availability {
+                available: false,
+                reason: Some(format!("check() failed: {failure}")),
+            },
+        };
+        state.cached = Some((availability.clone(), now));
+        availability
+    }
+
+    /// Forgets every cached `check()` result (and flake history).
+    pub fn invalidate_checks(&self) {
+        for entry in self.snapshot() {
+            for scope in entry.scopes.values() {
+                *scope.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
+            }
+        }
+    }
+
+    /// Every tool with its toolset and availability, sorted by name.
+    pub fn tools(&self) -> Vec<ToolStatus> {
+        self.tools_for("")
+    }
+
+    /// The tools a tenant may see, with their availability for that tenant (an unknown
+    /// tenant sees nothing).
+    pub fn tools_for(&self, tenant: &str) -> Vec<ToolStatus> {
+        let entries = self.snapshot();
+        self.refresh_checks(&entries, tenant);
+        entries
+            .into_iter()
+            .filter(|entry| self.tenant_sees(tenant, &entry.tool.declaration.name))
+            .filter_map(|entry| {
+                let availability = self.entry_availability(&entry, entry.scope(tenant)?);
+                let d = &entry.tool.declaration;
+                let description = entry
+                    .tool
+                    .schema
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| d.description.clone(), str::to_owned);
+                Some(ToolStatus {
+                    name: d.name.clone(),
+                    toolset: d.toolset.clone(),
+                    emoji: d.emoji.clone(),
+                    description,
+                    available: availability.available,
+                    reason: availability.reason,
+                    source: entry.tool.source.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    fn membership(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut members: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for entry in self.snapshot() {
+            let d = &entry.tool.declaration;
+            members
+                .entry(d.toolset.clone())
+                .or_default()
+                .insert(d.name.clone());
+        }
+        members
+    }
+
+    /// Toolsets (static ∪ registry) with the tools each resolves to.
+    pub fn toolsets(&self) -> Vec<ToolsetInfo> {
+        let members = self.membership();
+        let registered: BTreeSet<String> = self.names().into_iter().collect();
+        self.toolsets
+            .names(&members)
+            .into_iter()
+            .filter_map(|name| {
+                let resolution = self.toolsets.resolve(&name, &members);
+                // Only what is loaded: a built-in toolset none of whose tools is here
+                // (Hermes's `browser`, say) is not offered. Its name still resolves in
+                // a selection.
+                let tools: Vec<String> = resolution
+                    .tools
+                    .into_iter()
+                    .filter(|tool| registered.contains(tool))
+                    .collect();
+                if tools.is_empty() {
+                    return None;
+                }
+                Some(ToolsetInfo {
+                    description: self
+                        .toolsets
+                        .description(&name, &members)
+                        .unwrap_or_default(),
+                    tools,
+                    name,
+                })
+            })
+            .collect()
+    }
+
+    /// Tool names a selection resolves to, with warnings for unknown toolsets.
+    pub fn select(&self, selection: &Selection) -> (BTreeSet<String>, Vec<String>) {
+        let members = self.membership();
+        let resolution =
+            self.toolsets
+                .select(selection.enabled.as_deref(), &selection.disabled, &members);
+        for warning in &resolution.warnings {
+            tracing::warn!("{warning}");
+        }
+        (resolution.tools, resolution.warnings)
+    }
+
+    /// OpenAI function definitions of the selected, available tools, sorted by name:
+    /// `[{"type": "function", "function": {...schema, "name": name}}]`.
+    pub fn definitions(&self, selection: &Selection) -> Value {
+        self.definitions_for("", selection)
+    }
+
+    /// [`Catalog::definitions`] of the tools a tenant may see and use.
+    pub fn definitions_for(&self, tenant: &str, selection: &Selection) -> Value {
+        let (names, _) = self.select(selection);
+        let entries: Vec<Arc<Entry>> = names
+            .iter()
+            .filter(|name| self.tenant_sees(tenant, name))
+            .filter_map(|name| self.entry(name))
+            .collect();
+        self.refresh_checks(&entries, tenant);
+        let mut definitions = Vec::new();
+        for name in names {
+            if !self.tenant_sees(tenant, &name) {
+                continue;
+            }
+            let Some(entry) = self.entry(&name) else {
+                continue;
+            };
+            let Some(scope) = entry.scope(tenant) else {
+                continue;
+            };
+            if !self.entry_availability(&entry, scope).available {
+                continue;
+            }
+            let mut function = entry.tool.schema.clone();
+            if let Some(obj) = function.as_object_mut() {
+                obj.insert("name".into(), Value::String(name));
+            }
+            definitions.push(json!({"type": "function", "function": function}));
+        }
+        Value::Array(definitions)
+    }
+
+    /// What a tool declares and what it is granted, for `hermetic inspect`.
+    pub fn inspect(&self, name: &str) -> Option<Value> {
+        self.inspect_for(name, "")
+    }
+
+    /// What a tool declares, what the operator grants it, what the tenant allows, and
+    /// the effective result with the reasons for every denial. `None` if the tool is
+    /// unknown or the tenant may not see it.
+    pub fn inspect_for(&self, name: &str, tenant: &str) -> Option<Value> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        let entry = self.entry(name)?;
+        let scope = entry.scope(tenant)?;
+        let availability = self.entry_availability(&entry, scope);
+        Some(json!({
+            "name": name,
+            "tenant": if tenant.is_empty() { Value::Null } else { Value::String(tenant.to_owned()) },
+            "source": entry.tool.source.to_string(),
+            "sha256": entry.tool.digest,
+            "declaration": entry.tool.declaration,
+            "operator": self.policy.grants_for(name),
+            "tenant_policy": self.policy.tenants.get(tenant),
+            "grants": scope.grants,
+            "available": availability.available,
+            "reason": availability.reason,
+            "schema": entry.tool.schema,
+        }))
+    }
+}
+
+/// The embedded defaults' extra grant for the *bundled* terminal tools: the terminal,
+/// and a deadline ceiling above the longest foreground command
+/// ([`crate::policy::terminal::MAX_TIMEOUT_SECS`]) so a command's own timeout, not the
+/// tool's, ends it.
+fn bundled_terminal_policy(policy: &OperatorPolicy) -> OperatorPolicy {
+    let mut p = policy.clone();
+    p.defaults.terminal = true;
+    let ceiling = (crate::policy::terminal::MAX_TIMEOUT_SECS + 60) * 1000;
+    p.defaults.limits.max_timeout_ms = p.defaults.limits.max_timeout_ms.max(ceiling);
+    for t in p.tools.values_mut() {
+        if let Some(max) = t.limits.max_timeout_ms.as_mut() {
+            *max = (*max).max(ceiling);
+        }
+    }
+    p
+}
+
+/// Explains a `check()` that said no, naming required env vars that are granted but
+/// not set on the host.
+fn check_false_reason(entry: &Entry, secrets: &Secrets) -> String {
+    let unset: Vec<&str> = entry
+        .tool
+        .declaration
+        .requires_env
+        .iter()
+        .filter(|v| secrets.get(v).is_none() && std::env::var_os(v).is_none())
+        .map(String::as_str)
+        .collect();
+    if unset.is_empty() {
+        "check() returned false".to_owned()
+    } else {
+        format!(
+            "check() returned false: {} granted but not set in the host environment",
+            unset.join(", ")
+        )
+    }
+}
