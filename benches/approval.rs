@@ -6,7 +6,10 @@
 //! per-command times. Then `detect/corpus_command` runs one corpus command per
 //! iteration, cycling through all of them (its time is the mean per command), and
 //! `detect/whole_corpus` runs every command per iteration.
-
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public fn"
+)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

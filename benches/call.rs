@@ -1,6 +1,10 @@
 //! The hot paths: one fresh-instance call of a trivial tool (the whole dispatch
 //! pipeline: parse, coerce, validate, new Store, instantiate, `handle`, result checks),
 //! the same without dispatch (Store + instantiate + `handle` only), and `definitions()`.
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public fn"
+)]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark set-up")]
 
 use criterion::{Criterion, criterion_group, criterion_main};

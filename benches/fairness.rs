@@ -16,10 +16,7 @@ const SAMPLES: usize = 2_000;
 const FLOOD: usize = 5_000;
 
 fn tenant(name: &str) -> CallOptions {
-    CallOptions {
-        tenant: name.into(),
-        ..CallOptions::default()
-    }
+    CallOptions::default().with_tenant(name)
 }
 
 /// `SAMPLES` sequential echo calls of `calm`, sorted latencies.

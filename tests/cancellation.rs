@@ -27,13 +27,11 @@ fn cancelling_a_running_call_from_another_thread_interrupts_the_guest() {
     // progress event says the guest is running.
     let (started, running) = mpsc::channel::<()>();
     let started = Mutex::new(started);
-    let options = CallOptions {
-        progress: Some(Arc::new(move |_: Progress| {
+    let options = CallOptions::default()
+        .with_progress(Arc::new(move |_: Progress| {
             let _ = started.lock().unwrap().send(());
-        })),
-        cancel: Some(token.clone()),
-        ..CallOptions::default()
-    };
+        }))
+        .with_cancel(token.clone());
     std::thread::scope(|s| {
         let call = s.spawn(|| f.registry.call("spin_long", "{}", &options));
         running.recv().unwrap();
@@ -54,11 +52,9 @@ fn a_call_cancelled_before_it_starts_never_runs_the_guest() {
     token.cancel();
     let events = Arc::new(Mutex::new(0_u32));
     let seen = events.clone();
-    let options = CallOptions {
-        progress: Some(Arc::new(move |_: Progress| *seen.lock().unwrap() += 1)),
-        cancel: Some(token),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default()
+        .with_progress(Arc::new(move |_: Progress| *seen.lock().unwrap() += 1))
+        .with_cancel(token);
     let out = f.registry.call("progress", r#"{"steps": 3}"#, &options);
     assert_eq!(parse(&out), json!({"error": CANCELLED}));
     assert_eq!(*events.lock().unwrap(), 0);
@@ -67,10 +63,7 @@ fn a_call_cancelled_before_it_starts_never_runs_the_guest() {
 #[test]
 fn a_cancellable_call_keeps_its_time_limit_and_error() {
     let f = fixture(false, &["spin"]);
-    let options = CallOptions {
-        cancel: Some(CancelToken::new()),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_cancel(CancelToken::new());
     let out = f.registry.call("spin", "{}", &options);
     assert_eq!(
         parse(&out),
@@ -88,10 +81,7 @@ fn a_token_changes_nothing_for_a_call_that_completes() {
     let with = f.registry.call(
         "echo",
         r#"{"message": "x", "times": 2}"#,
-        &CallOptions {
-            cancel: Some(token.clone()),
-            ..CallOptions::default()
-        },
+        &CallOptions::default().with_cancel(token.clone()),
     );
     let without = f.registry.call(
         "echo",
@@ -110,17 +100,12 @@ fn cancelling_one_call_leaves_concurrent_calls_running() {
     let token = CancelToken::new();
     let (started, running) = mpsc::channel::<()>();
     let started = Mutex::new(started);
-    let spin_options = CallOptions {
-        progress: Some(Arc::new(move |_: Progress| {
+    let spin_options = CallOptions::default()
+        .with_progress(Arc::new(move |_: Progress| {
             let _ = started.lock().unwrap().send(());
-        })),
-        cancel: Some(token.clone()),
-        ..CallOptions::default()
-    };
-    let other_options = CallOptions {
-        cancel: Some(CancelToken::new()),
-        ..CallOptions::default()
-    };
+        }))
+        .with_cancel(token.clone());
+    let other_options = CallOptions::default().with_cancel(CancelToken::new());
     std::thread::scope(|s| {
         let spin = s.spawn(|| f.registry.call("spin_long", "{}", &spin_options));
         running.recv().unwrap();

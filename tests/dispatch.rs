@@ -223,10 +223,8 @@ fn progress_reports_reach_the_caller() {
     let f = fixture(false, &["progress"]);
     let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
     let sink = seen.clone();
-    let options = CallOptions {
-        progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p))),
-        ..CallOptions::default()
-    };
+    let options =
+        CallOptions::default().with_progress(Arc::new(move |p| sink.lock().unwrap().push(p)));
     let out = f.registry.call("progress", r#"{"steps": 3}"#, &options);
     let out: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(out["steps"], 3);
@@ -260,10 +258,7 @@ fn the_tenant_reaches_the_guest_and_an_unknown_tenant_is_refused() {
     let dir = hermetic_tests::tools_dir(&["echo"]);
     registry.add_dir(dir.path()).unwrap();
     let as_tenant = |tenant: &str| -> serde_json::Value {
-        let options = CallOptions {
-            tenant: tenant.into(),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_tenant(tenant);
         serde_json::from_str(&registry.call("echo", r#"{"message": "x"}"#, &options)).unwrap()
     };
     assert_eq!(as_tenant("acme")["tenant"], "acme");

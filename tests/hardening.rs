@@ -96,10 +96,7 @@ fn a_tenant_subdirectory_that_became_a_symlink_is_refused_not_followed() {
     std::fs::create_dir_all(ws.join("tenants/acme")).unwrap();
     std::fs::write(ws.join("tenants/acme/mine.txt"), "acme's own").unwrap();
     let registry = policy_registry(root.path(), TENANT_POLICY, true);
-    let acme = CallOptions {
-        tenant: "acme".into(),
-        ..CallOptions::default()
-    };
+    let acme = CallOptions::default().with_tenant("acme");
     let read = |path: &str| -> Value {
         let out = registry.call("read_file", &json!({"path": path}).to_string(), &acme);
         serde_json::from_str(&out).unwrap()
@@ -305,13 +302,10 @@ fn a_progress_flood_is_capped_and_coalesced() {
     let reports = Arc::new(AtomicU64::new(0));
     let last_done = Arc::new(AtomicU64::new(0));
     let (r, l) = (Arc::clone(&reports), Arc::clone(&last_done));
-    let options = CallOptions {
-        progress: Some(Arc::new(move |p: hermetic::Progress| {
-            r.fetch_add(1, Ordering::Relaxed);
-            l.store(p.done, Ordering::Relaxed);
-        })),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_progress(Arc::new(move |p: hermetic::Progress| {
+        r.fetch_add(1, Ordering::Relaxed);
+        l.store(p.done, Ordering::Relaxed);
+    }));
     let outcome = f
         .registry
         .invoke("liar", r#"{"mode": "progress_flood"}"#, &options);
@@ -353,10 +347,7 @@ fn a_guest_sleeping_in_a_host_call_ends_at_its_deadline() {
 fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
     let f = fixture(false, &["sleeper"]);
     let token = hermetic::CancelToken::new();
-    let options = CallOptions {
-        cancel: Some(token.clone()),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_cancel(token.clone());
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         token.cancel();
@@ -385,10 +376,7 @@ fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
         .enable_all()
         .build()
         .unwrap();
-    let as_tenant = |tenant: &str| CallOptions {
-        tenant: tenant.into(),
-        ..CallOptions::default()
-    };
+    let as_tenant = |tenant: &str| CallOptions::default().with_tenant(tenant);
     runtime.block_on(async {
         let echo = || {
             registry.invoke_async(

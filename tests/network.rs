@@ -372,10 +372,7 @@ fn cancelling_a_call_abandons_its_request_in_flight() {
         server.port
     ));
     let token = hermetic::CancelToken::new();
-    let options = CallOptions {
-        cancel: Some(token.clone()),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_cancel(token.clone());
     let args = json!({"url": server.url("/hang")}).to_string();
     std::thread::scope(|s| {
         let call = s.spawn(|| registry.call("netprobe", &args, &options));
@@ -400,10 +397,7 @@ fn a_tenant_can_take_network_access_away() {
         "[tools.netprobe]\nnetwork = [\"http://127.0.0.1:{}\"]\n[tenants.acme]\nnetwork = []\n",
         server.port
     ));
-    let options = CallOptions {
-        tenant: "acme".into(),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_tenant("acme");
     let out: Value = serde_json::from_str(&registry.call(
         "netprobe",
         &json!({"url": server.url("/page")}).to_string(),

@@ -81,10 +81,7 @@ fn setup(policy: &str) -> Setup {
 }
 
 fn as_tenant(registry: &Registry, tenant: &str, name: &str, args: Value) -> Value {
-    let options = CallOptions {
-        tenant: tenant.into(),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_tenant(tenant);
     serde_json::from_str(&registry.call(name, &args.to_string(), &options)).unwrap()
 }
 

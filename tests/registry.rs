@@ -402,10 +402,8 @@ fn a_second_start_loads_compiled_code_from_the_cache() {
     let cache = tempfile::TempDir::new().unwrap();
     let start = || {
         let (ws, mut options) = options();
-        options.engine = hermetic::EngineConfig {
-            cache_dir: Some(cache.path().to_path_buf()),
-            ..engine_config()
-        };
+        options.engine = engine_config();
+        options.engine.cache_dir = Some(cache.path().to_path_buf());
         let registry = Registry::new(options).unwrap();
         let dir = tools_dir(&["echo"]);
         registry.add_dir(dir.path()).unwrap();
@@ -427,10 +425,8 @@ fn a_second_start_loads_compiled_code_from_the_cache() {
 fn a_corrupt_cache_entry_is_ignored_and_recompiled() {
     let cache = tempfile::TempDir::new().unwrap();
     let (_ws, mut options) = options();
-    options.engine = hermetic::EngineConfig {
-        cache_dir: Some(cache.path().to_path_buf()),
-        ..engine_config()
-    };
+    options.engine = engine_config();
+    options.engine.cache_dir = Some(cache.path().to_path_buf());
     let registry = Registry::new(options).unwrap();
     let bytes = std::fs::read(guest("echo")).unwrap();
     registry

@@ -178,15 +178,12 @@ fn a_call_in_flight_finishes_on_the_version_it_started_with() {
     let (reloader_in_sink, removed_in_sink) = (reloader.clone(), removed.clone());
     // While the guest runs (at its first progress report) its file is deleted and the
     // directory rescanned: the tool is deregistered mid-call.
-    let options = CallOptions {
-        progress: Some(Arc::new(move |p: Progress| {
-            if p.done == 1 {
-                std::fs::remove_file(dir.join("progress.wasm")).unwrap();
-                *removed_in_sink.lock().unwrap() = Some(reloader_in_sink.lock().unwrap().rescan());
-            }
-        })),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_progress(Arc::new(move |p: Progress| {
+        if p.done == 1 {
+            std::fs::remove_file(dir.join("progress.wasm")).unwrap();
+            *removed_in_sink.lock().unwrap() = Some(reloader_in_sink.lock().unwrap().rescan());
+        }
+    }));
     let out: Value =
         serde_json::from_str(&s.registry.call("progress", r#"{"steps": 3}"#, &options)).unwrap();
     assert_eq!(out["steps"], 3, "{out}");

@@ -49,11 +49,9 @@ fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
 }
 
 fn opts(approver: Option<Arc<dyn Approver>>) -> CallOptions {
-    CallOptions {
-        session: "s1".into(),
-        approver,
-        ..CallOptions::default()
-    }
+    let mut options = CallOptions::default().with_session("s1");
+    options.approver = approver;
+    options
 }
 
 fn call(registry: &Registry, tool: &str, args: Value, options: &CallOptions) -> Value {
@@ -464,12 +462,9 @@ fn local_backend() {
     // Output is streamed as progress.
     let seen = Arc::new(std::sync::Mutex::new(String::new()));
     let sink = seen.clone();
-    let options = CallOptions {
-        progress: Some(Arc::new(move |p: hermetic::Progress| {
-            sink.lock().unwrap().push_str(&p.message);
-        })),
-        ..opts(None)
-    };
+    let options = opts(None).with_progress(Arc::new(move |p: hermetic::Progress| {
+        sink.lock().unwrap().push_str(&p.message);
+    }));
     let r = call(
         &registry,
         "terminal",
@@ -502,10 +497,7 @@ fn local_cancellation_kills_the_command_with_130() {
     let ws_path = ws.path().canonicalize().unwrap();
     let registry = registry(&ws_path, TerminalConfig::default());
     let token = hermetic::CancelToken::new();
-    let options = CallOptions {
-        cancel: Some(token.clone()),
-        ..opts(None)
-    };
+    let options = opts(None).with_cancel(token.clone());
     let canceller = token.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(1));
@@ -928,10 +920,10 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     // The same session id in both tenants: only the tenant tells them apart.
-    let as_tenant = |tenant: &str| CallOptions {
-        tenant: tenant.into(),
-        session: "s1".into(),
-        ..CallOptions::default()
+    let as_tenant = |tenant: &str| {
+        CallOptions::default()
+            .with_tenant(tenant)
+            .with_session("s1")
     };
     // In the command's arguments, not a comment: bash may exec `sleep` in its place,
     // and a comment is not in sleep's command line.

@@ -30,10 +30,9 @@ pub fn tools_dir(names: &[&str]) -> TempDir {
 
 /// Engine settings for tests: the shared cache under target/.
 pub fn engine_config() -> EngineConfig {
-    EngineConfig {
-        cache_dir: Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")),
-        ..EngineConfig::default()
-    }
+    let mut config = EngineConfig::default();
+    config.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
+    config
 }
 
 /// A test fixture: a workspace and a registry over it.
@@ -79,10 +78,9 @@ pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
     let loaded = hermetic::policy_file::load(&path, root).unwrap();
     let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy));
     options.secrets = loaded.secrets;
-    options.engine = EngineConfig {
-        fuel: options.engine.fuel,
-        ..engine_config()
-    };
+    let fuel = options.engine.fuel;
+    options.engine = engine_config();
+    options.engine.fuel = fuel;
     let registry = Registry::new(options).unwrap();
     if bundled {
         assert_eq!(registry.add_bundled(), vec![]);

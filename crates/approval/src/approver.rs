@@ -78,6 +78,7 @@ pub enum Answer {
 
 /// The approver failed (as opposed to a human refusing).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApproverError {
     /// Reading or writing the prompt failed.
     #[error("approval prompt: {0}")]

@@ -30,6 +30,7 @@ pub enum SmartAnswer {
 
 /// Why the smart approver could not answer (each escalates).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SmartError {
     /// The HTTP request failed or timed out.
     #[error("smart approver request failed: {0}")]

@@ -491,14 +491,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 args
             };
             let registry = build_registry(&host)?;
-            let options = CallOptions {
-                tenant: host.tenant().to_owned(),
-                // A dangerous terminal command is put to the person at this terminal;
-                // without a TTY nobody can answer and the gate's headless default
-                // (deny) applies.
-                approver: Some(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio())),
-                ..CallOptions::default()
-            };
+            let options = CallOptions::default()
+                .with_tenant(host.tenant().to_owned())
+                .with_approver(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio()));
             let outcome = registry.invoke(&name, &args, &options);
             out!("{}", outcome.to_json());
             // Exit 1 for every failure and for the tool's own `{"error": …}` report

@@ -38,6 +38,7 @@ pub(crate) struct CatalogOptions {
 
 /// Registry errors.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// Engine construction failed.
     #[error(transparent)]
@@ -98,6 +99,7 @@ fn one_line(text: &str) -> String {
 
 /// What registering did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Registered {
     /// New name.
     Added,

@@ -48,6 +48,7 @@ impl std::fmt::Display for ToolSource {
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// Reading the file failed.
     #[error("cannot read: {0}")]
@@ -293,6 +294,7 @@ fn link_hint(declaration: &Declaration, message: String) -> String {
 
 /// How a sandboxed call ended, short of returning.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallFailure {
     /// The wall-clock deadline passed.
     #[error("time limit exceeded: the call ran longer than {0} ms")]

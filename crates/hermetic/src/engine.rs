@@ -10,8 +10,10 @@ use std::time::Duration;
 use wasmtime::component::Component;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// Engine settings.
+/// Engine settings: `EngineConfig::default()`, then set the public fields (new ones may
+/// be added).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Use the pooling allocator (default `true`). Off, every call mmaps fresh memory:
     /// slower, but useful to compare.
@@ -56,6 +58,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// Errors building the engine or compiling a component.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// wasmtime rejected the configuration.
     #[error("engine configuration: {0}")]

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Why a policy file was rejected.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PolicyFileError {
     /// The file (or the secrets file) cannot be read.
     #[error("cannot read {path}: {reason}")]

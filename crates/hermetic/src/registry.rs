@@ -23,7 +23,9 @@ pub use crate::catalog::{
     ToolStatus, ToolsetInfo,
 };
 
-/// Registry settings.
+/// Registry settings: [`RegistryOptions::new`], then set the public fields (new ones
+/// may be added).
+#[non_exhaustive]
 pub struct RegistryOptions {
     /// Engine settings.
     pub engine: EngineConfig,

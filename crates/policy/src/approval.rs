@@ -9,6 +9,7 @@ use std::time::Duration;
 /// How dangerous commands are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Mode {
     /// No approval: dangerous commands run (and are logged). Hardline and deny rules
     /// still block. An explicit operator opt-in.
@@ -23,6 +24,7 @@ pub enum Mode {
 /// What happens when nobody can answer an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Headless {
     /// Silence is not consent: the command is denied (the default).
     #[default]
@@ -126,6 +128,7 @@ impl Default for ApprovalConfig {
 
 /// A configuration that cannot be used, with what to write instead.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// An entry looks like a rule id but names no rule.
     #[error(

@@ -95,6 +95,7 @@ impl std::fmt::Display for Access {
 
 /// Why a declaration was rejected.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeclarationError {
     /// The component has no `hermetic:declaration` section.
     #[error("no `{SECTION}` custom section (build the tool with hermetic-sdk's export_tool!)")]

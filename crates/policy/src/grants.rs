@@ -141,6 +141,8 @@ pub struct GrantOverride {
 /// What the guest's wall and monotonic clocks show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
+// Not `#[non_exhaustive]`: the sandbox must match every clock policy, so a new one is
+// a compile error there rather than a silent fall-through to the real clock.
 pub enum ClockPolicy {
     /// The host's clocks.
     #[default]

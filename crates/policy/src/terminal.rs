@@ -15,6 +15,8 @@ pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// Which backend runs commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+// Not `#[non_exhaustive]`: the terminal host must match every backend, so a new one
+// is a compile error there rather than an unhandled case.
 pub enum BackendKind {
     /// `bash -c` on the host, in its own process group.
     #[default]

@@ -143,13 +143,12 @@ impl McpHandler {
         if let Some(round) = &round {
             approver = approver.with_round(round.clone());
         }
-        let options = CallOptions {
-            tenant: tenant.to_string(),
-            session: session.clone(),
-            progress,
-            cancel: Some(cancel.0.clone()),
-            approver: Some(Arc::new(approver)),
-        };
+        let mut options = CallOptions::default()
+            .with_tenant(tenant.to_string())
+            .with_session(session.clone())
+            .with_cancel(cancel.0.clone())
+            .with_approver(Arc::new(approver));
+        options.progress = progress;
         // The arguments are kept for the audit record only when there is one.
         let (call_args, args) = if audit.is_some() {
             (args.clone(), args)

@@ -15,7 +15,7 @@
 mod common;
 
 use hermetic::policy_file::ServerPolicy;
-use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
+use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::{McpServer, ServeOptions, stdio};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -35,10 +35,7 @@ const LEGACY: &str = "2025-06-18";
 
 fn registry(workspace: &Path) -> Registry {
     let mut options = RegistryOptions::new(OperatorPolicy::with_workspace(workspace.to_path_buf()));
-    options.engine = EngineConfig {
-        cache_dir: Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")),
-        ..EngineConfig::default()
-    };
+    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
     let registry = Registry::new(options).unwrap();
     let dir = tempfile::TempDir::new().unwrap();
     for tool in ["echo", "spin_long"] {

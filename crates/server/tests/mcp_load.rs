@@ -16,7 +16,7 @@
     reason = "tests"
 )]
 
-use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
+use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::{McpServer, ServeOptions, http};
 use std::path::Path;
 use std::sync::Arc;
@@ -30,10 +30,7 @@ const CONNECTIONS: usize = 64;
 
 fn registry(workspace: &Path) -> Registry {
     let mut options = RegistryOptions::new(OperatorPolicy::with_workspace(workspace.to_path_buf()));
-    options.engine = EngineConfig {
-        cache_dir: Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")),
-        ..EngineConfig::default()
-    };
+    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
     let registry = Registry::new(options).unwrap();
     let dir = tempfile::TempDir::new().unwrap();
     std::fs::copy(

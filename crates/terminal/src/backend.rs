@@ -9,6 +9,7 @@ use std::process::Command;
 
 /// A backend failed to prepare or run a command.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackendError {
     /// The backend's program could not be started.
     #[error("{backend}: cannot start {program}: {reason}")]

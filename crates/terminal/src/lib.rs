@@ -65,6 +65,7 @@ pub struct TooManySessions;
 
 /// Terminal set-up errors.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TerminalError {
     /// The tenant's approval settings do not compile.
     #[error("approval settings of tenant {tenant:?}: {reason}")]

@@ -20,8 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Per-call options from the transport.
+/// Per-call options from the transport: `CallOptions::default()` and the `with_`
+/// methods (the fields are public to read; new ones may be added).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CallOptions {
     /// Tenant id; empty = the operator itself (no tenant narrowing). The guest sees
     /// `"default"` then.
@@ -36,6 +38,43 @@ pub struct CallOptions {
     /// command): a TTY prompt for the CLI, MCP elicitation or the approvals endpoint for
     /// the server. `None`: nobody can be asked, so the gate's headless default applies.
     pub approver: Option<Arc<dyn crate::approval::Approver>>,
+}
+
+impl CallOptions {
+    /// These options for `tenant` (`""`: the operator itself).
+    #[must_use]
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
+        self
+    }
+
+    /// These options in agent session `session`.
+    #[must_use]
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session = session.into();
+        self
+    }
+
+    /// These options with progress reports sent to `sink`.
+    #[must_use]
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// These options cancelled by `token`.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// These options with approval requests put to `approver`.
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn crate::approval::Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
 }
 
 static CALL_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -302,31 +341,27 @@ impl Dispatcher {
         }
     }
 
-    /// The terminal for one call of a tool granted it: the caller's tenant, session,
-    /// approver and cancel token, the tool's granted env, and its deadline.
+    /// The terminal for one call of a tool granted it, for the caller's tenant,
+    /// session, approver and cancel token.
     fn terminal_call(
         &self,
         grants: &crate::EffectiveGrants,
         options: &CallOptions,
     ) -> Option<TerminalAccess> {
         let service = Arc::clone(self.terminal.as_ref()?);
-        let secrets = self.catalog.secrets();
-        let env = grants
-            .env
-            .iter()
-            .filter_map(|var| Some((var.clone(), secrets.env_value(var)?)))
-            .collect();
-        let call = Arc::new(TerminalCallContext {
+        let caller = TerminalCallContext {
             tenant: options.tenant.clone(),
             session: options.session.clone(),
             approver: options.approver.clone(),
             cancel: options.cancel.clone(),
-            env,
-            deadline: Some(
-                std::time::Instant::now() + Duration::from_millis(grants.limits.timeout_ms),
-            ),
-        });
-        Some(TerminalAccess { service, call })
+            ..TerminalCallContext::default()
+        };
+        Some(TerminalAccess::for_call(
+            service,
+            grants,
+            self.catalog.secrets(),
+            caller,
+        ))
     }
 
     /// [`Dispatcher::call`] for async callers.

@@ -3,30 +3,27 @@
 //!
 //! This module knows nothing of how grants were decided (see [`crate::policy`]).
 
+pub mod capability;
 mod deadline_io;
-pub mod egress;
-mod fs_guard;
-mod mounts;
 mod output;
-pub mod terminal;
 
 pub use crate::call::{CancelToken, Progress, ProgressSink};
-pub use egress::HttpState;
+pub use capability::http::{HttpState, egress};
+pub use capability::{LinkedCapabilities, terminal};
 pub use output::CappedOutput;
 
 use crate::bindings::{self, Level};
-use crate::declaration::{Access, Declaration};
+use crate::declaration::Declaration;
 use crate::engine::Runtime;
-use crate::policy::{ClockPolicy, EffectiveGrants};
+use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
+use capability::{clock, env, fs, http};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
-use wasmtime_wasi::{
-    FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
-};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Log records a single call may send before further ones are dropped.
 const MAX_LOG_RECORDS: u32 = 1_000;
@@ -37,6 +34,7 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 /// Errors setting up a sandbox.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SandboxError {
     /// A granted mount's host directory cannot be opened.
     #[error("mount `{mount}` ({path}) cannot be opened: {reason}")]
@@ -82,22 +80,6 @@ pub struct CallState {
     /// wasi:http state, for tools granted network destinations (`None` otherwise: no
     /// cost on the common path).
     http: Option<Box<HttpState>>,
-}
-
-impl wasmtime_wasi_http::WasiHttpView for CallState {
-    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
-        // Only tools linked with wasi:http get here; one whose call was granted no
-        // destination gets a state that refuses every request.
-        let tool = &self.tool;
-        let state = self
-            .http
-            .get_or_insert_with(|| Box::new(HttpState::deny_all(tool.clone())));
-        wasmtime_wasi_http::WasiHttpCtxView {
-            ctx: &mut state.ctx,
-            table: &mut self.table,
-            hooks: &mut state.hooks,
-        }
-    }
 }
 
 impl WasiView for CallState {
@@ -175,7 +157,7 @@ impl bindings::hermetic::tool::host::Host for CallState {
 }
 
 impl CallState {
-    /// The filesystem view with the call's stop, borrowed apart (see fs_guard).
+    /// The filesystem view with the call's stop, borrowed apart (see capability/fs/guard.rs).
     fn filesystem_and_stop(
         &mut self,
     ) -> (
@@ -298,27 +280,6 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Which host interfaces beyond WASI a tool's linker carries: one per capability
-/// that adds imports. Each distinct set gets one linker, built the first time a tool
-/// with that set loads (not 2ⁿ linkers up front).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LinkedCapabilities {
-    /// wasi:http (the tool declares network destinations).
-    pub http: bool,
-    /// The host `terminal` interface (the tool declares the terminal).
-    pub terminal: bool,
-}
-
-impl LinkedCapabilities {
-    /// What a declaration asks to be linked.
-    pub fn of(declaration: &Declaration) -> Self {
-        Self {
-            http: !declaration.capabilities.network.is_empty(),
-            terminal: declaration.capabilities.terminal,
-        }
-    }
-}
-
 /// The linkers tools are instantiated with, one per [`LinkedCapabilities`] set, each
 /// built once per engine: an interface is only ever linked into tools that asked for
 /// it (and each call's grants still decide what it may do), so a component importing
@@ -352,14 +313,8 @@ impl Linkers {
         if let Some(linker) = built.get(&set) {
             return Ok(Arc::clone(linker));
         }
-        let link = |e: wasmtime::Error| SandboxError::Link(format!("{e:#}"));
         let mut linker = base_linker(&self.engine)?;
-        if set.http {
-            wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
-        }
-        if set.terminal {
-            terminal::link(&mut linker)?;
-        }
+        set.link(&mut linker)?;
         let linker = Arc::new(linker);
         built.insert(set, Arc::clone(&linker));
         Ok(linker)
@@ -380,9 +335,9 @@ impl Linkers {
 /// WASI and the tool world's own imports (`host`), nothing else.
 fn base_linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, SandboxError> {
     let mut linker = Linker::new(engine);
-    link_wasi(&mut linker).map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+    link_wasi(&mut linker).map_err(|e| capability::link_error(&e))?;
     bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-        .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+        .map_err(|e| capability::link_error(&e))?;
     Ok(linker)
 }
 
@@ -397,30 +352,25 @@ impl HasData for HasIo {
 /// and deliberately *not* wasi:sockets: a component that imports sockets fails to load
 /// ("… matching implementation was not found in the linker"), so no HTTP grant can ever
 /// be turned into raw sockets (wasi:http, linked only for tools that declare network
-/// destinations, sends requests through [`egress`] and nothing else). What each linked interface may reach is decided
-/// per call by the [`WasiCtx`] (no preopens, no env unless granted).
+/// destinations, sends requests through [`egress`] and nothing else). What each linked
+/// interface may reach is decided per call by the [`WasiCtx`] (no preopens, no env
+/// unless granted): the fs, env and clock capabilities link their own interfaces.
 fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
-    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
-    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
+    use wasmtime_wasi::p2::bindings::{cli, random, sync};
     use wasmtime_wasi::random::WasiRandom;
 
     sync::io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
     // Blocking waits end at the call's deadline and on cancel (see deadline_io).
     sync::io::poll::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
     sync::io::streams::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
-    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    clock::link(l)?;
     random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
-    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
-    sync::filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
-    // No escaping symlinks left behind, no open that blocks past the deadline.
-    fs_guard::link(l)?;
+    fs::link(l)?;
+    env::link(l)?;
     cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
-    cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
@@ -465,37 +415,9 @@ pub fn store(
     // Calls already run on a worker thread of their own; hopping to another thread for
     // every file operation would only add latency. Must precede `preopened_dir`.
     wasi.allow_blocking_current_thread(true);
-    for mount in &grants.mounts {
-        let perms = match mount.access {
-            Access::Ro => FsPerms::ReadOnly,
-            Access::Rw => FsPerms::ReadWrite,
-        };
-        let refused = |reason: String| SandboxError::Mount {
-            mount: mount.name.clone(),
-            path: mount.host_path.display().to_string(),
-            reason,
-        };
-        // `_held` keeps a walked subdirectory open until the preopen has its own handle.
-        let (path, _held) = mounts::resolve(mount).map_err(|e| refused(e.to_string()))?;
-        wasi.preopened_dir(&path, format!("/{}", mount.name), perms)
-            .map_err(|e| refused(format!("{e:#}")))?;
-    }
-    for var in &grants.env {
-        if let Some(value) = secrets.env_value(var) {
-            wasi.env(var, value);
-        }
-    }
-    match grants.clock {
-        ClockPolicy::Real => {}
-        ClockPolicy::Frozen => {
-            wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
-        }
-        ClockPolicy::Coarse(ms) => {
-            let step = Duration::from_millis(ms.max(1));
-            wasi.wall_clock(CoarseWallClock(step))
-                .monotonic_clock(CoarseMonotonicClock::new(step));
-        }
-    }
+    fs::configure(&mut wasi, grants)?;
+    env::configure(&mut wasi, grants, secrets);
+    clock::configure(&mut wasi, grants.clock);
     let timeout = setup
         .timeout
         .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
@@ -524,15 +446,7 @@ pub fn store(
         stderr,
         cancelled: false,
         terminal: setup.terminal,
-        http: (!grants.network.is_empty()).then(|| {
-            Box::new(HttpState::new(
-                tool.clone(),
-                grants.network.clone(),
-                grants.limits.http,
-                deadline,
-                setup.cancel.clone(),
-            ))
-        }),
+        http: http::state(tool, grants, deadline, setup.cancel.clone()),
     };
     let mut store = Store::new(runtime.engine(), state);
     if runtime.meters_fuel() {
@@ -565,70 +479,4 @@ pub fn store(
         }
     }
     Ok(store)
-}
-
-/// A clock stopped at the Unix epoch (and a monotonic clock stopped at zero).
-struct FrozenClock;
-
-impl HostWallClock for FrozenClock {
-    fn resolution(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-    fn now(&self) -> Duration {
-        Duration::ZERO
-    }
-}
-
-impl HostMonotonicClock for FrozenClock {
-    fn resolution(&self) -> u64 {
-        1_000_000_000
-    }
-    fn now(&self) -> u64 {
-        0
-    }
-}
-
-/// The host's wall clock rounded down to a step.
-struct CoarseWallClock(Duration);
-
-impl HostWallClock for CoarseWallClock {
-    fn resolution(&self) -> Duration {
-        self.0
-    }
-    fn now(&self) -> Duration {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        round_down(now, self.0)
-    }
-}
-
-/// A monotonic clock (from the call's start) rounded down to a step.
-struct CoarseMonotonicClock {
-    start: std::time::Instant,
-    step: Duration,
-}
-
-impl CoarseMonotonicClock {
-    fn new(step: Duration) -> Self {
-        Self {
-            start: std::time::Instant::now(),
-            step,
-        }
-    }
-}
-
-impl HostMonotonicClock for CoarseMonotonicClock {
-    fn resolution(&self) -> u64 {
-        u64::try_from(self.step.as_nanos()).unwrap_or(u64::MAX)
-    }
-    fn now(&self) -> u64 {
-        u64::try_from(round_down(self.start.elapsed(), self.step).as_nanos()).unwrap_or(u64::MAX)
-    }
-}
-
-fn round_down(t: Duration, step: Duration) -> Duration {
-    let step_ns = step.as_nanos().max(1);
-    let ns = t.as_nanos() / step_ns * step_ns;
-    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
 }

@@ -20,7 +20,7 @@
 //! because that one resolves and connects by name in one step, leaving no point at
 //! which to vet the address.
 
-use super::CancelToken;
+use crate::call::CancelToken;
 use crate::policy::HttpLimits;
 use crate::policy::network::{Destination, HostPattern, Scheme};
 use bytes::Bytes;

@@ -18,10 +18,10 @@
 //! Both are shadowing definitions over wasmtime-wasi's own `wasi:filesystem/types`;
 //! everything else is wasmtime-wasi's implementation, called through.
 //!
-//! [`deadline_io`]: super::deadline_io
+//! [`deadline_io`]: crate::sandbox::deadline_io
 
-use super::CallState;
-use super::deadline_io::bounded;
+use crate::sandbox::CallState;
+use crate::sandbox::deadline_io::bounded;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::FsResult;

@@ -7,9 +7,11 @@
 //! approval gate before any backend sees the command. Output is streamed as the call's
 //! progress.
 
-use super::{CallState, Coalesce, MAX_LOG_BYTES, Progress, SandboxError, truncate};
 use crate::approval::{ApprovalObserver, Approver};
 use crate::call::CancelToken;
+use crate::policy::EffectiveGrants;
+use crate::policy_file::Secrets;
+use crate::sandbox::{CallState, Coalesce, MAX_LOG_BYTES, Progress, SandboxError, truncate};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -148,17 +150,42 @@ pub struct TerminalAccess {
     pub call: Arc<TerminalCallContext>,
 }
 
+impl TerminalAccess {
+    /// The terminal for one call with `grants`: `caller`'s tenant, session, approver
+    /// and cancel token, with the granted env vars (values from `secrets`, else the
+    /// host environment) and the deadline of the tool's own time limit.
+    pub(crate) fn for_call(
+        service: Arc<dyn TerminalService>,
+        grants: &EffectiveGrants,
+        secrets: &Secrets,
+        caller: TerminalCallContext,
+    ) -> Self {
+        let env = grants
+            .env
+            .iter()
+            .filter_map(|var| Some((var.clone(), secrets.env_value(var)?)))
+            .collect();
+        let deadline = Instant::now() + std::time::Duration::from_millis(grants.limits.timeout_ms);
+        let call = Arc::new(TerminalCallContext {
+            env,
+            deadline: Some(deadline),
+            ..caller
+        });
+        Self { service, call }
+    }
+}
+
 /// The WIT interface name, as it appears in link errors.
 pub const INTERFACE: &str = "hermetic:tool/terminal";
 
 /// Adds the `terminal` interface to a linker (only for tools that declare the
-/// terminal: see [`super::Linkers`]).
+/// terminal: see [`super::LinkedCapabilities`]).
 ///
 /// # Errors
 /// [`SandboxError::Link`] on a wasmtime linking failure.
 pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
     bindings::hermetic::tool::terminal::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(|e| SandboxError::Link(format!("{e:#}")))
+        .map_err(|e| super::link_error(&e))
 }
 
 fn not_granted() -> String {
