@@ -96,6 +96,20 @@ fn escape(registry: &Registry, op: &str, path: &str) -> Value {
     )
 }
 
+/// The guest ran and its own file operation failed: the error is the guest's I/O error
+/// as a tool error, not a host refusal, a load failure or an unknown tool (which would
+/// also be "an error", and would let these tests pass without the sandbox being tried).
+#[track_caller]
+fn assert_refused_by_sandbox(what: &str, out: &Value) {
+    let err = out["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: not refused: {out}"));
+    assert!(
+        err.starts_with("[TOOL_ERROR] ") && err.contains("os error"),
+        "{what}: refused for another reason: {err}"
+    );
+}
+
 #[test]
 fn raw_file_access_outside_the_mount_is_refused_by_the_sandbox_itself() {
     let f = hostile(&["escape"]);
@@ -110,7 +124,7 @@ fn raw_file_access_outside_the_mount_is_refused_by_the_sandbox_itself() {
         "/proc/self/environ",
     ] {
         let out = escape(&f.registry, "read", path);
-        assert!(out.get("error").is_some(), "{path}: {out}");
+        assert_refused_by_sandbox(path, &out);
         assert!(!out.to_string().contains("root:"), "{path} leaked: {out}");
     }
     for dir in ["/", "/etc", &home, "/workspace/.."] {
@@ -143,14 +157,14 @@ fn a_symlink_planted_in_the_workspace_pointing_out_is_refused_by_the_sandbox() {
         "/workspace/passwd-link",
     ] {
         let out = escape(&f.registry, "read", path);
-        assert!(out.get("error").is_some(), "{path}: {out}");
+        assert_refused_by_sandbox(path, &out);
         assert!(
             !out.to_string().contains("TOP-SECRET") && !out.to_string().contains("root:"),
             "{out}"
         );
     }
     let out = escape(&f.registry, "list", "/workspace/dir-link");
-    assert!(out.get("error").is_some(), "{out}");
+    assert_refused_by_sandbox("list /workspace/dir-link", &out);
     // A symlink that stays inside the workspace is fine (the twin of the hostile act).
     std::fs::write(f.workspace.path().join("real.txt"), "inside").unwrap();
     symlink("real.txt", f.workspace.path().join("inner-link")).unwrap();
@@ -170,11 +184,11 @@ fn writing_to_a_read_only_mount_is_refused() {
         "/etc/evil",
     ] {
         let out = escape(&f.registry, "write", path);
-        assert!(out.get("error").is_some(), "{path}: {out}");
+        assert_refused_by_sandbox(path, &out);
     }
     std::fs::write(f.workspace.path().join("existing.txt"), "original").unwrap();
     let out = escape(&f.registry, "write", "/workspace/existing.txt");
-    assert!(out.get("error").is_some(), "{out}");
+    assert_refused_by_sandbox("write /workspace/existing.txt", &out);
     assert_eq!(
         std::fs::read_to_string(f.workspace.path().join("existing.txt")).unwrap(),
         "original"
@@ -298,10 +312,7 @@ fn a_thousand_calls_from_ten_tenants_complete_while_one_tenants_tool_spins() {
         let spinning = spinning.clone();
         std::thread::spawn(move || {
             // t0's tool spins until its deadline; it must not starve anyone else.
-            let options = CallOptions {
-                tenant: "t0".into(),
-                ..CallOptions::default()
-            };
+            let options = CallOptions::default().with_tenant("t0");
             let out = registry.call("spin_long", "{}", &options);
             spinning.store(false, Ordering::SeqCst);
             out
@@ -315,10 +326,7 @@ fn a_thousand_calls_from_ten_tenants_complete_while_one_tenants_tool_spins() {
             std::thread::spawn(move || {
                 for i in 0..50 {
                     let tenant = format!("t{}", 1 + (w + i) % 9);
-                    let options = CallOptions {
-                        tenant: tenant.clone(),
-                        ..CallOptions::default()
-                    };
+                    let options = CallOptions::default().with_tenant(tenant.clone());
                     let message = format!("w{w}-{i}");
                     let out =
                         registry.call("echo", &json!({"message": message}).to_string(), &options);

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The allowlist file could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AllowlistError {
     /// Reading, writing, locking or renaming failed.
     #[error("allowlist {path}: {source}")]
@@ -296,7 +297,7 @@ mod kill_tests {
             let mut child = Command::new(&exe)
                 .args([
                     "--exact",
-                    "approval::allowlist::kill_tests::allowlist_writer_child",
+                    "allowlist::kill_tests::allowlist_writer_child",
                     "--ignored",
                     "--nocapture",
                     "--test-threads=1",
@@ -321,6 +322,14 @@ mod kill_tests {
                     _ => break,
                 }
             }
+            // Without this the test would pass vacuously when the child never runs (a
+            // renamed helper test, a child that fails at once): nothing committed,
+            // nothing to lose.
+            assert_eq!(
+                committed.len(),
+                kill_after,
+                "round {round}: the writer child reported only {committed:?} before it stopped"
+            );
             child.kill().ok();
             child.wait().unwrap();
             let loaded = AllowlistFile::new(&path)
