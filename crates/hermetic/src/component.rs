@@ -3,11 +3,11 @@
 
 use crate::bindings::{CallContext, ToolComponentPre};
 use crate::declaration::{self, Declaration, DeclarationError};
-use crate::dispatch::sanitize::MAX_INPUT_CHARS;
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
 use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
+use crate::sanitize::MAX_INPUT_CHARS;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -29,6 +29,7 @@ mod outcome;
 pub mod policy_file;
 mod registry;
 mod sandbox;
+mod sanitize;
 mod slots;
 pub mod toolsets;
 

@@ -5,7 +5,7 @@
 //! `{"error": "...", "limit": "time"}` has still *succeeded* as far as the host is
 //! concerned: see [`CallOutcome::tool_reported_error`]).
 
-use crate::dispatch::sanitize;
+use crate::sanitize;
 use serde_json::json;
 
 /// Which limit ended a call.

@@ -5,7 +5,6 @@
 //! asks it through [`Catalog::resolve`] and [`Catalog::check_failure`] only.
 
 pub mod coerce;
-pub mod sanitize;
 
 use crate::bindings::CallContext;
 use crate::catalog::{Catalog, Resolved};
