@@ -296,10 +296,28 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", report(&e));
             ExitCode::from(3)
         }
     }
+}
+
+/// An error and its causes on one line, each cause once: library errors keep their
+/// source (for callers that inspect it) and also name it in their own message (for
+/// callers that print only that), so a cause already in the text is not repeated.
+fn report(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 fn init_logging(level: &str) {

@@ -211,10 +211,30 @@ fn a_missing_tools_dir_is_a_setup_error() {
     let ws = tempfile::TempDir::new().unwrap();
     let (out, _) = run(hermetic(ws.path()).args(["--tools-dir", "/nonexistent/dir", "tools"]));
     assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent/dir"), "{stderr}");
+    // The OS error is the error's source and also in its message: said once.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_policy_file_names_the_file_and_the_os_error_once() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, _) = run(hermetic(ws.path()).args(["--policy", "/nonexistent/p.toml", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        String::from_utf8(out.stderr)
-            .unwrap()
-            .contains("/nonexistent/dir")
+        stderr.contains("cannot read /nonexistent/p.toml: No such file or directory"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
     );
 }
 

@@ -62,12 +62,13 @@ pub enum RegistryError {
     #[error("Unknown tenant: {0}")]
     UnknownTenant(String),
     /// A tools directory could not be read.
-    #[error("cannot read tools directory {path}: {reason}")]
+    #[error("cannot read tools directory {path}: {source}")]
     Dir {
         /// Directory.
         path: PathBuf,
         /// OS error.
-        reason: String,
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -459,9 +460,9 @@ impl Catalog {
     /// # Errors
     /// [`RegistryError::Dir`] if the directory itself cannot be read.
     pub fn add_dir(&self, dir: &Path) -> Result<Vec<LoadProblem>, RegistryError> {
-        let dir_err = |e: std::io::Error| RegistryError::Dir {
+        let dir_err = |source: std::io::Error| RegistryError::Dir {
             path: dir.to_path_buf(),
-            reason: e.to_string(),
+            source,
         };
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(dir_err)?

@@ -52,7 +52,7 @@ impl std::fmt::Display for ToolSource {
 pub enum LoadError {
     /// Reading the file failed.
     #[error("cannot read: {0}")]
-    Io(String),
+    Io(#[source] std::io::Error),
     /// Not a WebAssembly component (a core module, or not wasm at all).
     #[error("not a WebAssembly component: {0}")]
     NotAComponent(String),
@@ -93,12 +93,12 @@ pub enum LoadError {
 /// [`LoadError::Io`] if it cannot be read, [`LoadError::TooLarge`] if it is too large.
 pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| LoadError::Io(e.to_string()))?;
+    let file = std::fs::File::open(path).map_err(LoadError::Io)?;
     let limit = u64::try_from(MAX_COMPONENT_BYTES).unwrap_or(u64::MAX);
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| LoadError::Io(e.to_string()))?;
+        .map_err(LoadError::Io)?;
     if bytes.len() > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge(bytes.len()));
     }

@@ -18,12 +18,13 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum PolicyFileError {
     /// The file (or the secrets file) cannot be read.
-    #[error("cannot read {path}: {reason}")]
+    #[error("cannot read {path}: {source}")]
     Read {
         /// File.
         path: PathBuf,
         /// OS error.
-        reason: String,
+        #[source]
+        source: std::io::Error,
     },
     /// Not valid TOML, or an unknown key, or a wrong type.
     #[error("{path}: {reason}")]
@@ -292,9 +293,9 @@ struct TenantLimitsToml {
 /// # Errors
 /// [`PolicyFileError`] naming the file, the key and what to write instead.
 pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PolicyFileError::Read {
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        source,
     })?;
     let file_dir = path.parent().unwrap_or(Path::new("."));
     parse(&text, path, base_dir, file_dir)
@@ -672,9 +673,9 @@ fn check_mounts_exist(
 }
 
 fn read_secrets(path: &Path) -> Result<Secrets, PolicyFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PolicyFileError::Read {
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        source,
     })?;
     let values: BTreeMap<String, String> =
         toml::from_str(&text).map_err(|e| PolicyFileError::Parse {
