@@ -42,7 +42,7 @@ pub enum BackendError {
 /// What a backend needs to build one command's process.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// The complete shell script to run (already wrapped by [`wrap_script`]).
+    /// The complete shell script to run (already wrapped by `wrap_script`).
     pub script: String,
     /// Environment for the command (already scrubbed: exactly these variables).
     pub env: Vec<(String, String)>,
@@ -82,7 +82,7 @@ pub trait TerminalBackend: Send + Sync {
     /// Whether commands run under bash, the shell the approval gate parses them as.
     /// Backends that can only count on a POSIX `sh` (containers, remote hosts) say no,
     /// and commands with bash-only quoting are refused there (see
-    /// [`bash_only_quoting`]).
+    /// `bash_only_quoting`).
     fn runs_bash(&self) -> bool {
         true
     }

@@ -12,24 +12,31 @@
 //! 3. only then does the tenant's [`TerminalBackend`] see it: `local`, `bwrap`,
 //!    `docker` (any docker-compatible CLI) or `ssh`, chosen by the operator;
 //! 4. the output (stdout and stderr merged) is streamed as progress, then stripped of
-//!    ANSI escapes, redacted and capped ([`output`]).
+//!    ANSI escapes, redacted and capped (`output.rs`).
 //!
-//! Background processes live in a [`process::ProcessRegistry`] per (tenant, session);
+//! Background processes live in a process registry (`process.rs`) per (tenant, session);
 //! [`TerminalHost::end_session`] and [`TerminalHost::shutdown`] kill them.
 
-pub mod backend;
-pub mod bwrap;
+// The public surface is curated: modules are private, what callers use is re-exported.
+mod backend;
+mod bwrap;
 /// The terminal settings (data, in `hermetic-policy`).
 pub use hermetic_policy::terminal as config;
-pub mod docker;
+mod docker;
 mod exec;
-pub mod local;
-pub mod output;
-pub mod process;
-pub mod ssh;
+mod local;
+mod output;
+mod process;
+mod ssh;
 
-pub use backend::{BackendError, Job, TerminalBackend};
+pub use backend::{BackendError, Job, PtyMode, TerminalBackend};
+pub use bwrap::BwrapBackend;
 pub use config::{BackendKind, TerminalConfig, TerminalSettings};
+pub use docker::{CONTAINER_WORKSPACE, DockerBackend};
+pub use local::LocalBackend;
+pub use output::{MAX_OUTPUT_CHARS, REDACTED};
+pub use process::{BUFFER_CHARS, KEEP_FINISHED, MAX_PER_SESSION};
+pub use ssh::SshBackend;
 
 use config::MAX_TIMEOUT_SECS;
 use hermetic::CancelToken;

@@ -140,11 +140,6 @@ impl HeadTail {
         }
     }
 
-    /// Characters seen so far.
-    pub fn total(&self) -> usize {
-        self.total
-    }
-
     /// What was kept, with the total for [`cap`].
     pub fn into_parts(self) -> (String, usize) {
         let total = self.total;
