@@ -36,6 +36,7 @@ pub mod rules;
 mod sed;
 mod walk;
 mod windows;
+mod wrappers;
 
 pub use detector::{Detection, Detector, DetectorConfig, Hit};
 pub use rules::{RULES, Rule, RuleId, Tier};
