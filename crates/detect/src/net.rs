@@ -207,6 +207,77 @@ impl Analyzer<'_> {
         }
     }
 
+    /// wget: where it saves (`-O`, `-P`, or each URL's own name), what it posts.
+    pub(crate) fn check_wget(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let mut iter = args.iter().peekable();
+        let mut named = false;
+        let mut prefix: Option<String> = None;
+        while let Some(a) = iter.next() {
+            let t = a.text.as_str();
+            // A cluster (`-qO file`, `-qO-`): the first option taking a value
+            // takes the rest of the word or the next argument.
+            let unclustered;
+            let t = match t
+                .char_indices()
+                .skip(1)
+                .find(|(_, c)| "OoaPiBetTwQUDlARIX".contains(*c))
+            {
+                Some((k, c)) if k > 1 && t.starts_with('-') && !t.starts_with("--") => {
+                    unclustered = format!("-{c}{}", &t[k + c.len_utf8()..]);
+                    unclustered.as_str()
+                }
+                _ => t,
+            };
+            if t == "-O"
+                || t.starts_with("--output-document")
+                || (t.starts_with("-O") && t.len() > 2)
+            {
+                named = true;
+            }
+            if t == "-P" || t == "--directory-prefix" {
+                prefix = iter.peek().map(|f| f.text.clone());
+            } else if let Some(p) = t
+                .strip_prefix("--directory-prefix=")
+                .or_else(|| t.strip_prefix("-P").filter(|p| !p.is_empty()))
+            {
+                prefix = Some(p.to_owned());
+            }
+            if t == "-O" || t == "--output-document" {
+                if let Some(target) = iter.next()
+                    && target.text != "-"
+                {
+                    self.check_write(target, true, r);
+                }
+            } else if let Some(target) = t
+                .strip_prefix("--output-document=")
+                .or_else(|| t.strip_prefix("-O").filter(|s| !s.is_empty() && *s != "-"))
+            {
+                self.check_write(&Field::literal(target), true, r);
+            } else if let Some(file) = t
+                .strip_prefix("--post-file=")
+                .or_else(|| t.strip_prefix("--body-file="))
+                && self.is_secret(&canonical(file))
+            {
+                self.hit(RuleId::Exfiltration, r);
+            }
+            if is_metadata_url(t) {
+                self.hit(RuleId::Exfiltration, r);
+            }
+        }
+        if !named {
+            // Without -O, wget saves each URL under its own name.
+            for url in args.iter().filter(|a| a.text.contains("://")) {
+                let name = url_file_name(&url.text);
+                let path = match &prefix {
+                    Some(dir) => format!("{dir}/{name}"),
+                    None => name.to_owned(),
+                };
+                self.fresh_files.push(canonical(&path));
+            }
+        }
+    }
+
     pub(crate) fn is_remote_copy(&self, args: &[Field]) -> bool {
         args.iter().any(|a| {
             !a.text.starts_with('-')
