@@ -544,96 +544,12 @@ impl Analyzer<'_> {
                 .find(|w| !w.starts_with('-'))
                 .is_some_and(|w| matches!(*w, "down" | "kill" | "stop" | "rm")),
             "exec" => {
-                const VALUES: &[&str] = &[
-                    "-e",
-                    "--env",
-                    "-u",
-                    "--user",
-                    "-w",
-                    "--workdir",
-                    "--env-file",
-                    "--detach-keys",
-                ];
-                let mut k = 0;
-                while k < rest.len() && rest[k].text.starts_with('-') {
-                    k += if VALUES.contains(&rest[k].text.as_str()) {
-                        2
-                    } else {
-                        1
-                    };
-                }
+                let k = options_end(rest, EXEC_VALUES);
                 let command = rest.get(k + 1..).unwrap_or(&[]);
                 return Some(self.run_argv(command, inv, false, false));
             }
             "run" | "create" => {
-                const VALUES: &[&str] = &[
-                    "-v",
-                    "-p",
-                    "-e",
-                    "-w",
-                    "-u",
-                    "-m",
-                    "-l",
-                    "-h",
-                    "-a",
-                    "-c",
-                    "--name",
-                    "--network",
-                    "--net",
-                    "--entrypoint",
-                    "--volume",
-                    "--publish",
-                    "--env",
-                    "--workdir",
-                    "--user",
-                    "--memory",
-                    "--label",
-                    "--hostname",
-                    "--attach",
-                    "--cpus",
-                    "--cpu-shares",
-                    "--mount",
-                    "--env-file",
-                    "--add-host",
-                    "--device",
-                    "--cap-add",
-                    "--cap-drop",
-                    "--security-opt",
-                    "--restart",
-                    "--log-driver",
-                    "--log-opt",
-                    "--tmpfs",
-                    "--ulimit",
-                    "--volumes-from",
-                    "--ip",
-                    "--dns",
-                    "--platform",
-                    "--pull",
-                    "--gpus",
-                    "--shm-size",
-                    "--pid",
-                    "--ipc",
-                    "--uts",
-                    "--userns",
-                    "--runtime",
-                    "--health-cmd",
-                    "--link",
-                    "--expose",
-                    "--group-add",
-                    "--cidfile",
-                    "--stop-signal",
-                    "--stop-timeout",
-                    "--label-file",
-                    "--init-path",
-                ];
-                let mut k = 0;
-                while k < rest.len() && rest[k].text.starts_with('-') {
-                    k += if VALUES.contains(&rest[k].text.as_str()) {
-                        2
-                    } else {
-                        1
-                    };
-                }
+                let k = options_end(rest, RUN_VALUES);
                 let command = rest.get(k + 1..).unwrap_or(&[]);
                 if !command.is_empty() {
                     return Some(self.run_argv(command, inv, false, false));
@@ -648,3 +564,90 @@ impl Analyzer<'_> {
         Some(Producer::Other)
     }
 }
+
+/// Index of the first operand of `args`, given the options that take a value.
+fn options_end(args: &[Field], values: &[&str]) -> usize {
+    let mut k = 0;
+    while k < args.len() && args[k].text.starts_with('-') {
+        k += if values.contains(&args[k].text.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    k
+}
+
+/// `docker exec` options that take a value (the container and command follow).
+const EXEC_VALUES: &[&str] = &[
+    "-e",
+    "--env",
+    "-u",
+    "--user",
+    "-w",
+    "--workdir",
+    "--env-file",
+    "--detach-keys",
+];
+
+/// `docker run`/`create` options that take a value (the image and command follow).
+const RUN_VALUES: &[&str] = &[
+    "-v",
+    "-p",
+    "-e",
+    "-w",
+    "-u",
+    "-m",
+    "-l",
+    "-h",
+    "-a",
+    "-c",
+    "--name",
+    "--network",
+    "--net",
+    "--entrypoint",
+    "--volume",
+    "--publish",
+    "--env",
+    "--workdir",
+    "--user",
+    "--memory",
+    "--label",
+    "--hostname",
+    "--attach",
+    "--cpus",
+    "--cpu-shares",
+    "--mount",
+    "--env-file",
+    "--add-host",
+    "--device",
+    "--cap-add",
+    "--cap-drop",
+    "--security-opt",
+    "--restart",
+    "--log-driver",
+    "--log-opt",
+    "--tmpfs",
+    "--ulimit",
+    "--volumes-from",
+    "--ip",
+    "--dns",
+    "--platform",
+    "--pull",
+    "--gpus",
+    "--shm-size",
+    "--pid",
+    "--ipc",
+    "--uts",
+    "--userns",
+    "--runtime",
+    "--health-cmd",
+    "--link",
+    "--expose",
+    "--group-add",
+    "--cidfile",
+    "--stop-signal",
+    "--stop-timeout",
+    "--label-file",
+    "--init-path",
+];

@@ -2,7 +2,7 @@
 
 use super::commands::Invocation;
 use super::fold::{Field, Producer};
-use super::paths::{self, canonical};
+use super::paths::canonical;
 use super::rules::RuleId;
 use super::walk::Analyzer;
 
@@ -79,11 +79,6 @@ pub(crate) fn is_metadata_url(text: &str) -> bool {
 impl Analyzer<'_> {
     pub(crate) fn check_curl(&mut self, args: &[Field], inv: &Invocation<'_>) {
         let r = inv.rendered;
-        let secrets = self.secret_files.clone();
-        let credential = |v: &str| {
-            let p = canonical(v);
-            paths::is_credential(&p) || secrets.contains(&p)
-        };
         let mut remote_name = false;
         let mut i = 0;
         while i < args.len() {
@@ -152,51 +147,7 @@ impl Analyzer<'_> {
                 self.hit(RuleId::Exfiltration, r);
             }
             if let Some(v) = value {
-                match opt {
-                    "-o" | "--output" if v != "-" => self.check_write(&Field::literal(v), true, r),
-                    "-F" | "--form" | "-T" | "--upload-file" | "-d" | "--data"
-                    | "--data-binary"
-                        if inv.bulk && v.contains("{}") =>
-                    {
-                        // Uploading each file a search found: files chosen at run time.
-                        self.hit(RuleId::Exfiltration, r);
-                    }
-                    "-F" | "--form" => {
-                        if let Some(file) = v.split_once(['@', '<']).map(|x| x.1) {
-                            let file = file.split(';').next().unwrap_or(file);
-                            if credential(file)
-                                || (file == "-" && *inv.stdin == Producer::Credentials)
-                            {
-                                self.hit(RuleId::Exfiltration, r);
-                            }
-                        }
-                    }
-                    "-d" | "--data" | "--data-binary" | "--data-urlencode" | "--data-ascii"
-                    | "--json" => {
-                        if let Some(file) = v.split_once('@').map(|x| x.1)
-                            && (credential(file)
-                                || (file == "-" && *inv.stdin == Producer::Credentials))
-                        {
-                            self.hit(RuleId::Exfiltration, r);
-                        }
-                    }
-                    "-T" | "--upload-file"
-                        if (credential(&v)
-                            || (v == "-" && *inv.stdin == Producer::Credentials)) =>
-                    {
-                        self.hit(RuleId::Exfiltration, r);
-                    }
-                    "-H" | "--header" => {
-                        let lower = v.to_ascii_lowercase();
-                        if lower.starts_with("metadata-flavor")
-                            || lower.starts_with("metadata:")
-                            || lower.starts_with("x-aws-ec2-metadata-token")
-                        {
-                            self.hit(RuleId::Exfiltration, r);
-                        }
-                    }
-                    _ => {}
-                }
+                self.check_curl_value(opt, &v, inv);
             }
             i += 1;
         }
@@ -204,6 +155,54 @@ impl Analyzer<'_> {
             for url in args.iter().filter(|a| a.text.contains("://")) {
                 self.fresh_files.push(canonical(url_file_name(&url.text)));
             }
+        }
+    }
+
+    /// One curl option with its value: a write (`-o`), an upload or a header.
+    fn check_curl_value(&mut self, opt: &str, v: &str, inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let credential = |a: &Self, v: &str| a.is_secret(&canonical(v));
+        match opt {
+            "-o" | "--output" if v != "-" => self.check_write(&Field::literal(v), true, r),
+            "-F" | "--form" | "-T" | "--upload-file" | "-d" | "--data" | "--data-binary"
+                if inv.bulk && v.contains("{}") =>
+            {
+                // Uploading each file a search found: files chosen at run time.
+                self.hit(RuleId::Exfiltration, r);
+            }
+            "-F" | "--form" => {
+                if let Some(file) = v.split_once(['@', '<']).map(|x| x.1) {
+                    let file = file.split(';').next().unwrap_or(file);
+                    if credential(self, file)
+                        || (file == "-" && *inv.stdin == Producer::Credentials)
+                    {
+                        self.hit(RuleId::Exfiltration, r);
+                    }
+                }
+            }
+            "-d" | "--data" | "--data-binary" | "--data-urlencode" | "--data-ascii" | "--json" => {
+                if let Some(file) = v.split_once('@').map(|x| x.1)
+                    && (credential(self, file)
+                        || (file == "-" && *inv.stdin == Producer::Credentials))
+                {
+                    self.hit(RuleId::Exfiltration, r);
+                }
+            }
+            "-T" | "--upload-file"
+                if (credential(self, v) || (v == "-" && *inv.stdin == Producer::Credentials)) =>
+            {
+                self.hit(RuleId::Exfiltration, r);
+            }
+            "-H" | "--header" => {
+                let lower = v.to_ascii_lowercase();
+                if lower.starts_with("metadata-flavor")
+                    || lower.starts_with("metadata:")
+                    || lower.starts_with("x-aws-ec2-metadata-token")
+                {
+                    self.hit(RuleId::Exfiltration, r);
+                }
+            }
+            _ => {}
         }
     }
 

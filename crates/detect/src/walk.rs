@@ -71,6 +71,9 @@ pub(crate) struct Analyzer<'d> {
     pub secret_files: Vec<String>,
     /// Simple commands analyzed so far (bounded by `MAX_COMMANDS`).
     count: usize,
+    /// The number (by `count`) of the last simple command that was a bare shell
+    /// (`sh -i`, no redirections), for the shell-escape rule on carrier payloads.
+    pub bare_shell_at: usize,
     /// The analysis stopped early (a limit was hit).
     pub stopped: bool,
 }
@@ -85,6 +88,7 @@ impl<'d> Analyzer<'d> {
             fresh_files: Vec::new(),
             secret_files: Vec::new(),
             count: 0,
+            bare_shell_at: 0,
             stopped: false,
         }
     }
@@ -102,6 +106,11 @@ impl<'d> Analyzer<'d> {
         self.fresh_files
             .iter()
             .any(|f| f == path || (f.contains(['*', '?', '[']) && fold::glob_matches(f, path)))
+    }
+
+    /// How many simple commands have been analyzed so far.
+    pub(crate) fn commands_seen(&self) -> usize {
+        self.count
     }
 
     /// Records a finding.
@@ -414,6 +423,7 @@ impl<'d> Analyzer<'d> {
             self.stopped = true;
             return Producer::Other;
         }
+        let number = self.count;
         let mut argv: Vec<Field> = Vec::new();
         let mut assignments: Vec<(String, Field)> = Vec::new();
         let mut redirect_items: Vec<&IoRedirect> = Vec::new();
@@ -454,6 +464,9 @@ impl<'d> Analyzer<'d> {
         let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
         stdin = redirect_cx.stdin;
 
+        if assignments.is_empty() && redirects.is_empty() && super::carriers::is_bare_shell(&argv) {
+            self.bare_shell_at = number;
+        }
         let rendered = render(&assignments, &argv, &redirects);
         self.commands.push(rendered.clone());
 
