@@ -302,8 +302,7 @@ impl Analyzer<'_> {
 
     /// What a command's output is made of (for `… | sh` and `$(…)`).
     pub(crate) fn producer_of(&self, name: &str, args: &[Field], inv: &Invocation<'_>) -> Producer {
-        let words: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
-        let has = |w: &str| words.contains(&w);
+        let has = |w: &str| args.iter().any(|a| a.text == w);
         let operands = || args.iter().filter(|a| !a.text.starts_with('-'));
         match name {
             "curl" | "wget" | "fetch" | "http" | "https" | "xh" | "nc" | "ncat" | "netcat"
@@ -326,7 +325,7 @@ impl Analyzer<'_> {
             "base64" | "base32" | "basenc" if has("-d") || has("--decode") || has("-D") => {
                 Producer::Decoder
             }
-            "xxd" if words.iter().any(|w| w.starts_with("-r")) => Producer::Decoder,
+            "xxd" if args.iter().any(|w| w.text.starts_with("-r")) => Producer::Decoder,
             "openssl" if has("-d") || has("-base64") || has("-a") || has("base64") => {
                 Producer::Decoder
             }
@@ -343,9 +342,9 @@ impl Analyzer<'_> {
             // Commands that print nothing unless asked to: `$(touch x)` is empty.
             "touch" | "mkdir" | "true" | "false" | ":" | "cd" | "chmod" | "chown" | "ln" | "cp"
             | "mv" | "rm" | "sleep" | "rmdir"
-                if !words
+                if !args
                     .iter()
-                    .any(|w| *w == "-v" || w.starts_with("--verbose")) =>
+                    .any(|w| w.text == "-v" || w.text.starts_with("--verbose")) =>
             {
                 Producer::Literal(String::new())
             }

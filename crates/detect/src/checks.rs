@@ -16,7 +16,7 @@ use super::opts::{self, Spec};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
 use super::walk::Analyzer;
-use std::collections::HashMap;
+use super::wrappers::NameMap;
 use std::sync::LazyLock;
 
 /// True for `-9`, `-KILL`, `-SIGKILL`, `KILL`, `9`, `SIGKILL` (any case).
@@ -444,7 +444,7 @@ pub(crate) static CHECKS: &[Check] = &[
 ];
 
 /// The table by name, built once.
-static BY_NAME: LazyLock<HashMap<&'static str, &'static Check>> = LazyLock::new(|| {
+static BY_NAME: LazyLock<NameMap<&'static Check>> = LazyLock::new(|| {
     CHECKS
         .iter()
         .flat_map(|c| {

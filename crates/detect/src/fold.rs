@@ -303,16 +303,24 @@ pub(crate) fn expand_braces(pieces: &[BraceExpressionOrText]) -> Vec<String> {
     acc
 }
 
-/// Quotes `text` for display when it holds characters the shell would split on.
-pub(crate) fn display_word(text: &str) -> String {
+/// Appends `text` to `out`, quoted for display when it holds characters the shell
+/// would split on.
+pub(crate) fn push_display_word(out: &mut String, text: &str) {
     if !text.is_empty()
         && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%~^*?[]{}$!#".contains(c))
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_./=:,+@%~^*?[]{}$!#".contains(&c))
     {
-        text.to_owned()
+        out.push_str(text);
     } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
+        out.push('\'');
+        for (i, part) in text.split('\'').enumerate() {
+            if i > 0 {
+                out.push_str("'\\''");
+            }
+            out.push_str(part);
+        }
+        out.push('\'');
     }
 }
 

@@ -50,6 +50,22 @@ fn is_invisible(c: char) -> bool {
 /// and line continuations, removes invisible characters and applies NFKC, noting every
 /// kind of change that hides or disguises text.
 pub(crate) fn normalize(input: &str) -> Normalized {
+    // Printable ASCII with newlines and tabs (nearly every command) has nothing to
+    // remove or fold but line continuations.
+    if input
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        let text = if input.contains("\\\n") {
+            input.replace("\\\n", "")
+        } else {
+            input.to_owned()
+        };
+        return Normalized {
+            text,
+            findings: Vec::new(),
+        };
+    }
     let mut out = Normalized {
         text: String::with_capacity(input.len()),
         findings: Vec::new(),

@@ -102,23 +102,19 @@ pub(crate) fn parse<'a>(args: &'a [Field], spec: &Spec) -> Opts<'a> {
             continue;
         }
         if a.len() > 1 && a.starts_with('-') {
-            let cluster: Vec<char> = a[1..].chars().collect();
-            let mut k = 0;
-            while k < cluster.len() {
-                let c = cluster[k];
+            for (k, c) in a.char_indices().skip(1) {
                 if spec.short_values.contains(c) {
-                    let attached: String = cluster[k + 1..].iter().collect();
+                    let attached = &a[k + c.len_utf8()..];
                     let value = if attached.is_empty() {
                         i += 1;
                         args.get(i).map(|f| f.text.clone()).unwrap_or_default()
                     } else {
-                        attached
+                        attached.to_owned()
                     };
                     out.values.push((c, value));
                     break;
                 }
                 out.shorts.push(c);
-                k += 1;
             }
             i += 1;
             continue;

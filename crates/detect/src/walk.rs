@@ -468,10 +468,39 @@ impl<'d> Analyzer<'d> {
             self.bare_shell_at = number;
         }
         let rendered = render(&assignments, &argv, &redirects);
-        self.commands.push(rendered.clone());
+        // The command's place in `commands` is taken now (carriers and substitutions
+        // it runs come after it); the text is moved in once checking is done.
+        let slot = self.commands.len();
+        self.commands.push(String::new());
+        let produced = self.check_simple(
+            assignments,
+            &argv,
+            &redirects,
+            &stdin,
+            &rendered,
+            (background, piped),
+            cx,
+        );
+        if let Some(s) = self.commands.get_mut(slot) {
+            *s = rendered;
+        }
+        produced
+    }
 
+    /// Checks a folded simple command: its assignments, redirections and what it runs.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one folded command")]
+    fn check_simple(
+        &mut self,
+        assignments: Vec<(String, Field)>,
+        argv: &[Field],
+        redirects: &[Redirect],
+        stdin: &Producer,
+        rendered: &str,
+        (background, piped): (bool, bool),
+        cx: &Cx,
+    ) -> Producer {
         for (name, value) in &assignments {
-            self.check_assignment(name, value, &rendered, cx);
+            self.check_assignment(name, value, rendered, cx);
         }
         if argv.is_empty() {
             // Assignments alone persist for the rest of the input.
@@ -479,25 +508,25 @@ impl<'d> Analyzer<'d> {
                 let known = (!value.dynamic).then_some(value.text);
                 self.vars.insert(name, known);
             }
-            self.check_redirects(&redirects, &rendered);
+            self.check_redirects(redirects, rendered);
             return Producer::None;
         }
-        self.check_redirects(&redirects, &rendered);
+        self.check_redirects(redirects, rendered);
         let written: Vec<String> = redirects
             .iter()
             .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
             .map(|r| super::paths::canonical(&r.target.text))
             .collect();
         let invocation = Invocation {
-            argv: &argv,
-            stdin: &stdin,
+            argv,
+            stdin,
             background,
             piped,
             bulk: cx.bulk,
             detached: false,
             depth: cx.depth,
             function: cx.function.as_deref(),
-            rendered: &rendered,
+            rendered,
         };
         let produced = self.check_invocation(&invocation);
         if produced == Producer::Credentials {
@@ -1160,13 +1189,25 @@ fn parse_program(text: &str) -> Option<ast::Program> {
 
 /// The simple command as the detector saw it (folded words, shell-quoted).
 fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect]) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    let mut out = String::new();
+    let sep = |out: &mut String| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+    };
     for (name, value) in assignments {
-        parts.push(format!("{name}={}", fold::display_word(&value.text)));
+        sep(&mut out);
+        out.push_str(name);
+        out.push('=');
+        fold::push_display_word(&mut out, &value.text);
     }
-    parts.extend(argv.iter().map(|f| fold::display_word(&f.text)));
+    for f in argv {
+        sep(&mut out);
+        fold::push_display_word(&mut out, &f.text);
+    }
     for r in redirects {
-        let op = match r.kind {
+        sep(&mut out);
+        out.push_str(match r.kind {
             IoFileRedirectKind::Read => "<",
             IoFileRedirectKind::Write => ">",
             IoFileRedirectKind::Append => ">>",
@@ -1174,8 +1215,8 @@ fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect
             IoFileRedirectKind::Clobber => ">|",
             IoFileRedirectKind::DuplicateInput => "<&",
             IoFileRedirectKind::DuplicateOutput => ">&",
-        };
-        parts.push(format!("{op}{}", fold::display_word(&r.target.text)));
+        });
+        fold::push_display_word(&mut out, &r.target.text);
     }
-    parts.join(" ")
+    out
 }

@@ -10,7 +10,36 @@ use super::opts::{self, Spec};
 use super::rules::RuleId;
 use super::walk::{Analyzer, Cx};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
+
+/// FNV-1a: the name tables are looked up for every simple command with short keys
+/// that are ours, not an attacker's choice of keys to collide (a collision costs a
+/// string compare, nothing more), so SipHash's flood resistance buys nothing here.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// A table keyed by command name.
+pub(crate) type NameMap<V> = HashMap<&'static str, V, BuildHasherDefault<Fnv>>;
 
 /// An option by its short letter (`'\0'`: none) and long name (`""`: none).
 pub(crate) type Opt = (char, &'static str);
@@ -387,7 +416,7 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
 ];
 
 /// The table by name, built once.
-static BY_NAME: LazyLock<HashMap<&'static str, &'static Wrapper>> = LazyLock::new(|| {
+static BY_NAME: LazyLock<NameMap<&'static Wrapper>> = LazyLock::new(|| {
     WRAPPERS
         .iter()
         .flat_map(|w| w.names.iter().map(move |n| (*n, w)))
