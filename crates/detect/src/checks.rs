@@ -659,7 +659,7 @@ impl Analyzer<'_> {
             .iter()
             .any(|a| !a.text.starts_with('-') && self.is_secret(&canonical(&a.text)));
         if secret && let Some(archive) = archive_operand(name, args) {
-            self.secret_files.push(canonical(&archive));
+            self.secret_files.push(canonical(&archive).into_owned());
         }
         if secret || matches!(name, "tar" | "gtar" | "bsdtar") {
             self.check_tar_payloads(args, inv);
@@ -673,7 +673,7 @@ impl Analyzer<'_> {
             if options && a.text == "--" {
                 options = false;
             } else if !options || !a.text.starts_with('-') || a.text.contains('/') {
-                self.fresh_files.push(canonical(&a.text));
+                self.fresh_files.push(canonical(&a.text).into_owned());
             }
         }
     }
@@ -1001,7 +1001,7 @@ impl Analyzer<'_> {
         }
         if exec {
             for f in o.operands.iter().skip(1) {
-                self.fresh_files.push(canonical(&f.text));
+                self.fresh_files.push(canonical(&f.text).into_owned());
             }
         }
     }
@@ -1056,7 +1056,7 @@ impl Analyzer<'_> {
         if let Some(dest) = dest {
             self.check_write(&dest, true, r);
             if sources.iter().any(|s| self.is_secret(&canonical(&s.text))) {
-                self.secret_files.push(canonical(&dest.text));
+                self.secret_files.push(canonical(&dest.text).into_owned());
             }
         }
         if name == "mv" {

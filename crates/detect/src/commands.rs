@@ -159,7 +159,7 @@ impl Analyzer<'_> {
     pub(crate) fn check_write(&mut self, target: &Field, truncates: bool, rendered: &str) {
         let path = canonical(&target.text);
         if matches!(
-            path.as_str(),
+            path.as_ref(),
             "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
         ) || path.starts_with("/dev/fd/")
         {
@@ -176,7 +176,7 @@ impl Analyzer<'_> {
         } else if truncates && paths::is_config_file(&path) {
             self.hit(RuleId::ConfigOverwrite, rendered);
         }
-        self.fresh_files.push(path);
+        self.fresh_files.push(path.into_owned());
     }
 
     /// Checks the file redirections of a command.

@@ -306,11 +306,23 @@ pub(crate) fn expand_braces(pieces: &[BraceExpressionOrText]) -> Vec<String> {
 /// Appends `text` to `out`, quoted for display when it holds characters the shell
 /// would split on.
 pub(crate) fn push_display_word(out: &mut String, text: &str) {
-    if !text.is_empty()
-        && text
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"-_./=:,+@%~^*?[]{}$!#".contains(&c))
-    {
+    /// The bytes shown unquoted, as a table (this runs for every word).
+    const PLAIN: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut c = 0;
+        while c < 256 {
+            t[c] = (c as u8).is_ascii_alphanumeric();
+            c += 1;
+        }
+        let extra = b"-_./=:,+@%~^*?[]{}$!#";
+        let mut k = 0;
+        while k < extra.len() {
+            t[extra[k] as usize] = true;
+            k += 1;
+        }
+        t
+    };
+    if !text.is_empty() && text.bytes().all(|c| PLAIN[usize::from(c)]) {
         out.push_str(text);
     } else {
         out.push('\'');

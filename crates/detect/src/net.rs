@@ -153,7 +153,8 @@ impl Analyzer<'_> {
         }
         if remote_name {
             for url in args.iter().filter(|a| a.text.contains("://")) {
-                self.fresh_files.push(canonical(url_file_name(&url.text)));
+                self.fresh_files
+                    .push(canonical(url_file_name(&url.text)).into_owned());
             }
         }
     }
@@ -272,7 +273,7 @@ impl Analyzer<'_> {
                     Some(dir) => format!("{dir}/{name}"),
                     None => name.to_owned(),
                 };
-                self.fresh_files.push(canonical(&path));
+                self.fresh_files.push(canonical(&path).into_owned());
             }
         }
     }

@@ -6,6 +6,8 @@
 //! that is only partly known keeps its variable names (`$HERMES_HOME/.env`), which the
 //! protected-directory list may name.
 
+use std::borrow::Cow;
+
 /// True when `text` is already in the form `canonical` gives: no blanks around it,
 /// no drive letter, `$HOME` or `$PWD` to rewrite, no empty, `.` or `..` component.
 /// Most arguments are; they skip the rewriting (this runs for every operand).
@@ -24,11 +26,16 @@ fn is_canonical(text: &str) -> bool {
     !rewritten && rest.split('/').all(|p| !matches!(p, "" | "." | ".."))
 }
 
-/// A path argument in a canonical lexical form.
-pub(crate) fn canonical(text: &str) -> String {
+/// A path argument in a canonical lexical form (borrowed when it already is one).
+pub(crate) fn canonical(text: &str) -> Cow<'_, str> {
     if is_canonical(text) {
-        return text.to_owned();
+        return Cow::Borrowed(text);
     }
+    Cow::Owned(rewrite(text))
+}
+
+/// The rewriting `canonical` does.
+fn rewrite(text: &str) -> String {
     let mut s = text.trim().to_owned();
     if s.len() >= 2 && s.as_bytes()[1] == b':' && s.as_bytes()[0].is_ascii_alphabetic() {
         s = s.replace('\\', "/");
@@ -305,9 +312,13 @@ pub(crate) fn is_protected(path: &str, agent_dirs: &[String]) -> bool {
         "/Library/",
         "/root/",
     ];
-    let with_slash = format!("{path}/");
-    system.iter().any(|p| with_slash.starts_with(p))
-        || path.to_ascii_lowercase().starts_with("c:/windows")
+    // `path` + "/" starts with `p`: the directory itself or something in it.
+    system
+        .iter()
+        .any(|p| path.starts_with(p) || p.strip_suffix('/') == Some(path))
+        || path
+            .get(..10)
+            .is_some_and(|p| p.eq_ignore_ascii_case("c:/windows"))
 }
 
 /// True when `path` (canonical) names an entry of what may be a home directory: the

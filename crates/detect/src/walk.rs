@@ -512,11 +512,6 @@ impl<'d> Analyzer<'d> {
             return Producer::None;
         }
         self.check_redirects(redirects, rendered);
-        let written: Vec<String> = redirects
-            .iter()
-            .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
-            .map(|r| super::paths::canonical(&r.target.text))
-            .collect();
         let invocation = Invocation {
             argv,
             stdin,
@@ -530,6 +525,11 @@ impl<'d> Analyzer<'d> {
         };
         let produced = self.check_invocation(&invocation);
         if produced == Producer::Credentials {
+            // What it writes holds the credentials it printed.
+            let written = redirects
+                .iter()
+                .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
+                .map(|r| super::paths::canonical(&r.target.text).into_owned());
             self.secret_files.extend(written);
         }
         produced
@@ -771,6 +771,9 @@ impl<'d> Analyzer<'d> {
             let mut field = Field::literal(raw);
             field.glob = !windows && raw.contains(['*', '?', '[']);
             return vec![field];
+        }
+        if let Some(text) = quoted_literal(raw) {
+            return vec![Field::literal(text)];
         }
         let pieces = match catch(|| bword::parse(raw, &PARSER_OPTIONS)) {
             Some(Ok(p)) => p,
@@ -1159,6 +1162,17 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The text of a word that is one quoted string with nothing in it to expand
+/// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
+/// of the words agents write are such strings). Anything else is `None`.
+fn quoted_literal(raw: &str) -> Option<&str> {
+    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        return (!inner.contains('\'')).then_some(inner);
+    }
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['"', '$', '`', '\\'])).then_some(inner)
+}
+
 /// True when `s` holds more than 18 consecutive digits (more than an `i64` holds).
 fn has_long_digit_run(s: &str) -> bool {
     let mut run = 0;
@@ -1219,4 +1233,47 @@ fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect
         fold::push_display_word(&mut out, &r.target.text);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The quoted-literal shortcut folds words exactly as the parser's pieces do.
+    #[test]
+    fn quoted_literals_fold_as_the_parser_reads_them() {
+        for raw in [
+            "'a b'", "''", "\"\"", "\"a b\"", "'a\"b'", "\"it's\"", "'*'", "\"~/x\"", "'\n'",
+            "\"a\nb\"", "\"!x\"",
+        ] {
+            let text = quoted_literal(raw).unwrap_or_else(|| panic!("{raw}: no shortcut"));
+            let pieces = bword::parse(raw, &PARSER_OPTIONS).unwrap();
+            let parsed = match &pieces[..] {
+                [p] => match &p.piece {
+                    WordPiece::SingleQuotedText(t) => t.clone(),
+                    WordPiece::DoubleQuotedSequence(inner) => inner
+                        .iter()
+                        .map(|p| match &p.piece {
+                            WordPiece::Text(t) => t.clone(),
+                            other => panic!("{raw}: {other:?}"),
+                        })
+                        .collect(),
+                    other => panic!("{raw}: {other:?}"),
+                },
+                other => panic!("{raw}: {other:?}"),
+            };
+            assert_eq!(text, parsed, "{raw}");
+        }
+        for raw in [
+            "'a'b'",
+            "\"$x\"",
+            "\"a\\\"b\"",
+            "'a'\"b\"",
+            "\"`id`\"",
+            "'a",
+            "\"",
+        ] {
+            assert_eq!(quoted_literal(raw), None, "{raw}");
+        }
+    }
 }
