@@ -219,6 +219,10 @@ pub(crate) static CHECKS: &[Check] = &[
         &["tar", "gtar", "bsdtar", "zip", "7z", "7za"],
         |a, n, args, inv| a.check_archive(n, args, inv),
     ),
+    Check::Handler(&["unzip"], |a, _, args, _| a.check_unzip(args)),
+    Check::Handler(&["cd", "pushd", "popd"], |a, n, args, _| {
+        a.check_cd(n, args)
+    }),
     Check::Handler(&["cp", "mv", "install", "ln"], |a, n, args, inv| {
         a.check_copy(n, args, inv)
     }),
@@ -467,6 +471,35 @@ fn check_of(name: &str) -> Option<&'static Check> {
     BY_NAME.get(name).copied()
 }
 
+/// True when tar's arguments ask it to extract: `x` in the first (dashless) cluster or
+/// a short-option cluster, or `--extract`/`--get`.
+fn is_tar_extract(args: &[Field]) -> bool {
+    args.iter().enumerate().any(|(i, a)| {
+        let t = a.text.as_str();
+        matches!(t, "--extract" | "--get")
+            || (!t.starts_with("--")
+                && (t.starts_with('-') || i == 0)
+                && t.trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_alphabetic())
+                && t.contains('x'))
+    })
+}
+
+/// The value of the option `short` (`-C DIR`) or `long` (`--directory=DIR`,
+/// `--directory DIR`; `""`: none).
+fn option_value<'a>(args: &'a [Field], short: &str, long: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        let t = a.text.as_str();
+        if t == short || (!long.is_empty() && t == long) {
+            return args.get(i + 1).map(|f| f.text.as_str());
+        }
+        t.strip_prefix(long)
+            .filter(|_| !long.is_empty())
+            .and_then(|v| v.strip_prefix('='))
+    })
+}
+
 /// True when `pattern` (a word, or a prefix ending in `*`) matches `word`.
 fn word_matches(pattern: &str, word: &str, ignore_case: bool) -> bool {
     match pattern.strip_suffix('*') {
@@ -664,6 +697,42 @@ impl Analyzer<'_> {
         if secret || matches!(name, "tar" | "gtar" | "bsdtar") {
             self.check_tar_payloads(args, inv);
         }
+        if matches!(name, "tar" | "gtar" | "bsdtar") && is_tar_extract(args) {
+            // What comes out of a download is downloaded: `curl … | tar xz`, or
+            // `tar xf` of a file fetched earlier in the line.
+            let downloaded = match archive_operand(name, args).as_deref() {
+                None | Some("-") => matches!(inv.stdin, Producer::Network | Producer::Decoder),
+                Some(file) => self.is_fresh(file),
+            };
+            if downloaded {
+                let dir = option_value(args, "-C", "--directory").unwrap_or(".");
+                self.mark_fresh_dir(dir);
+            }
+        }
+    }
+
+    /// `unzip` of an archive fetched earlier in the line: its files are downloaded.
+    fn check_unzip(&mut self, args: &[Field]) {
+        let listing = args
+            .iter()
+            .any(|a| matches!(a.text.as_str(), "-l" | "-t" | "-Z" | "-v" | "-p" | "-c"));
+        let archive = args.iter().find(|a| !a.text.starts_with('-'));
+        if !listing && archive.is_some_and(|a| self.is_fresh(&a.text)) {
+            let dir = option_value(args, "-d", "").unwrap_or(".");
+            self.mark_fresh_dir(dir);
+        }
+    }
+
+    /// `cd DIR`, `pushd DIR`, `popd`: later relative paths are read from there.
+    fn check_cd(&mut self, name: &str, args: &[Field]) {
+        let target = args
+            .iter()
+            .find(|a| !a.text.starts_with('-') || a.text == "-")
+            .map(|a| a.text.as_str());
+        match (name, target) {
+            ("popd", _) => self.change_dir(Some("-")),
+            (_, target) => self.change_dir(target),
+        }
     }
 
     /// A created file may be run, or (named `-delete`) expanded into an option.
@@ -673,7 +742,7 @@ impl Analyzer<'_> {
             if options && a.text == "--" {
                 options = false;
             } else if !options || !a.text.starts_with('-') || a.text.contains('/') {
-                self.fresh_files.push(canonical(&a.text).into_owned());
+                self.mark_fresh(&a.text);
             }
         }
     }
@@ -1001,7 +1070,7 @@ impl Analyzer<'_> {
         }
         if exec {
             for f in o.operands.iter().skip(1) {
-                self.fresh_files.push(canonical(&f.text).into_owned());
+                self.mark_fresh(&f.text);
             }
         }
     }
@@ -1201,6 +1270,21 @@ mod tests {
             }
         }
         assert_eq!(BY_NAME.len(), names, "a name appears in two entries");
+    }
+
+    #[test]
+    fn tar_extraction_and_its_directory_are_read_from_any_spelling() {
+        let f = |v: &[&str]| v.iter().map(|s| Field::literal(*s)).collect::<Vec<_>>();
+        assert!(is_tar_extract(&f(&["xzf", "a.tgz"])));
+        assert!(is_tar_extract(&f(&["-C", "/opt", "-xzf", "-"])));
+        assert!(is_tar_extract(&f(&["--extract", "-f", "a.tar"])));
+        assert!(!is_tar_extract(&f(&["czf", "a.tgz", "src"])));
+        assert!(!is_tar_extract(&f(&["tzf", "a.tgz", "--exclude=x"])));
+        let args = f(&["xz", "--directory=out"]);
+        assert_eq!(option_value(&args, "-C", "--directory"), Some("out"));
+        let args = f(&["-C", "/opt", "-xz"]);
+        assert_eq!(option_value(&args, "-C", "--directory"), Some("/opt"));
+        assert_eq!(option_value(&f(&["xz"]), "-C", "--directory"), None);
     }
 
     #[test]

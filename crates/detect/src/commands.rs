@@ -176,7 +176,8 @@ impl Analyzer<'_> {
         } else if truncates && paths::is_config_file(&path) {
             self.hit(RuleId::ConfigOverwrite, rendered);
         }
-        self.fresh_files.push(path.into_owned());
+        let path = path.into_owned();
+        self.mark_fresh(&path);
     }
 
     /// Checks the file redirections of a command.

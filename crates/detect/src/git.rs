@@ -69,8 +69,7 @@ impl Analyzer<'_> {
                     (None, None) => None,
                 };
                 if let Some(dir) = dir {
-                    let dir = super::paths::canonical(&dir);
-                    self.fresh_files.push(format!("{dir}/*"));
+                    self.mark_fresh_dir(&dir);
                 }
             }
             "config" => {
@@ -231,17 +230,20 @@ fn is_destructive(sub: &str, rest: &[Field]) -> bool {
             o.short('f')
                 || long_could_be(&o, &CHECKOUT, &["force"])
                 || o.operands.iter().any(|f| is_broad_pathspec(&f.text))
-                || paths.clone().any(|f| f.dynamic)
+                || paths
+                    .clone()
+                    .any(|f| f.dynamic || names_a_directory(&f.text))
         }
         "restore" => {
             let o = opts::parse(rest, &RESTORE);
             let worktree = o.short('W')
                 || long_could_be(&o, &RESTORE, &["worktree"])
                 || !(o.short('S') || long_could_be(&o, &RESTORE, &["staged"]));
+            // restore takes only paths: a bare directory name (`src`) is a tree.
             worktree
                 && o.operands
                     .iter()
-                    .any(|f| f.dynamic || is_broad_pathspec(&f.text))
+                    .any(|f| f.dynamic || is_broad_pathspec(&f.text) || names_a_directory(&f.text))
         }
         // `git rm -r .` deletes the tracked files of a tree from the work tree too
         // (`--cached` leaves them).
@@ -300,6 +302,24 @@ fn is_broad_pathspec(spec: &str) -> bool {
         || spec.starts_with(':')
         || spec.ends_with('/')
         || spec.contains(['*', '?', '['])
+}
+
+/// True when a path operand most likely names a directory: its last component has no
+/// extension and is not one of the extensionless files every project has (`Makefile`,
+/// `LICENSE`, `README`). Without the file system this is a guess, made the way a
+/// reader of the command would make it: `git restore -- src` discards a tree,
+/// `git restore Makefile` one file.
+fn names_a_directory(path: &str) -> bool {
+    const FILES: &[&str] = &["configure", "gradlew", "mvnw", "go.mod", "CODEOWNERS"];
+    let p = super::paths::canonical(path);
+    let last = p.rsplit('/').next().unwrap_or(&p);
+    let file_like = last.contains('.')
+        || FILES.contains(&last)
+        // Makefile, Dockerfile, Jenkinsfile, Procfile, Gemfile, Vagrantfile…
+        || (last.len() > 4 && last.ends_with("file"))
+        // LICENSE, README, CHANGELOG, NOTICE, AUTHORS, COPYING, TODO
+        || last.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+    !last.is_empty() && !file_like
 }
 
 /// Option shapes of the git subcommands checked, as `git help <cmd>` lists them: all
@@ -594,3 +614,27 @@ const ARCHIVE: Spec = Spec {
     ],
     stop_at_operand: false,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_names_without_an_extension_are_read_as_directories() {
+        for dir in ["src", "crates/detect", "lib/", "app/models", "config"] {
+            assert!(names_a_directory(dir), "{dir}");
+        }
+        for file in [
+            "Makefile",
+            "Dockerfile",
+            "LICENSE",
+            "README",
+            ".gitignore",
+            "src/main.rs",
+            "configure",
+            ".",
+        ] {
+            assert!(!names_a_directory(file), "{file}");
+        }
+    }
+}

@@ -153,8 +153,7 @@ impl Analyzer<'_> {
         }
         if remote_name {
             for url in args.iter().filter(|a| a.text.contains("://")) {
-                self.fresh_files
-                    .push(canonical(url_file_name(&url.text)).into_owned());
+                self.mark_fresh(url_file_name(&url.text));
             }
         }
     }
@@ -273,7 +272,7 @@ impl Analyzer<'_> {
                     Some(dir) => format!("{dir}/{name}"),
                     None => name.to_owned(),
                 };
-                self.fresh_files.push(canonical(&path).into_owned());
+                self.mark_fresh(&path);
             }
         }
     }

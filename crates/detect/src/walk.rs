@@ -64,8 +64,15 @@ pub(crate) struct Analyzer<'d> {
     pub commands: Vec<String>,
     /// Variables assigned earlier in the same input; `None` = not statically known.
     vars: HashMap<String, Option<String>>,
-    /// Files written, downloaded or made executable earlier in the same input.
+    /// Files written, downloaded or made executable earlier in the same input, as
+    /// paths from the starting directory (see `resolve`). `DIR/*` stands for every
+    /// file under DIR (a clone, an extracted archive); `./*` for every file under the
+    /// starting directory.
     pub fresh_files: Vec<String>,
+    /// The working directory after the `cd`s seen so far, relative to the one the
+    /// input started in (empty: that one), or absolute, or a stand-in (`~`,
+    /// `$OLDPWD`, `$DIR`) when only known at run time.
+    cwd: String,
     /// Files written earlier in the same input with credentials in them (an archive
     /// of `~/.ssh`, a copy of `.env`): sending them off is sending credentials.
     pub secret_files: Vec<String>,
@@ -86,6 +93,7 @@ impl<'d> Analyzer<'d> {
             commands: Vec::new(),
             vars: HashMap::new(),
             fresh_files: Vec::new(),
+            cwd: String::new(),
             secret_files: Vec::new(),
             count: 0,
             bare_shell_at: 0,
@@ -99,13 +107,56 @@ impl<'d> Analyzer<'d> {
         super::paths::is_credential(path) || self.secret_files.iter().any(|s| s == path)
     }
 
-    /// True when `path` (canonical) was written, downloaded or made executable earlier
-    /// in this input; an entry with a glob (`chmod +x scripts/*.sh`) covers every path
-    /// it matches.
+    /// `path` as seen from the directory the input started in: relative paths are
+    /// read against the `cd`s seen so far (`cd build && ./run.sh` runs `build/run.sh`).
+    pub(crate) fn resolve(&self, path: &str) -> String {
+        let p = super::paths::canonical(path);
+        if self.cwd.is_empty() || p.starts_with(['/', '~', '$']) {
+            return p.into_owned();
+        }
+        super::paths::canonical(&format!("{}/{p}", self.cwd)).into_owned()
+    }
+
+    /// Records that `path` was written, downloaded or made executable.
+    pub(crate) fn mark_fresh(&mut self, path: &str) {
+        let p = self.resolve(path);
+        self.fresh_files.push(p);
+    }
+
+    /// Records that every file under `dir` was downloaded (a clone, an extracted
+    /// download).
+    pub(crate) fn mark_fresh_dir(&mut self, dir: &str) {
+        let d = self.resolve(dir);
+        self.fresh_files.push(format!("{d}/*"));
+    }
+
+    /// Follows `cd DIR` (`pushd DIR`; `popd` and `cd -` go somewhere known only at run
+    /// time, `cd` alone goes home).
+    pub(crate) fn change_dir(&mut self, target: Option<&str>) {
+        self.cwd = match target {
+            None => "~".to_owned(),
+            Some("-") => "$OLDPWD".to_owned(),
+            Some(dir) => {
+                let d = self.resolve(dir);
+                if d == "." { String::new() } else { d }
+            }
+        };
+    }
+
+    /// True when `path` was written, downloaded or made executable earlier in this
+    /// input; an entry with a glob (`chmod +x scripts/*.sh`, `repo/*`) covers every
+    /// path it matches.
     pub(crate) fn is_fresh(&self, path: &str) -> bool {
-        self.fresh_files
-            .iter()
-            .any(|f| f == path || (f.contains(['*', '?', '[']) && fold::glob_matches(f, path)))
+        if self.fresh_files.is_empty() {
+            return false;
+        }
+        let p = self.resolve(path);
+        let inside = !p.starts_with(['/', '~', '$']) && !p.starts_with("..");
+        self.fresh_files.iter().any(|f| {
+            *f == p
+                || (f == "./*" && inside)
+                || (f.contains(['*', '?', '[']) && fold::glob_matches(f, &p))
+        })
     }
 
     /// How many simple commands have been analyzed so far.
