@@ -475,7 +475,8 @@ impl<'d> Analyzer<'d> {
             return Producer::Other;
         }
         let number = self.count;
-        let mut argv: Vec<Field> = Vec::new();
+        let words = simple.suffix.as_ref().map_or(0, |s| s.0.len()) + 1;
+        let mut argv: Vec<Field> = Vec::with_capacity(words);
         let mut assignments: Vec<(String, Field)> = Vec::new();
         let mut redirect_items: Vec<&IoRedirect> = Vec::new();
         // Words see the command's stdin: `>(code)` reads what the command writes.
@@ -491,14 +492,14 @@ impl<'d> Analyzer<'d> {
             );
         }
         if let Some(name) = &simple.word_or_name {
-            argv.extend(self.fold_word(&name.value, true, cx));
+            self.fold_word_into(&name.value, true, cx, &mut argv);
         }
         for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
             if matches!(item, CommandPrefixOrSuffixItem::AssignmentWord(..)) && !argv.is_empty() {
                 // After the command name an assignment is an ordinary argument
                 // (`export X=1`, `declare X=1`); fold it as a word.
                 if let CommandPrefixOrSuffixItem::AssignmentWord(_, w) = item {
-                    argv.extend(self.fold_word(&w.value, true, cx));
+                    self.fold_word_into(&w.value, true, cx, &mut argv);
                 }
                 continue;
             }
@@ -596,7 +597,7 @@ impl<'d> Analyzer<'d> {
     ) {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(r) => redirects.push(r),
-            CommandPrefixOrSuffixItem::Word(w) => argv.extend(self.fold_word(&w.value, true, cx)),
+            CommandPrefixOrSuffixItem::Word(w) => self.fold_word_into(&w.value, true, cx, argv),
             CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
                 if let ast::AssignmentName::ArrayElementName(_, index) = &a.name {
                     self.fold_word(index, false, cx);
@@ -790,6 +791,14 @@ impl<'d> Analyzer<'d> {
     /// Folds one shell word into the fields it expands to. `split`: the word is in
     /// argument position (brace expansion and field splitting apply).
     pub(crate) fn fold_word(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+        let mut out = Vec::new();
+        self.fold_word_into(raw, split, cx, &mut out);
+        out
+    }
+
+    /// `fold_word`, appending the fields to `out` (argv is built without a vector per
+    /// word).
+    fn fold_word_into(&mut self, raw: &str, split: bool, cx: &Cx, out: &mut Vec<Field>) {
         // Only `{a,b}` lists change words; `{1..9}` sequences yield numbers and letters
         // (and the parser crate panics on out-of-range numbers), so they are not expanded.
         if split
@@ -802,16 +811,15 @@ impl<'d> Analyzer<'d> {
                 .iter()
                 .any(|p| matches!(p, bword::BraceExpressionOrText::Expr(_)))
         {
-            let mut out = Vec::new();
             for alternative in fold::expand_braces(&pieces) {
-                out.extend(self.fold_word_pieces(&alternative, split, cx));
+                self.fold_word_pieces(&alternative, split, cx, out);
             }
-            return out;
+            return;
         }
-        self.fold_word_pieces(raw, split, cx)
+        self.fold_word_pieces(raw, split, cx, out);
     }
 
-    fn fold_word_pieces(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+    fn fold_word_pieces(&mut self, raw: &str, split: bool, cx: &Cx, out: &mut Vec<Field>) {
         // A drive-letter path (`C:\Users\x`) is a Windows path: its backslashes are
         // separators that agents type for Windows hosts, not shell escapes.
         let windows = raw.len() > 3
@@ -821,20 +829,23 @@ impl<'d> Analyzer<'d> {
         if windows || !raw.contains(['$', '`', '\'', '"', '\\', '~']) {
             let mut field = Field::literal(raw);
             field.glob = !windows && raw.contains(['*', '?', '[']);
-            return vec![field];
+            out.push(field);
+            return;
         }
         if let Some(text) = quoted_literal(raw) {
-            return vec![Field::literal(text)];
+            out.push(Field::literal(text));
+            return;
         }
         let pieces = match catch(|| bword::parse(raw, &PARSER_OPTIONS)) {
             Some(Ok(p)) => p,
             _ => {
-                return vec![Field {
+                out.push(Field {
                     text: raw.to_owned(),
                     dynamic: true,
                     origin: Producer::None,
                     glob: false,
-                }];
+                });
+                return;
             }
         };
         let mut b = FieldBuilder {
@@ -844,7 +855,7 @@ impl<'d> Analyzer<'d> {
         for p in &pieces {
             self.fold_piece(&p.piece, false, &mut b, cx);
         }
-        b.finish()
+        out.extend(b.finish());
     }
 
     fn fold_piece(&mut self, piece: &WordPiece, quoted: bool, b: &mut FieldBuilder, cx: &Cx) {
