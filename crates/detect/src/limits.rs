@@ -34,7 +34,7 @@ pub const MAX_GLOB_ARGS: usize = 4;
 /// (every level needs a bracket or a keyword of at least three characters with its
 /// separator), so the common case skips the scan.
 pub(crate) fn exceeds_nesting(text: &str, limit: usize) -> bool {
-    if text.len() < 3 * limit && !text.contains(['(', '{', '`']) {
+    if text.len() < 3 * limit && !text.bytes().any(|b| matches!(b, b'(' | b'{' | b'`')) {
         return false;
     }
     nesting_depth(text, limit).is_none()

@@ -826,7 +826,11 @@ impl<'d> Analyzer<'d> {
             && raw.as_bytes()[0].is_ascii_alphabetic()
             && raw[1..].starts_with(":\\")
             && !raw.contains(['$', '`', '\'', '"']);
-        if windows || !raw.contains(['$', '`', '\'', '"', '\\', '~']) {
+        // `~` and `~/rest`: the parser reads a tilde prefix and the rest as text, which
+        // folds back to the same characters.
+        let tilde = raw == "~" || raw.starts_with("~/");
+        let plain = |s: &str| !s.contains(['$', '`', '\'', '"', '\\', '~']);
+        if windows || plain(raw) || (tilde && plain(&raw[1..])) {
             let mut field = Field::literal(raw);
             field.glob = !windows && raw.contains(['*', '?', '[']);
             out.push(field);
@@ -1300,6 +1304,25 @@ fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain-word shortcut folds tilde words exactly as the parser's pieces do.
+    #[test]
+    fn tilde_words_fold_as_the_parser_reads_them() {
+        let det = Detector::default();
+        for raw in ["~", "~/x", "~/src/*.rs", "~/.ssh/id_rsa", "~/a[12]"] {
+            let mut a = Analyzer::new(&det);
+            let fast = a.fold_word(raw, true, &Cx::default());
+            let pieces = bword::parse(raw, &PARSER_OPTIONS).unwrap();
+            let mut b = FieldBuilder {
+                split: true,
+                ..FieldBuilder::default()
+            };
+            for p in &pieces {
+                a.fold_piece(&p.piece, false, &mut b, &Cx::default());
+            }
+            assert_eq!(fast, b.finish(), "{raw}");
+        }
+    }
 
     /// The quoted-literal shortcut folds words exactly as the parser's pieces do.
     #[test]
