@@ -30,6 +30,17 @@ pub const MAX_ARITHMETIC_VALUES: usize = 32;
 /// Each costs a re-check of the command per match; a real command has one or two.
 pub const MAX_GLOB_ARGS: usize = 4;
 
+/// Longest working directory followed through `cd`s, in bytes; past it the directory
+/// is read as unknown (`$CWD`). Every file recorded as fresh carries it as a prefix,
+/// so it bounds their size; real directories are far shorter.
+pub const MAX_CWD_BYTES: usize = 256;
+
+/// Most files recorded as written, downloaded or made executable in one input. Past
+/// it every file counts as fresh (running any file is then flagged): dropping entries
+/// would let padding hide a download, and more entries cost memory and a longer scan
+/// per command. A real command line records a handful.
+pub const MAX_FRESH_FILES: usize = 256;
+
 /// True when `text` nests deeper than `limit`. Short text without brackets cannot
 /// (every level needs a bracket or a keyword of at least three characters with its
 /// separator), so the common case skips the scan.

@@ -6,7 +6,8 @@ use super::Detector;
 use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
 use super::limits::{
-    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting,
+    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_CWD_BYTES, MAX_FRESH_FILES,
+    MAX_NESTING, exceeds_nesting,
 };
 use super::rules::RuleId;
 use brush_parser::ast::{
@@ -120,14 +121,23 @@ impl<'d> Analyzer<'d> {
     /// Records that `path` was written, downloaded or made executable.
     pub(crate) fn mark_fresh(&mut self, path: &str) {
         let p = self.resolve(path);
-        self.fresh_files.push(p);
+        self.push_fresh(p);
     }
 
     /// Records that every file under `dir` was downloaded (a clone, an extracted
     /// download).
     pub(crate) fn mark_fresh_dir(&mut self, dir: &str) {
         let d = self.resolve(dir);
-        self.fresh_files.push(format!("{d}/*"));
+        self.push_fresh(format!("{d}/*"));
+    }
+
+    /// Adds a fresh entry, up to `MAX_FRESH_FILES`; past it, `*` (every path).
+    fn push_fresh(&mut self, entry: String) {
+        if self.fresh_files.len() < MAX_FRESH_FILES {
+            self.fresh_files.push(entry);
+        } else if self.fresh_files.last().is_none_or(|f| f != "*") {
+            self.fresh_files.push("*".to_owned());
+        }
     }
 
     /// Follows `cd DIR` (`pushd DIR`; `popd` and `cd -` go somewhere known only at run
@@ -136,10 +146,11 @@ impl<'d> Analyzer<'d> {
         self.cwd = match target {
             None => "~".to_owned(),
             Some("-") => "$OLDPWD".to_owned(),
-            Some(dir) => {
-                let d = self.resolve(dir);
-                if d == "." { String::new() } else { d }
-            }
+            Some(dir) => match self.resolve(dir) {
+                d if d == "." => String::new(),
+                d if d.len() > MAX_CWD_BYTES => "$CWD".to_owned(),
+                d => d,
+            },
         };
     }
 
@@ -1304,6 +1315,27 @@ fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long chain of `cd`s and thousands of created files stay bounded, and the
+    /// overflow counts every file as fresh rather than forgetting any.
+    #[test]
+    fn cds_and_fresh_files_stay_bounded() {
+        let det = Detector::default();
+        let mut text = String::new();
+        for _ in 0..40 {
+            text.push_str(&format!("cd {}; ", "d/".repeat(30)));
+        }
+        text.push_str("touch");
+        for i in 0..3000 {
+            text.push_str(&format!(" f{i}"));
+        }
+        text.push_str("; ./anything");
+        let mut a = Analyzer::new(&det);
+        a.analyze_code(&text, &Cx::default());
+        assert!(a.cwd.len() <= MAX_CWD_BYTES, "{}", a.cwd.len());
+        assert!(a.fresh_files.len() <= MAX_FRESH_FILES + 1);
+        assert!(a.hits.iter().any(|h| h.rule == RuleId::FreshFile));
+    }
 
     /// The plain-word shortcut folds tilde words exactly as the parser's pieces do.
     #[test]
