@@ -840,10 +840,10 @@ impl<'d> Analyzer<'d> {
         // `~` and `~/rest`: the parser reads a tilde prefix and the rest as text, which
         // folds back to the same characters.
         let tilde = raw == "~" || raw.starts_with("~/");
-        let plain = |s: &str| !s.contains(['$', '`', '\'', '"', '\\', '~']);
+        let plain = |s: &str| !s.bytes().any(|b| SPECIAL[usize::from(b)]);
         if windows || plain(raw) || (tilde && plain(&raw[1..])) {
             let mut field = Field::literal(raw);
-            field.glob = !windows && raw.contains(['*', '?', '[']);
+            field.glob = !windows && raw.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
             out.push(field);
             return;
         }
@@ -1238,6 +1238,19 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
         None
     })
 }
+
+/// Bytes after which a word needs the word parser: quotes, escapes, expansions and
+/// the tilde (a table: this is asked of every word).
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"$`'\"\\~";
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 /// The text of a word that is one quoted string with nothing in it to expand
 /// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
