@@ -277,10 +277,10 @@ fn is_destructive(sub: &str, rest: &[Field]) -> bool {
 /// what the approval is asked about.
 fn long_could_be(o: &opts::Opts<'_>, spec: &Spec, dangerous: &[&str]) -> bool {
     o.longs.iter().any(|(name, _)| {
-        let known = spec.longs.iter().any(|l| l.trim_end_matches('=') == name);
+        let known = spec.longs.iter().any(|l| l.trim_end_matches('=') == *name);
         dangerous
             .iter()
-            .any(|d| d.starts_with(name.as_str()) || (!known && name.starts_with(d)))
+            .any(|d| d.starts_with(name) || (!known && name.starts_with(d)))
     })
 }
 
@@ -288,7 +288,7 @@ fn long_could_be(o: &opts::Opts<'_>, spec: &Spec, dangerous: &[&str]) -> bool {
 fn long_is_prefix_of(o: &opts::Opts<'_>, full: &str) -> bool {
     o.longs
         .iter()
-        .any(|(name, _)| !name.is_empty() && full.starts_with(name.as_str()))
+        .any(|(name, _)| !name.is_empty() && full.starts_with(*name))
 }
 
 /// A pathspec that names more than one file: the whole tree (`.`, `:/`, `:(top)`), a
