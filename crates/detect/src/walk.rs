@@ -1293,7 +1293,14 @@ fn parse_program(text: &str) -> Option<ast::Program> {
 
 /// The simple command as the detector saw it (folded words, shell-quoted).
 fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect]) -> String {
-    let mut out = String::new();
+    // Sized for the common case (nothing to quote) so the text is built in one go.
+    let size = assignments
+        .iter()
+        .map(|(n, v)| n.len() + v.text.len() + 2)
+        .chain(argv.iter().map(|f| f.text.len() + 1))
+        .chain(redirects.iter().map(|r| r.target.text.len() + 3))
+        .sum();
+    let mut out = String::with_capacity(size);
     let sep = |out: &mut String| {
         if !out.is_empty() {
             out.push(' ');
