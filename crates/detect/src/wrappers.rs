@@ -471,6 +471,7 @@ impl Analyzer<'_> {
                 Producer::Other
             }
             Runs::Package => self.run_package(command, inv),
+            // `Custom` is dispatched before the options are parsed (`check_wrapper`).
             Runs::Nothing | Runs::Custom(_) => spec.inert_output.producer(),
             Runs::Then(then) => then(self, &o, command, inv),
         }
