@@ -13,6 +13,19 @@ pub(crate) const SHELLS: &[&str] = &[
     "csh", "posh",
 ];
 
+/// True when `argv` is a shell given only options (`sh`, `/bin/bash -i`): one that
+/// reads commands from its terminal.
+pub(crate) fn is_bare_shell(argv: &[Field]) -> bool {
+    let Some((first, rest)) = argv.split_first() else {
+        return false;
+    };
+    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
+    SHELLS.contains(&name)
+        && rest
+            .iter()
+            .all(|w| w.text.starts_with('-') && !w.text.contains('c'))
+}
+
 /// Names of interpreters and the language of their inline code.
 pub(crate) fn language(name: &str) -> Option<Lang> {
     let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
@@ -71,24 +84,19 @@ impl Analyzer<'_> {
 
     /// Analyzes carrier code one level deeper, with `stdin` as its input.
     pub(crate) fn analyze_payload(&mut self, text: &str, stdin: Producer, inv: &Invocation<'_>) {
-        self.check_shell_escape(text, inv);
         let cx = Cx {
             depth: inv.depth + 1,
             stdin,
             bulk: inv.bulk,
             function: None,
         };
-        self.analyze_code(text, &cx);
-    }
-
-    /// A payload that is only a shell (`sh`, `/bin/bash -i`): the carrier hands over an
-    /// interactive shell — the classic escape through tar, vim, git or ssh options.
-    pub(crate) fn check_shell_escape(&mut self, payload: &str, inv: &Invocation<'_>) {
-        let mut words = payload.split_whitespace();
-        let Some(first) = words.next() else { return };
-        let name = first.rsplit('/').next().unwrap_or(first);
-        let options_only = words.all(|w| w.starts_with('-') && !w.contains('c'));
-        if SHELLS.contains(&name) && options_only {
+        let first = self.commands_seen() + 1;
+        let summary = self.analyze_code(text, &cx);
+        // A payload that is only a shell (`sh`, `/bin/bash -i`): the carrier hands
+        // over an interactive shell, the classic escape through tar, vim, git or ssh
+        // options. The parser says what the payload's commands are; no second
+        // tokenizer splits it.
+        if summary.commands == 1 && self.bare_shell_at == first {
             self.hit(RuleId::ShellEscape, inv.rendered);
         }
     }
@@ -168,6 +176,8 @@ impl Analyzer<'_> {
         }
     }
 
+    /// An interpreter: its inline code (`-c`, `-e`, `--eval`) is scanned for risky
+    /// capabilities; a script operand or stdin is code we cannot see.
     pub(crate) fn check_interpreter(
         &mut self,
         name: &str,
@@ -176,119 +186,30 @@ impl Analyzer<'_> {
         inv: &Invocation<'_>,
     ) {
         let r = inv.rendered;
-        let mut code_text: Option<Field> = None;
-        let mut in_place = false;
-        let mut module = false;
-        let mut i = 0;
-        let (code_flags, value_flags): (&str, &str) = match lang {
-            Lang::Python => ("c", "WXQ"),
-            Lang::Node => ("ep", "r"),
-            Lang::Perl | Lang::Ruby => ("eE", "IMmxFlCdDr0"),
-            Lang::Php => ("rBRE", "fdcz"),
-            Lang::Awk => ("e", "fFvi"),
-            Lang::Generic => ("ec", ""),
-        };
         // deno/bun subcommands: `deno eval CODE`, `deno run URL`.
-        if matches!(name, "deno" | "bun") {
-            match args.first().map(|a| a.text.as_str()) {
-                Some("eval") => {
-                    code_text = args.get(1).cloned();
-                    i = args.len();
+        let read = match (name, args.first().map(|a| a.text.as_str())) {
+            ("deno" | "bun", Some("eval")) => Inline {
+                code: args.get(1).cloned(),
+                start: args.len(),
+                ..Inline::default()
+            },
+            ("deno" | "bun", Some("run" | "x")) => {
+                if args
+                    .iter()
+                    .skip(1)
+                    .any(|a| a.text.starts_with("http://") || a.text.starts_with("https://"))
+                {
+                    self.hit(RuleId::RemoteCode, r);
                 }
-                Some("run" | "x") => {
-                    if args
-                        .iter()
-                        .skip(1)
-                        .any(|a| a.text.starts_with("http://") || a.text.starts_with("https://"))
-                    {
-                        self.hit(RuleId::RemoteCode, r);
-                    }
-                    return;
-                }
-                _ => {}
+                return;
             }
-        }
-        while i < args.len() {
-            let a = args[i].text.as_str();
-            if a == "--" {
-                i += 1;
-                break;
-            }
-            if let Some(long) = a.strip_prefix("--") {
-                match long.split_once('=') {
-                    Some(("eval" | "print" | "source", v)) => {
-                        code_text = Some(Field {
-                            text: v.to_owned(),
-                            ..args[i].clone()
-                        })
-                    }
-                    None if matches!(long, "eval" | "print" | "source") => {
-                        code_text = args.get(i + 1).cloned();
-                        i += 1;
-                    }
-                    None if matches!(long, "require" | "import" | "loader" | "input-type") => {
-                        i += 1
-                    }
-                    _ => {}
-                }
-                i += 1;
-                continue;
-            }
-            if a.starts_with('-') && a.len() > 1 {
-                let cluster: Vec<char> = a[1..].chars().collect();
-                let mut k = 0;
-                while k < cluster.len() {
-                    let c = cluster[k];
-                    let attached: String = cluster[k + 1..].iter().collect();
-                    if code_flags.contains(c) {
-                        let value = if attached.is_empty() {
-                            i += 1;
-                            args.get(i).cloned()
-                        } else {
-                            Some(Field::literal(attached))
-                        };
-                        if let Some(v) = value {
-                            code_text = Some(match code_text.take() {
-                                Some(mut prev) => {
-                                    prev.text.push('\n');
-                                    prev.text.push_str(&v.text);
-                                    prev.dynamic |= v.dynamic;
-                                    prev
-                                }
-                                None => v,
-                            });
-                        }
-                        break;
-                    }
-                    if c == 'i' && matches!(lang, Lang::Perl | Lang::Ruby) {
-                        in_place = true;
-                        break;
-                    }
-                    if c == 'm' && lang == Lang::Python {
-                        module = true;
-                        break;
-                    }
-                    if value_flags.contains(c) {
-                        if attached.is_empty() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    k += 1;
-                }
-                i += 1;
-                if module {
-                    break;
-                }
-                continue;
-            }
-            break;
-        }
-        let operands = args.get(i..).unwrap_or(&[]);
-        if module {
+            _ => read_options(lang, args),
+        };
+        if read.module {
             return;
         }
-        match &code_text {
+        let operands = args.get(read.start..).unwrap_or(&[]);
+        match &read.code {
             Some(code) => {
                 if code.dynamic {
                     self.hit(Self::unseen_code_rule(&code.origin), r);
@@ -315,8 +236,9 @@ impl Analyzer<'_> {
                 None => self.check_stdin_code(Some(lang), inv),
             },
         }
-        if in_place {
-            let files = if code_text.is_some() {
+        if read.in_place {
+            // `perl -i -e CODE files…` edits the files; without -e the first is code.
+            let files = if read.code.is_some() {
                 operands
             } else {
                 operands.get(1..).unwrap_or(&[])
@@ -380,8 +302,7 @@ impl Analyzer<'_> {
 
     /// What a command's output is made of (for `… | sh` and `$(…)`).
     pub(crate) fn producer_of(&self, name: &str, args: &[Field], inv: &Invocation<'_>) -> Producer {
-        let words: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
-        let has = |w: &str| words.contains(&w);
+        let has = |w: &str| args.iter().any(|a| a.text == w);
         let operands = || args.iter().filter(|a| !a.text.starts_with('-'));
         match name {
             "curl" | "wget" | "fetch" | "http" | "https" | "xh" | "nc" | "ncat" | "netcat"
@@ -404,7 +325,7 @@ impl Analyzer<'_> {
             "base64" | "base32" | "basenc" if has("-d") || has("--decode") || has("-D") => {
                 Producer::Decoder
             }
-            "xxd" if words.iter().any(|w| w.starts_with("-r")) => Producer::Decoder,
+            "xxd" if args.iter().any(|w| w.text.starts_with("-r")) => Producer::Decoder,
             "openssl" if has("-d") || has("-base64") || has("-a") || has("base64") => {
                 Producer::Decoder
             }
@@ -421,9 +342,9 @@ impl Analyzer<'_> {
             // Commands that print nothing unless asked to: `$(touch x)` is empty.
             "touch" | "mkdir" | "true" | "false" | ":" | "cd" | "chmod" | "chown" | "ln" | "cp"
             | "mv" | "rm" | "sleep" | "rmdir"
-                if !words
+                if !args
                     .iter()
-                    .any(|w| *w == "-v" || w.starts_with("--verbose")) =>
+                    .any(|w| w.text == "-v" || w.text.starts_with("--verbose")) =>
             {
                 Producer::Literal(String::new())
             }
@@ -436,4 +357,108 @@ impl Analyzer<'_> {
             }
         }
     }
+}
+
+/// Each language's short options that give inline code, and those that take a value.
+fn flags_of(lang: Lang) -> (&'static str, &'static str) {
+    match lang {
+        Lang::Python => ("c", "WXQ"),
+        Lang::Node => ("ep", "r"),
+        Lang::Perl | Lang::Ruby => ("eE", "IMmxFlCdDr0"),
+        Lang::Php => ("rBRE", "fdcz"),
+        Lang::Awk => ("e", "fFvi"),
+        Lang::Generic => ("ec", ""),
+    }
+}
+
+/// What an interpreter's options say.
+#[derive(Default)]
+struct Inline {
+    /// The inline code (several `-e` are joined by newlines).
+    code: Option<Field>,
+    /// `perl -i`, `ruby -i`: files are edited in place.
+    in_place: bool,
+    /// `python -m MODULE`: a module runs (judged by name elsewhere).
+    module: bool,
+    /// Index of the first operand.
+    start: usize,
+}
+
+/// Reads an interpreter's options the way it does: clusters, attached values, long
+/// `--eval`/`--print`, `--` ending them.
+fn read_options(lang: Lang, args: &[Field]) -> Inline {
+    let (code_flags, value_flags) = flags_of(lang);
+    let mut out = Inline::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].text.as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            match long.split_once('=') {
+                Some(("eval" | "print" | "source", v)) => {
+                    out.code = Some(Field {
+                        text: v.to_owned(),
+                        ..args[i].clone()
+                    })
+                }
+                None if matches!(long, "eval" | "print" | "source") => {
+                    out.code = args.get(i + 1).cloned();
+                    i += 1;
+                }
+                None if matches!(long, "require" | "import" | "loader" | "input-type") => i += 1,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if !(a.starts_with('-') && a.len() > 1) {
+            break;
+        }
+        for (k, c) in a.char_indices().skip(1) {
+            let attached = &a[k + c.len_utf8()..];
+            if code_flags.contains(c) {
+                let value = if attached.is_empty() {
+                    i += 1;
+                    args.get(i).cloned()
+                } else {
+                    Some(Field::literal(attached))
+                };
+                if let Some(v) = value {
+                    out.code = Some(match out.code.take() {
+                        Some(mut prev) => {
+                            prev.text.push('\n');
+                            prev.text.push_str(&v.text);
+                            prev.dynamic |= v.dynamic;
+                            prev
+                        }
+                        None => v,
+                    });
+                }
+                break;
+            }
+            if c == 'i' && matches!(lang, Lang::Perl | Lang::Ruby) {
+                out.in_place = true;
+                break;
+            }
+            if c == 'm' && lang == Lang::Python {
+                out.module = true;
+                break;
+            }
+            if value_flags.contains(c) {
+                if attached.is_empty() {
+                    i += 1;
+                }
+                break;
+            }
+        }
+        i += 1;
+        if out.module {
+            break;
+        }
+    }
+    out.start = i;
+    out
 }

@@ -5,7 +5,6 @@
 use super::carriers::language;
 use super::fold::{Field, Producer};
 use super::limits::MAX_CARRIER_DEPTH;
-use super::opts::{self, Spec};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
 use super::walk::{Analyzer, Cx, Redirect};
@@ -27,7 +26,12 @@ pub(crate) struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
-    fn nested<'b>(&'b self, argv: &'b [Field], bulk: bool, detached: bool) -> Invocation<'b> {
+    pub(crate) fn nested<'b>(
+        &'b self,
+        argv: &'b [Field],
+        bulk: bool,
+        detached: bool,
+    ) -> Invocation<'b> {
         Invocation {
             argv,
             stdin: self.stdin,
@@ -108,7 +112,7 @@ impl Analyzer<'_> {
     }
 
     /// Joins argument fields into one payload (`eval a b`, `ssh host a b`).
-    fn joined(fields: &[Field]) -> Field {
+    pub(crate) fn joined(fields: &[Field]) -> Field {
         let mut out = Field::literal("");
         for (i, f) in fields.iter().enumerate() {
             if i > 0 {
@@ -155,7 +159,7 @@ impl Analyzer<'_> {
     pub(crate) fn check_write(&mut self, target: &Field, truncates: bool, rendered: &str) {
         let path = canonical(&target.text);
         if matches!(
-            path.as_str(),
+            path.as_ref(),
             "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
         ) || path.starts_with("/dev/fd/")
         {
@@ -172,7 +176,8 @@ impl Analyzer<'_> {
         } else if truncates && paths::is_config_file(&path) {
             self.hit(RuleId::ConfigOverwrite, rendered);
         }
-        self.fresh_files.push(path);
+        let path = path.into_owned();
+        self.mark_fresh(&path);
     }
 
     /// Checks the file redirections of a command.
@@ -409,641 +414,8 @@ impl Analyzer<'_> {
         }
     }
 
-    /// Unwraps wrappers (the command they run is checked in their place) and handles
-    /// carriers whose payload is argv. Returns `Some(producer)` when handled.
-    fn check_wrapper(
-        &mut self,
-        name: &str,
-        args: &[Field],
-        inv: &Invocation<'_>,
-    ) -> Option<Producer> {
-        let r = inv.rendered;
-        let wrap = |spec: &Spec| opts::parse(args, spec);
-        let plain = Spec {
-            short_values: "",
-            longs: &[],
-            stop_at_operand: true,
-        };
-        let rest_of = |o: &opts::Opts<'_>| o.rest.map(|i| &args[i..]).unwrap_or(&[]);
-        let produced = match name {
-            "sudo" => {
-                let o = wrap(&Spec {
-                    short_values: "ugpCDrtTU",
-                    longs: &[
-                        "askpass",
-                        "background",
-                        "bell",
-                        "close-from=",
-                        "chdir=",
-                        "preserve-env",
-                        "edit",
-                        "group=",
-                        "set-home",
-                        "help",
-                        "host=",
-                        "login",
-                        "remove-timestamp",
-                        "reset-timestamp",
-                        "list",
-                        "non-interactive",
-                        "preserve-groups",
-                        "prompt=",
-                        "chroot=",
-                        "role=",
-                        "stdin",
-                        "shell",
-                        "type=",
-                        "command-timeout=",
-                        "other-user=",
-                        "user=",
-                        "validate",
-                        "version",
-                    ],
-                    stop_at_operand: true,
-                });
-                if o.has('S', "stdin") || o.has('A', "askpass") {
-                    self.hit(RuleId::SudoPassword, r);
-                }
-                if o.has('e', "edit") {
-                    for f in rest_of(&o) {
-                        self.check_write(f, false, r);
-                    }
-                    return Some(Producer::None);
-                }
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "doas" => {
-                let o = wrap(&Spec {
-                    short_values: "uC",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "env" => {
-                let o = wrap(&Spec {
-                    short_values: "uCS",
-                    longs: &[
-                        "ignore-environment",
-                        "null",
-                        "unset=",
-                        "chdir=",
-                        "split-string=",
-                        "debug",
-                    ],
-                    stop_at_operand: true,
-                });
-                let mut rest = rest_of(&o);
-                let cx = Cx {
-                    depth: inv.depth,
-                    ..Cx::default()
-                };
-                while let Some((first, tail)) = rest.split_first() {
-                    match first.text.split_once('=') {
-                        Some((n, v))
-                            if !n.is_empty()
-                                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
-                        {
-                            let value = Field {
-                                text: v.to_owned(),
-                                ..first.clone()
-                            };
-                            self.check_assignment(n, &value, r, &cx);
-                            rest = tail;
-                        }
-                        _ => break,
-                    }
-                }
-                if let Some(split) = o.value('S', "split-string") {
-                    let mut payload = Field::literal(split);
-                    let tail = Self::joined(rest);
-                    if !tail.text.is_empty() {
-                        payload.text.push(' ');
-                        payload.text.push_str(&tail.text);
-                        payload.dynamic |= tail.dynamic;
-                    }
-                    self.run_payload(&payload, inv);
-                    return Some(Producer::Other);
-                }
-                self.run_argv(rest, inv, false, false)
-            }
-            "nice" => {
-                let o = wrap(&Spec {
-                    short_values: "n",
-                    longs: &["adjustment="],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "ionice" => {
-                let o = wrap(&Spec {
-                    short_values: "cnP",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                if o.short('p') {
-                    return Some(Producer::None);
-                }
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "timeout" => {
-                let o = wrap(&Spec {
-                    short_values: "sk",
-                    longs: &[
-                        "signal=",
-                        "kill-after=",
-                        "preserve-status",
-                        "foreground",
-                        "verbose",
-                    ],
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
-            }
-            "nohup" | "setsid" | "disown" => {
-                let o = wrap(&plain);
-                self.run_argv(rest_of(&o), inv, false, true)
-            }
-            "stdbuf" => {
-                let o = wrap(&Spec {
-                    short_values: "ioe",
-                    longs: &["input=", "output=", "error="],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "time" => {
-                let o = wrap(&Spec {
-                    short_values: "fo",
-                    longs: &["format=", "output="],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "command" => {
-                let o = wrap(&plain);
-                if o.short('v') || o.short('V') {
-                    return Some(Producer::Other);
-                }
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "builtin" => self.run_argv(args, inv, false, false),
-            "exec" => {
-                let o = wrap(&Spec {
-                    short_values: "a",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "busybox" | "toybox" => self.run_argv(args, inv, false, false),
-            // Windows Subsystem for Linux: the command runs in a Linux shell, or as
-            // argv with -e/--exec.
-            "wsl" => {
-                let o = wrap(&Spec {
-                    short_values: "du",
-                    longs: &[
-                        "distribution=",
-                        "user=",
-                        "cd=",
-                        "shell-type=",
-                        "exec",
-                        "system",
-                    ],
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                if o.has('e', "exec") {
-                    self.run_argv(rest, inv, false, false)
-                } else if !rest.is_empty() {
-                    self.run_payload(&Self::joined(rest), inv);
-                    Producer::Other
-                } else {
-                    Producer::Other
-                }
-            }
-            "fakeroot" | "nocache" | "catchsegv" | "dbus-run-session" | "proxychains"
-            | "proxychains4" | "torsocks" | "tsocks" | "firejail" | "xvfb-run" | "pkexec"
-            | "chronic" | "unbuffer" | "rlwrap" | "eatmydata" | "unshare" | "systemd-run"
-            | "numactl" | "cgexec" | "sem" => {
-                // Each tool's short options that take a value: a wrong guess would
-                // make a value the command (or the command a value).
-                let short_values = match name {
-                    "fakeroot" => "lsib",
-                    "unshare" => "SGRw",
-                    "systemd-run" => "puEMH",
-                    "numactl" => "NCmip",
-                    "xvfb-run" => "nsfepw",
-                    "cgexec" => "g",
-                    "proxychains" | "proxychains4" => "f",
-                    "sem" => "j",
-                    _ => "",
-                };
-                let longs: &'static [&'static str] = match name {
-                    "pkexec" => &["user="],
-                    _ => &[],
-                };
-                let o = wrap(&Spec {
-                    short_values,
-                    longs,
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                self.run_argv(rest, inv, false, name == "systemd-run")
-            }
-            "strace" | "ltrace" => {
-                let o = wrap(&Spec {
-                    short_values: "oeEpsuaObPIXS",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                self.run_argv(rest_of(&o), inv, false, false)
-            }
-            "taskset" => {
-                let o = wrap(&Spec {
-                    short_values: "",
-                    longs: &["cpu-list", "pid", "all-tasks"],
-                    stop_at_operand: true,
-                });
-                if o.has('p', "pid") {
-                    return Some(Producer::None);
-                }
-                let rest = rest_of(&o);
-                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
-            }
-            "chrt" => {
-                let o = wrap(&Spec {
-                    short_values: "T",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                if o.short('p') {
-                    return Some(Producer::None);
-                }
-                let rest = rest_of(&o);
-                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
-            }
-            "chroot" => {
-                let o = wrap(&Spec {
-                    short_values: "",
-                    longs: &["userspec=", "groups=", "skip-chdir"],
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false)
-            }
-            "flock" => {
-                let o = wrap(&Spec {
-                    short_values: "wEc",
-                    longs: &["command=", "timeout=", "conflict-exit-code="],
-                    stop_at_operand: true,
-                });
-                if let Some(c) = o.value('c', "command") {
-                    self.run_payload(&Field::literal(c), inv);
-                    return Some(Producer::Other);
-                }
-                let rest = rest_of(&o);
-                match rest.get(1) {
-                    Some(f) if f.text == "-c" || f.text == "--command" => {
-                        if let Some(payload) = rest.get(2) {
-                            self.run_payload(payload, inv);
-                        }
-                        Producer::Other
-                    }
-                    _ => self.run_argv(rest.get(1..).unwrap_or(&[]), inv, false, false),
-                }
-            }
-            "su" | "runuser" => {
-                let o = opts::parse(
-                    args,
-                    &Spec {
-                        short_values: "cgGsuw",
-                        longs: &[
-                            "command=",
-                            "session-command=",
-                            "login",
-                            "group=",
-                            "supp-group=",
-                            "shell=",
-                            "preserve-environment",
-                            "pty",
-                            "user=",
-                        ],
-                        stop_at_operand: false,
-                    },
-                );
-                if let Some(c) = o.value('c', "command").or(o.value('\0', "session-command")) {
-                    self.run_payload(&Field::literal(c), inv);
-                    return Some(Producer::Other);
-                }
-                if name == "runuser" && o.value('u', "user").is_some() {
-                    let ops: Vec<Field> = o.operands.iter().map(|f| (*f).clone()).collect();
-                    return Some(self.run_argv(&ops, inv, false, false));
-                }
-                Producer::Other
-            }
-            "sg" => {
-                let ops: Vec<&Field> = args.iter().filter(|a| a.text != "-c").collect();
-                if let Some((_, rest)) = ops.split_first() {
-                    let payload: Vec<Field> = rest.iter().map(|f| (*f).clone()).collect();
-                    self.run_payload(&Self::joined(&payload), inv);
-                }
-                Producer::Other
-            }
-            "watch" => {
-                let o = wrap(&Spec {
-                    short_values: "nq",
-                    longs: &[
-                        "interval=",
-                        "differences",
-                        "exec",
-                        "chgexit",
-                        "errexit",
-                        "beep",
-                        "color",
-                        "no-title",
-                        "precise",
-                        "no-wrap",
-                    ],
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                if o.has('x', "exec") {
-                    self.run_argv(rest, inv, false, false)
-                } else {
-                    self.run_payload(&Self::joined(rest), inv);
-                    Producer::Other
-                }
-            }
-            "script" => {
-                let o = opts::parse(
-                    args,
-                    &Spec {
-                        short_values: "cOIBTEm",
-                        longs: &[
-                            "command=",
-                            "log-out=",
-                            "log-in=",
-                            "log-io=",
-                            "log-timing=",
-                            "echo=",
-                            "logging-format=",
-                        ],
-                        stop_at_operand: false,
-                    },
-                );
-                if let Some(c) = o.value('c', "command") {
-                    self.run_payload(&Field::literal(c), inv);
-                }
-                Producer::Other
-            }
-            "xargs" => {
-                let o = wrap(&Spec {
-                    short_values: "adEILnPs",
-                    longs: &[
-                        "arg-file=",
-                        "delimiter=",
-                        "eof=",
-                        "replace=",
-                        "max-lines=",
-                        "max-args=",
-                        "max-procs=",
-                        "max-chars=",
-                        "process-slot-var=",
-                        "null",
-                        "no-run-if-empty",
-                        "verbose",
-                        "interactive",
-                        "exit",
-                        "show-limits",
-                        "open-tty",
-                    ],
-                    stop_at_operand: true,
-                });
-                let rest = rest_of(&o);
-                if rest.is_empty() {
-                    return Some(Producer::Other);
-                }
-                let nested_stdin = Producer::Other;
-                let nested = Invocation {
-                    stdin: &nested_stdin,
-                    ..inv.nested(rest, true, false)
-                };
-                self.check_invocation(&nested)
-            }
-            "find" => {
-                self.check_find(args, inv);
-                Producer::Other
-            }
-            "fd" | "fdfind" => {
-                if let Some(i) = args.iter().position(|a| {
-                    matches!(a.text.as_str(), "-x" | "--exec" | "-X" | "--exec-batch")
-                }) {
-                    let rest = &args[i + 1..];
-                    let end = rest
-                        .iter()
-                        .position(|a| a.text == ";")
-                        .unwrap_or(rest.len());
-                    self.run_argv(&rest[..end], inv, true, false);
-                }
-                Producer::Other
-            }
-            "parallel" => {
-                let end = args
-                    .iter()
-                    .position(|a| a.text.starts_with(":::"))
-                    .unwrap_or(args.len());
-                let mut start = 0;
-                while start < end && args[start].text.starts_with('-') {
-                    start += if matches!(args[start].text.as_str(), "-j" | "-S" | "--jobs" | "-I") {
-                        2
-                    } else {
-                        1
-                    };
-                }
-                let command = args.get(start..end).unwrap_or(&[]);
-                if command.len() == 1 {
-                    self.run_payload(
-                        &command[0],
-                        &Invocation {
-                            bulk: true,
-                            ..inv.nested(command, true, false)
-                        },
-                    );
-                } else {
-                    self.run_argv(command, inv, true, false);
-                }
-                Producer::Other
-            }
-            "rg" | "ripgrep" => {
-                let mut pre: Option<String> = None;
-                for (i, a) in args.iter().enumerate() {
-                    if a.text == "--pre" {
-                        pre = args.get(i + 1).map(|f| f.text.clone());
-                    } else if let Some(v) = a.text.strip_prefix("--pre=") {
-                        pre = Some(v.to_owned());
-                    }
-                }
-                if let Some(pre) = pre {
-                    let argv = [Field::literal(pre), Field::literal("FILE")];
-                    self.run_argv(&argv, inv, true, false);
-                }
-                Producer::Other
-            }
-            "npx" | "pnpx" | "bunx" => {
-                let o = wrap(&Spec {
-                    short_values: "pc",
-                    longs: &[
-                        "package=",
-                        "call=",
-                        "yes",
-                        "no",
-                        "quiet",
-                        "no-install",
-                        "ignore-existing",
-                    ],
-                    stop_at_operand: true,
-                });
-                if let Some(c) = o.value('c', "call") {
-                    self.run_payload(&Field::literal(c), inv);
-                    return Some(Producer::Other);
-                }
-                self.run_package(rest_of(&o), inv)
-            }
-            "npm" | "pnpm" | "yarn" => match args.first().map(|a| a.text.as_str()) {
-                Some("exec" | "x" | "dlx") => {
-                    let o = opts::parse(
-                        &args[1..],
-                        &Spec {
-                            short_values: "pc",
-                            longs: &["package=", "call=", "yes", "no"],
-                            stop_at_operand: true,
-                        },
-                    );
-                    if let Some(c) = o.value('c', "call") {
-                        self.run_payload(&Field::literal(c), inv);
-                        return Some(Producer::Other);
-                    }
-                    let rest = o.rest.map(|i| &args[1 + i..]).unwrap_or(&[]);
-                    self.run_package(rest, inv)
-                }
-                _ => return None,
-            },
-            "docker" | "podman" | "nerdctl" => return self.check_container(args, inv),
-            "kubectl" | "oc" => {
-                let sub = args
-                    .iter()
-                    .find(|a| !a.text.starts_with('-'))
-                    .map(|a| a.text.as_str());
-                match sub {
-                    Some("exec") => {
-                        if let Some(i) = args.iter().position(|a| a.text == "--") {
-                            return Some(self.run_argv(&args[i + 1..], inv, false, false));
-                        }
-                        Producer::Other
-                    }
-                    Some("delete" | "drain") => {
-                        self.hit(RuleId::ContainerDestructive, r);
-                        Producer::Other
-                    }
-                    Some("scale") if args.iter().any(|a| a.text == "--replicas=0") => {
-                        self.hit(RuleId::ContainerDestructive, r);
-                        Producer::Other
-                    }
-                    _ => Producer::Other,
-                }
-            }
-            "ssh" => {
-                let o = wrap(&Spec {
-                    short_values: "BbcDEeFIiJLlmOoPpQRSWw",
-                    longs: &[],
-                    stop_at_operand: true,
-                });
-                for (k, v) in &o.values {
-                    if *k == 'o' && v.to_ascii_lowercase().starts_with("proxycommand") {
-                        let cmd = v.split_once(['=', ' ']).map(|x| x.1).unwrap_or("");
-                        self.run_payload(&Field::literal(cmd), inv);
-                    }
-                }
-                let rest = rest_of(&o);
-                if rest.len() > 1 {
-                    self.run_payload(&Self::joined(&rest[1..]), inv);
-                }
-                Producer::Network
-            }
-            "eval" => {
-                self.run_payload(&Self::joined(args), inv);
-                Producer::Other
-            }
-            "source" | "." => {
-                match args.first() {
-                    // Sourcing stdin runs whatever is piped or redirected in.
-                    Some(f)
-                        if matches!(
-                            f.text.as_str(),
-                            "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-"
-                        ) =>
-                    {
-                        self.check_stdin_code(None, inv);
-                    }
-                    Some(script) => self.check_script(script, inv),
-                    None => {}
-                }
-                Producer::Other
-            }
-            "alias" => {
-                for a in args {
-                    if let Some((_, value)) = a.text.split_once('=') {
-                        let payload = Field {
-                            text: value.to_owned(),
-                            ..a.clone()
-                        };
-                        self.run_payload(&payload, inv);
-                    }
-                }
-                Producer::None
-            }
-            "trap" => {
-                if let Some(code) = args.iter().find(|a| !a.text.starts_with('-')) {
-                    self.run_payload(code, inv);
-                }
-                Producer::None
-            }
-            "export" | "declare" | "typeset" | "local" | "readonly" => {
-                let cx = Cx {
-                    depth: inv.depth,
-                    ..Cx::default()
-                };
-                // `-i`: values are evaluated as arithmetic on assignment.
-                let integer = args
-                    .iter()
-                    .any(|a| a.text.starts_with('-') && a.text.contains('i'));
-                for a in args {
-                    if integer || a.text.contains('[') {
-                        self.scan_arithmetic_field(a, &cx);
-                    }
-                    if let Some((n, v)) = a.text.split_once('=')
-                        && !n.is_empty()
-                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    {
-                        let value = Field {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        };
-                        self.check_assignment(n, &value, r, &cx);
-                        self.set_var(n, (!value.dynamic).then(|| value.text.clone()));
-                    }
-                }
-                Producer::None
-            }
-            _ => return None,
-        };
-        Some(produced)
-    }
-
     /// `npx PKG args`: the package's binary runs with the arguments.
-    fn run_package(&mut self, rest: &[Field], inv: &Invocation<'_>) -> Producer {
+    pub(crate) fn run_package(&mut self, rest: &[Field], inv: &Invocation<'_>) -> Producer {
         let Some((pkg, tail)) = rest.split_first() else {
             return Producer::Other;
         };
@@ -1061,7 +433,7 @@ impl Analyzer<'_> {
         self.run_argv(&argv, inv, false, false)
     }
 
-    fn check_find(&mut self, args: &[Field], inv: &Invocation<'_>) {
+    pub(crate) fn check_find(&mut self, args: &[Field], inv: &Invocation<'_>) {
         // Tests that take an argument: their argument is data even if it looks like an
         // action (`find . -name -delete`).
         const WITH_ARG: &[&str] = &[
@@ -1135,7 +507,11 @@ impl Analyzer<'_> {
         }
     }
 
-    fn check_container(&mut self, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    pub(crate) fn check_container(
+        &mut self,
+        args: &[Field],
+        inv: &Invocation<'_>,
+    ) -> Option<Producer> {
         let r = inv.rendered;
         let mut i = 0;
         // Global options before the subcommand.
@@ -1169,96 +545,12 @@ impl Analyzer<'_> {
                 .find(|w| !w.starts_with('-'))
                 .is_some_and(|w| matches!(*w, "down" | "kill" | "stop" | "rm")),
             "exec" => {
-                const VALUES: &[&str] = &[
-                    "-e",
-                    "--env",
-                    "-u",
-                    "--user",
-                    "-w",
-                    "--workdir",
-                    "--env-file",
-                    "--detach-keys",
-                ];
-                let mut k = 0;
-                while k < rest.len() && rest[k].text.starts_with('-') {
-                    k += if VALUES.contains(&rest[k].text.as_str()) {
-                        2
-                    } else {
-                        1
-                    };
-                }
+                let k = options_end(rest, EXEC_VALUES);
                 let command = rest.get(k + 1..).unwrap_or(&[]);
                 return Some(self.run_argv(command, inv, false, false));
             }
             "run" | "create" => {
-                const VALUES: &[&str] = &[
-                    "-v",
-                    "-p",
-                    "-e",
-                    "-w",
-                    "-u",
-                    "-m",
-                    "-l",
-                    "-h",
-                    "-a",
-                    "-c",
-                    "--name",
-                    "--network",
-                    "--net",
-                    "--entrypoint",
-                    "--volume",
-                    "--publish",
-                    "--env",
-                    "--workdir",
-                    "--user",
-                    "--memory",
-                    "--label",
-                    "--hostname",
-                    "--attach",
-                    "--cpus",
-                    "--cpu-shares",
-                    "--mount",
-                    "--env-file",
-                    "--add-host",
-                    "--device",
-                    "--cap-add",
-                    "--cap-drop",
-                    "--security-opt",
-                    "--restart",
-                    "--log-driver",
-                    "--log-opt",
-                    "--tmpfs",
-                    "--ulimit",
-                    "--volumes-from",
-                    "--ip",
-                    "--dns",
-                    "--platform",
-                    "--pull",
-                    "--gpus",
-                    "--shm-size",
-                    "--pid",
-                    "--ipc",
-                    "--uts",
-                    "--userns",
-                    "--runtime",
-                    "--health-cmd",
-                    "--link",
-                    "--expose",
-                    "--group-add",
-                    "--cidfile",
-                    "--stop-signal",
-                    "--stop-timeout",
-                    "--label-file",
-                    "--init-path",
-                ];
-                let mut k = 0;
-                while k < rest.len() && rest[k].text.starts_with('-') {
-                    k += if VALUES.contains(&rest[k].text.as_str()) {
-                        2
-                    } else {
-                        1
-                    };
-                }
+                let k = options_end(rest, RUN_VALUES);
                 let command = rest.get(k + 1..).unwrap_or(&[]);
                 if !command.is_empty() {
                     return Some(self.run_argv(command, inv, false, false));
@@ -1273,3 +565,90 @@ impl Analyzer<'_> {
         Some(Producer::Other)
     }
 }
+
+/// Index of the first operand of `args`, given the options that take a value.
+fn options_end(args: &[Field], values: &[&str]) -> usize {
+    let mut k = 0;
+    while k < args.len() && args[k].text.starts_with('-') {
+        k += if values.contains(&args[k].text.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    k
+}
+
+/// `docker exec` options that take a value (the container and command follow).
+const EXEC_VALUES: &[&str] = &[
+    "-e",
+    "--env",
+    "-u",
+    "--user",
+    "-w",
+    "--workdir",
+    "--env-file",
+    "--detach-keys",
+];
+
+/// `docker run`/`create` options that take a value (the image and command follow).
+const RUN_VALUES: &[&str] = &[
+    "-v",
+    "-p",
+    "-e",
+    "-w",
+    "-u",
+    "-m",
+    "-l",
+    "-h",
+    "-a",
+    "-c",
+    "--name",
+    "--network",
+    "--net",
+    "--entrypoint",
+    "--volume",
+    "--publish",
+    "--env",
+    "--workdir",
+    "--user",
+    "--memory",
+    "--label",
+    "--hostname",
+    "--attach",
+    "--cpus",
+    "--cpu-shares",
+    "--mount",
+    "--env-file",
+    "--add-host",
+    "--device",
+    "--cap-add",
+    "--cap-drop",
+    "--security-opt",
+    "--restart",
+    "--log-driver",
+    "--log-opt",
+    "--tmpfs",
+    "--ulimit",
+    "--volumes-from",
+    "--ip",
+    "--dns",
+    "--platform",
+    "--pull",
+    "--gpus",
+    "--shm-size",
+    "--pid",
+    "--ipc",
+    "--uts",
+    "--userns",
+    "--runtime",
+    "--health-cmd",
+    "--link",
+    "--expose",
+    "--group-add",
+    "--cidfile",
+    "--stop-signal",
+    "--stop-timeout",
+    "--label-file",
+    "--init-path",
+];

@@ -303,16 +303,36 @@ pub(crate) fn expand_braces(pieces: &[BraceExpressionOrText]) -> Vec<String> {
     acc
 }
 
-/// Quotes `text` for display when it holds characters the shell would split on.
-pub(crate) fn display_word(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%~^*?[]{}$!#".contains(c))
-    {
-        text.to_owned()
+/// Appends `text` to `out`, quoted for display when it holds characters the shell
+/// would split on.
+pub(crate) fn push_display_word(out: &mut String, text: &str) {
+    /// The bytes shown unquoted, as a table (this runs for every word).
+    const PLAIN: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut c = 0;
+        while c < 256 {
+            t[c] = (c as u8).is_ascii_alphanumeric();
+            c += 1;
+        }
+        let extra = b"-_./=:,+@%~^*?[]{}$!#";
+        let mut k = 0;
+        while k < extra.len() {
+            t[extra[k] as usize] = true;
+            k += 1;
+        }
+        t
+    };
+    if !text.is_empty() && text.bytes().all(|c| PLAIN[usize::from(c)]) {
+        out.push_str(text);
     } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
+        out.push('\'');
+        for (i, part) in text.split('\'').enumerate() {
+            if i > 0 {
+                out.push_str("'\\''");
+            }
+            out.push_str(part);
+        }
+        out.push('\'');
     }
 }
 

@@ -7,8 +7,22 @@ use super::rules::RuleId;
 use super::walk::Analyzer;
 
 impl Analyzer<'_> {
+    /// git: destructive subcommands, and options and configuration whose value is a
+    /// command git runs.
     pub(crate) fn check_git(&mut self, args: &[Field], inv: &Invocation<'_>) {
-        let r = inv.rendered;
+        let i = self.check_git_globals(args, inv);
+        let Some(sub) = args.get(i) else { return };
+        let rest = &args[i + 1..];
+        self.check_git_hooks(rest, inv);
+        if is_destructive(&sub.text, rest) {
+            self.hit(RuleId::GitDestructive, inv.rendered);
+        }
+        self.check_git_effects(&sub.text, rest, inv);
+    }
+
+    /// Reads git's global options (checking `-c key=value`); returns the index of the
+    /// subcommand.
+    fn check_git_globals(&mut self, args: &[Field], inv: &Invocation<'_>) -> usize {
         let mut i = 0;
         while i < args.len() {
             let t = args[i].text.as_str();
@@ -37,86 +51,14 @@ impl Analyzer<'_> {
                 break;
             }
         }
-        let Some(sub) = args.get(i) else { return };
-        let rest = &args[i + 1..];
-        self.check_git_hooks(rest, inv);
-        let destructive = match sub.text.as_str() {
-            "reset" => {
-                let o = opts::parse(rest, &RESET);
-                long_could_be(&o, &RESET, &["hard", "merge"])
-            }
-            "push" => {
-                let o = opts::parse(rest, &PUSH);
-                let force = o.short('f')
-                    || o.short('d')
-                    || long_could_be(
-                        &o,
-                        &PUSH,
-                        &[
-                            "force",
-                            "force-with-lease",
-                            "force-if-includes",
-                            "delete",
-                            "mirror",
-                            "prune",
-                        ],
-                    );
-                let refspec = o
-                    .operands
-                    .iter()
-                    .skip(1)
-                    .any(|f| f.text.starts_with('+') || f.text.starts_with(':'));
-                force || refspec
-            }
-            "clean" => {
-                let o = opts::parse(rest, &CLEAN);
-                let force = o.short('f') || long_could_be(&o, &CLEAN, &["force"]);
-                let dry = o.short('n') || long_is_prefix_of(&o, "dry-run");
-                force && !dry
-            }
-            "branch" => {
-                let o = opts::parse(rest, &BRANCH);
-                let force = o.short('f') || long_could_be(&o, &BRANCH, &["force"]);
-                let delete = o.short('d') || long_could_be(&o, &BRANCH, &["delete"]);
-                o.short('D') || (delete && force)
-            }
-            "checkout" => {
-                let o = opts::parse(rest, &CHECKOUT);
-                // After `--` every operand is a path, and one only known at run time
-                // (`$(git diff --name-only)`) may be many; before it, a branch.
-                let paths = rest.iter().skip_while(|f| f.text != "--").skip(1);
-                o.short('f')
-                    || long_could_be(&o, &CHECKOUT, &["force"])
-                    || o.operands.iter().any(|f| is_broad_pathspec(&f.text))
-                    || paths.clone().any(|f| f.dynamic)
-            }
-            "restore" => {
-                let o = opts::parse(rest, &RESTORE);
-                let worktree = o.short('W')
-                    || long_could_be(&o, &RESTORE, &["worktree"])
-                    || !(o.short('S') || long_could_be(&o, &RESTORE, &["staged"]));
-                worktree
-                    && o.operands
-                        .iter()
-                        .any(|f| f.dynamic || is_broad_pathspec(&f.text))
-            }
-            // `git rm -r .` deletes the tracked files of a tree from the work tree too
-            // (`--cached` leaves them).
-            "rm" => {
-                let o = opts::parse(rest, &RM);
-                let recursive = o.short('r') || o.short('R');
-                !long_could_be(&o, &RM, &["cached"])
-                    && recursive
-                    && o.operands
-                        .iter()
-                        .any(|f| f.dynamic || is_broad_pathspec(&f.text))
-            }
-            "switch" => {
-                let o = opts::parse(rest, &SWITCH);
-                o.short('f') || long_could_be(&o, &SWITCH, &["force", "discard-changes"])
-            }
-            "stash" => rest.first().is_some_and(|f| f.text == "clear"),
-            "filter-branch" | "filter-repo" => true,
+        i
+    }
+
+    /// What a subcommand writes or records besides destroying: clones (downloaded
+    /// code), configuration, output files.
+    fn check_git_effects(&mut self, sub: &str, rest: &[Field], inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        match sub {
             "clone" => {
                 // What was cloned is downloaded code: running a file of it is
                 // running a download (`git clone URL && ./repo/install.sh`).
@@ -127,10 +69,8 @@ impl Analyzer<'_> {
                     (None, None) => None,
                 };
                 if let Some(dir) = dir {
-                    let dir = super::paths::canonical(&dir);
-                    self.fresh_files.push(format!("{dir}/*"));
+                    self.mark_fresh_dir(&dir);
                 }
-                false
             }
             "config" => {
                 let words: Vec<&str> = rest
@@ -141,7 +81,6 @@ impl Analyzer<'_> {
                 if let [key, value, ..] = words[..] {
                     self.check_git_config(&format!("{key}={value}"), inv);
                 }
-                false
             }
             "diff" | "log" | "show" | "whatchanged" | "diff-tree" | "diff-index" | "diff-files"
             | "range-diff" | "format-patch" => {
@@ -149,24 +88,19 @@ impl Analyzer<'_> {
                 if long_could_be(&o, &DIFF, &["output"]) {
                     self.hit(RuleId::GitFileWrite, r);
                 }
-                if sub.text == "format-patch"
+                if sub == "format-patch"
                     && let Some(dir) = o.value('o', "output-directory")
                 {
                     self.check_write(&Field::literal(dir), false, r);
                 }
-                false
             }
             "archive" => {
                 let o = opts::parse(rest, &ARCHIVE);
                 if let Some(file) = o.value('o', "output") {
                     self.check_write(&Field::literal(file), true, r);
                 }
-                false
             }
-            _ => false,
-        };
-        if destructive {
-            self.hit(RuleId::GitDestructive, r);
+            _ => {}
         }
     }
 
@@ -246,6 +180,92 @@ impl Analyzer<'_> {
     }
 }
 
+/// True when the git subcommand `sub` with arguments `rest` discards work or history.
+fn is_destructive(sub: &str, rest: &[Field]) -> bool {
+    match sub {
+        "reset" => {
+            let o = opts::parse(rest, &RESET);
+            long_could_be(&o, &RESET, &["hard", "merge"])
+        }
+        "push" => {
+            let o = opts::parse(rest, &PUSH);
+            let force = o.short('f')
+                || o.short('d')
+                || long_could_be(
+                    &o,
+                    &PUSH,
+                    &[
+                        "force",
+                        "force-with-lease",
+                        "force-if-includes",
+                        "delete",
+                        "mirror",
+                        "prune",
+                    ],
+                );
+            let refspec = o
+                .operands
+                .iter()
+                .skip(1)
+                .any(|f| f.text.starts_with('+') || f.text.starts_with(':'));
+            force || refspec
+        }
+        "clean" => {
+            let o = opts::parse(rest, &CLEAN);
+            let force = o.short('f') || long_could_be(&o, &CLEAN, &["force"]);
+            let dry = o.short('n') || long_is_prefix_of(&o, "dry-run");
+            force && !dry
+        }
+        "branch" => {
+            let o = opts::parse(rest, &BRANCH);
+            let force = o.short('f') || long_could_be(&o, &BRANCH, &["force"]);
+            let delete = o.short('d') || long_could_be(&o, &BRANCH, &["delete"]);
+            o.short('D') || (delete && force)
+        }
+        "checkout" => {
+            let o = opts::parse(rest, &CHECKOUT);
+            // After `--` every operand is a path, and one only known at run time
+            // (`$(git diff --name-only)`) may be many; before it, a branch.
+            let paths = rest.iter().skip_while(|f| f.text != "--").skip(1);
+            o.short('f')
+                || long_could_be(&o, &CHECKOUT, &["force"])
+                || o.operands.iter().any(|f| is_broad_pathspec(&f.text))
+                || paths
+                    .clone()
+                    .any(|f| f.dynamic || names_a_directory(&f.text))
+        }
+        "restore" => {
+            let o = opts::parse(rest, &RESTORE);
+            let worktree = o.short('W')
+                || long_could_be(&o, &RESTORE, &["worktree"])
+                || !(o.short('S') || long_could_be(&o, &RESTORE, &["staged"]));
+            // restore takes only paths: a bare directory name (`src`) is a tree.
+            worktree
+                && o.operands
+                    .iter()
+                    .any(|f| f.dynamic || is_broad_pathspec(&f.text) || names_a_directory(&f.text))
+        }
+        // `git rm -r .` deletes the tracked files of a tree from the work tree too
+        // (`--cached` leaves them).
+        "rm" => {
+            let o = opts::parse(rest, &RM);
+            let recursive = o.short('r') || o.short('R');
+            !long_could_be(&o, &RM, &["cached"])
+                && recursive
+                && o.operands
+                    .iter()
+                    .any(|f| f.dynamic || is_broad_pathspec(&f.text))
+        }
+        "switch" => {
+            let o = opts::parse(rest, &SWITCH);
+            o.short('f') || long_could_be(&o, &SWITCH, &["force", "discard-changes"])
+        }
+        "stash" => rest.first().is_some_and(|f| f.text == "clear"),
+        "filter-branch" | "filter-repo" => true,
+        _ => false,
+    }
+}
+
 /// True when a long option given (an exact name, or an abbreviation the spec could
 /// not resolve to one option) could be one of `dangerous`. git accepts any
 /// unambiguous prefix of a long option; which prefixes are unambiguous depends on the
@@ -257,10 +277,10 @@ impl Analyzer<'_> {
 /// what the approval is asked about.
 fn long_could_be(o: &opts::Opts<'_>, spec: &Spec, dangerous: &[&str]) -> bool {
     o.longs.iter().any(|(name, _)| {
-        let known = spec.longs.iter().any(|l| l.trim_end_matches('=') == name);
+        let known = spec.longs.iter().any(|l| l.trim_end_matches('=') == *name);
         dangerous
             .iter()
-            .any(|d| d.starts_with(name.as_str()) || (!known && name.starts_with(d)))
+            .any(|d| d.starts_with(name) || (!known && name.starts_with(d)))
     })
 }
 
@@ -268,7 +288,7 @@ fn long_could_be(o: &opts::Opts<'_>, spec: &Spec, dangerous: &[&str]) -> bool {
 fn long_is_prefix_of(o: &opts::Opts<'_>, full: &str) -> bool {
     o.longs
         .iter()
-        .any(|(name, _)| !name.is_empty() && full.starts_with(name.as_str()))
+        .any(|(name, _)| !name.is_empty() && full.starts_with(*name))
 }
 
 /// A pathspec that names more than one file: the whole tree (`.`, `:/`, `:(top)`), a
@@ -282,6 +302,24 @@ fn is_broad_pathspec(spec: &str) -> bool {
         || spec.starts_with(':')
         || spec.ends_with('/')
         || spec.contains(['*', '?', '['])
+}
+
+/// True when a path operand most likely names a directory: its last component has no
+/// extension and is not one of the extensionless files every project has (`Makefile`,
+/// `LICENSE`, `README`). Without the file system this is a guess, made the way a
+/// reader of the command would make it: `git restore -- src` discards a tree,
+/// `git restore Makefile` one file.
+fn names_a_directory(path: &str) -> bool {
+    const FILES: &[&str] = &["configure", "gradlew", "mvnw", "go.mod", "CODEOWNERS"];
+    let p = super::paths::canonical(path);
+    let last = p.rsplit('/').next().unwrap_or(&p);
+    let file_like = last.contains('.')
+        || FILES.contains(&last)
+        // Makefile, Dockerfile, Jenkinsfile, Procfile, Gemfile, Vagrantfile…
+        || (last.len() > 4 && last.ends_with("file"))
+        // LICENSE, README, CHANGELOG, NOTICE, AUTHORS, COPYING, TODO
+        || last.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+    !last.is_empty() && !file_like
 }
 
 /// Option shapes of the git subcommands checked, as `git help <cmd>` lists them: all
@@ -576,3 +614,27 @@ const ARCHIVE: Spec = Spec {
     ],
     stop_at_operand: false,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_names_without_an_extension_are_read_as_directories() {
+        for dir in ["src", "crates/detect", "lib/", "app/models", "config"] {
+            assert!(names_a_directory(dir), "{dir}");
+        }
+        for file in [
+            "Makefile",
+            "Dockerfile",
+            "LICENSE",
+            "README",
+            ".gitignore",
+            "src/main.rs",
+            "configure",
+            ".",
+        ] {
+            assert!(!names_a_directory(file), "{file}");
+        }
+    }
+}

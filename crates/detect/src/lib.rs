@@ -9,9 +9,17 @@
 //! functions, loops, heredocs, arithmetic and `${…}` subscripts, and inside carriers
 //! such as `bash -c`, `eval`, `ssh host …`, `find -exec`, `xargs`, sed's `e`,
 //! `cmd /c` — is checked after its words are folded statically and wrappers (`sudo`,
-//! `env`, `nice`, `timeout`, …) are unwrapped. Each finding names a [`RuleId`] from
-//! the table in [`rules`], with a [`Tier`]: hardline (never runs) or dangerous (needs
-//! approval).
+//! `env`, `nice`, `timeout`, …) are unwrapped. Files the line writes, downloads,
+//! clones, extracts from a download or makes executable are remembered (as paths from
+//! the starting directory, across `cd`s), so running one later in the same line is
+//! flagged. Each finding names a [`RuleId`] from the table in [`rules`], with a
+//! [`Tier`]: hardline (never runs) or dangerous (needs approval).
+//!
+//! Wrappers and the rules of each command are data tables (`wrappers`, `checks`) read
+//! by small interpreters. brush-parser is the only shell tokenizer: the detector never
+//! splits shell text itself (the nesting pre-scan in [`limits`] only bounds what the
+//! parser is given, and a word the parser delimited that is one quoted string with
+//! nothing to expand is unquoted without a second parse).
 //!
 //! ```
 //! use hermetic_detect::{Detector, Tier};
@@ -36,6 +44,7 @@ pub mod rules;
 mod sed;
 mod walk;
 mod windows;
+mod wrappers;
 
 pub use detector::{Detection, Detector, DetectorConfig, Hit};
 pub use rules::{RULES, Rule, RuleId, Tier};

@@ -30,11 +30,22 @@ pub const MAX_ARITHMETIC_VALUES: usize = 32;
 /// Each costs a re-check of the command per match; a real command has one or two.
 pub const MAX_GLOB_ARGS: usize = 4;
 
+/// Longest working directory followed through `cd`s, in bytes; past it the directory
+/// is read as unknown (`$CWD`). Every file recorded as fresh carries it as a prefix,
+/// so it bounds their size; real directories are far shorter.
+pub const MAX_CWD_BYTES: usize = 256;
+
+/// Most files recorded as written, downloaded or made executable in one input. Past
+/// it every file counts as fresh (running any file is then flagged): dropping entries
+/// would let padding hide a download, and more entries cost memory and a longer scan
+/// per command. A real command line records a handful.
+pub const MAX_FRESH_FILES: usize = 256;
+
 /// True when `text` nests deeper than `limit`. Short text without brackets cannot
 /// (every level needs a bracket or a keyword of at least three characters with its
 /// separator), so the common case skips the scan.
 pub(crate) fn exceeds_nesting(text: &str, limit: usize) -> bool {
-    if text.len() < 3 * limit && !text.contains(['(', '{', '`']) {
+    if text.len() < 3 * limit && !text.bytes().any(|b| matches!(b, b'(' | b'{' | b'`')) {
         return false;
     }
     nesting_depth(text, limit).is_none()
@@ -120,54 +131,21 @@ pub(crate) fn nesting_depth(text: &str, limit: usize) -> Option<usize> {
                 && bytes.get(i + 1) == Some(&b'<')
                 && bytes.get(i + 2) != Some(&b'<') =>
             {
-                i += 2;
-                if bytes.get(i) == Some(&b'-') {
-                    i += 1;
-                }
-                while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
-                    i += 1;
-                }
-                let start = i;
-                while i < bytes.len() && !b" \t\n;&|<>()".contains(&bytes[i]) {
-                    i += 1;
-                }
-                let delim: String = text[start..i]
-                    .chars()
-                    .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-                    .collect();
-                if !delim.is_empty() {
-                    pending_heredocs.push(delim);
-                }
+                i = heredoc_delimiter(text, i + 2, &mut pending_heredocs);
                 continue;
             }
             b'\n' if !pending_heredocs.is_empty() => {
                 // Skip the bodies of the heredocs opened on the line that just ended.
-                i += 1;
-                for delim in std::mem::take(&mut pending_heredocs) {
-                    while i < bytes.len() {
-                        let end = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
-                        let line = text[i..end].trim_start_matches('\t');
-                        i = (end + 1).min(bytes.len());
-                        if line == delim {
-                            break;
-                        }
-                    }
-                }
+                i = skip_heredoc_bodies(text, i + 1, &mut pending_heredocs);
                 continue;
             }
             c if c.is_ascii_alphabetic() && !in_dquote => {
                 let start = i;
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                    i += 1;
-                }
-                let word_start = start == 0 || b" \t\n;&|(){}`".contains(&bytes[start - 1]);
-                let word_end = i == bytes.len() || b" \t\n;&|(){}`".contains(&bytes[i]);
-                if word_start && word_end {
-                    match &text[start..i] {
-                        "if" | "while" | "until" | "for" | "case" | "select" => keywords += 1,
-                        "fi" | "done" | "esac" => keywords = keywords.saturating_sub(1),
-                        _ => {}
-                    }
+                i = word_end(bytes, i);
+                match keyword(text, start, i) {
+                    Some(true) => keywords += 1,
+                    Some(false) => keywords = keywords.saturating_sub(1),
+                    None => {}
                 }
                 max = max.max(stack.len() + keywords);
                 if max > limit {
@@ -184,6 +162,70 @@ pub(crate) fn nesting_depth(text: &str, limit: usize) -> Option<usize> {
         i += 1;
     }
     Some(max)
+}
+
+/// Reads the delimiter of a heredoc whose operator ends before `i` (after `<<`, an
+/// optional `-` and blanks) into `pending`; returns the index after it.
+fn heredoc_delimiter(text: &str, mut i: usize, pending: &mut Vec<String>) -> usize {
+    let bytes = text.as_bytes();
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
+        i += 1;
+    }
+    let start = i;
+    while i < bytes.len() && !b" \t\n;&|<>()".contains(&bytes[i]) {
+        i += 1;
+    }
+    let delim: String = text[start..i]
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    if !delim.is_empty() {
+        pending.push(delim);
+    }
+    i
+}
+
+/// Skips, from the start of line `i`, the bodies of the heredocs `pending` opened on
+/// the line before; returns the index after the last delimiter line.
+fn skip_heredoc_bodies(text: &str, mut i: usize, pending: &mut Vec<String>) -> usize {
+    let len = text.len();
+    for delim in std::mem::take(pending) {
+        while i < len {
+            let end = text[i..].find('\n').map_or(len, |n| i + n);
+            let line = text[i..end].trim_start_matches('\t');
+            i = (end + 1).min(len);
+            if line == delim {
+                break;
+            }
+        }
+    }
+    i
+}
+
+/// The end of the name starting at `i`.
+fn word_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+        i += 1;
+    }
+    i
+}
+
+/// For the name `text[start..end]` standing as a whole word: `Some(true)` when it
+/// opens a compound command, `Some(false)` when it closes one.
+fn keyword(text: &str, start: usize, end: usize) -> Option<bool> {
+    const BREAKS: &[u8] = b" \t\n;&|(){}`";
+    let bytes = text.as_bytes();
+    let whole = (start == 0 || BREAKS.contains(&bytes[start - 1]))
+        && (end == bytes.len() || BREAKS.contains(&bytes[end]));
+    match &text[start..end] {
+        _ if !whole => None,
+        "if" | "while" | "until" | "for" | "case" | "select" => Some(true),
+        "fi" | "done" | "esac" => Some(false),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

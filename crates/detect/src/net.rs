@@ -2,7 +2,7 @@
 
 use super::commands::Invocation;
 use super::fold::{Field, Producer};
-use super::paths::{self, canonical};
+use super::paths::canonical;
 use super::rules::RuleId;
 use super::walk::Analyzer;
 
@@ -79,11 +79,6 @@ pub(crate) fn is_metadata_url(text: &str) -> bool {
 impl Analyzer<'_> {
     pub(crate) fn check_curl(&mut self, args: &[Field], inv: &Invocation<'_>) {
         let r = inv.rendered;
-        let secrets = self.secret_files.clone();
-        let credential = |v: &str| {
-            let p = canonical(v);
-            paths::is_credential(&p) || secrets.contains(&p)
-        };
         let mut remote_name = false;
         let mut i = 0;
         while i < args.len() {
@@ -152,57 +147,132 @@ impl Analyzer<'_> {
                 self.hit(RuleId::Exfiltration, r);
             }
             if let Some(v) = value {
-                match opt {
-                    "-o" | "--output" if v != "-" => self.check_write(&Field::literal(v), true, r),
-                    "-F" | "--form" | "-T" | "--upload-file" | "-d" | "--data"
-                    | "--data-binary"
-                        if inv.bulk && v.contains("{}") =>
-                    {
-                        // Uploading each file a search found: files chosen at run time.
-                        self.hit(RuleId::Exfiltration, r);
-                    }
-                    "-F" | "--form" => {
-                        if let Some(file) = v.split_once(['@', '<']).map(|x| x.1) {
-                            let file = file.split(';').next().unwrap_or(file);
-                            if credential(file)
-                                || (file == "-" && *inv.stdin == Producer::Credentials)
-                            {
-                                self.hit(RuleId::Exfiltration, r);
-                            }
-                        }
-                    }
-                    "-d" | "--data" | "--data-binary" | "--data-urlencode" | "--data-ascii"
-                    | "--json" => {
-                        if let Some(file) = v.split_once('@').map(|x| x.1)
-                            && (credential(file)
-                                || (file == "-" && *inv.stdin == Producer::Credentials))
-                        {
-                            self.hit(RuleId::Exfiltration, r);
-                        }
-                    }
-                    "-T" | "--upload-file"
-                        if (credential(&v)
-                            || (v == "-" && *inv.stdin == Producer::Credentials)) =>
-                    {
-                        self.hit(RuleId::Exfiltration, r);
-                    }
-                    "-H" | "--header" => {
-                        let lower = v.to_ascii_lowercase();
-                        if lower.starts_with("metadata-flavor")
-                            || lower.starts_with("metadata:")
-                            || lower.starts_with("x-aws-ec2-metadata-token")
-                        {
-                            self.hit(RuleId::Exfiltration, r);
-                        }
-                    }
-                    _ => {}
-                }
+                self.check_curl_value(opt, &v, inv);
             }
             i += 1;
         }
         if remote_name {
             for url in args.iter().filter(|a| a.text.contains("://")) {
-                self.fresh_files.push(canonical(url_file_name(&url.text)));
+                self.mark_fresh(url_file_name(&url.text));
+            }
+        }
+    }
+
+    /// One curl option with its value: a write (`-o`), an upload or a header.
+    fn check_curl_value(&mut self, opt: &str, v: &str, inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let credential = |a: &Self, v: &str| a.is_secret(&canonical(v));
+        match opt {
+            "-o" | "--output" if v != "-" => self.check_write(&Field::literal(v), true, r),
+            "-F" | "--form" | "-T" | "--upload-file" | "-d" | "--data" | "--data-binary"
+                if inv.bulk && v.contains("{}") =>
+            {
+                // Uploading each file a search found: files chosen at run time.
+                self.hit(RuleId::Exfiltration, r);
+            }
+            "-F" | "--form" => {
+                if let Some(file) = v.split_once(['@', '<']).map(|x| x.1) {
+                    let file = file.split(';').next().unwrap_or(file);
+                    if credential(self, file)
+                        || (file == "-" && *inv.stdin == Producer::Credentials)
+                    {
+                        self.hit(RuleId::Exfiltration, r);
+                    }
+                }
+            }
+            "-d" | "--data" | "--data-binary" | "--data-urlencode" | "--data-ascii" | "--json" => {
+                if let Some(file) = v.split_once('@').map(|x| x.1)
+                    && (credential(self, file)
+                        || (file == "-" && *inv.stdin == Producer::Credentials))
+                {
+                    self.hit(RuleId::Exfiltration, r);
+                }
+            }
+            "-T" | "--upload-file"
+                if (credential(self, v) || (v == "-" && *inv.stdin == Producer::Credentials)) =>
+            {
+                self.hit(RuleId::Exfiltration, r);
+            }
+            "-H" | "--header" => {
+                let lower = v.to_ascii_lowercase();
+                if lower.starts_with("metadata-flavor")
+                    || lower.starts_with("metadata:")
+                    || lower.starts_with("x-aws-ec2-metadata-token")
+                {
+                    self.hit(RuleId::Exfiltration, r);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// wget: where it saves (`-O`, `-P`, or each URL's own name), what it posts.
+    pub(crate) fn check_wget(&mut self, args: &[Field], inv: &Invocation<'_>) {
+        let r = inv.rendered;
+        let mut iter = args.iter().peekable();
+        let mut named = false;
+        let mut prefix: Option<String> = None;
+        while let Some(a) = iter.next() {
+            let t = a.text.as_str();
+            // A cluster (`-qO file`, `-qO-`): the first option taking a value
+            // takes the rest of the word or the next argument.
+            let unclustered;
+            let t = match t
+                .char_indices()
+                .skip(1)
+                .find(|(_, c)| "OoaPiBetTwQUDlARIX".contains(*c))
+            {
+                Some((k, c)) if k > 1 && t.starts_with('-') && !t.starts_with("--") => {
+                    unclustered = format!("-{c}{}", &t[k + c.len_utf8()..]);
+                    unclustered.as_str()
+                }
+                _ => t,
+            };
+            if t == "-O"
+                || t.starts_with("--output-document")
+                || (t.starts_with("-O") && t.len() > 2)
+            {
+                named = true;
+            }
+            if t == "-P" || t == "--directory-prefix" {
+                prefix = iter.peek().map(|f| f.text.clone());
+            } else if let Some(p) = t
+                .strip_prefix("--directory-prefix=")
+                .or_else(|| t.strip_prefix("-P").filter(|p| !p.is_empty()))
+            {
+                prefix = Some(p.to_owned());
+            }
+            if t == "-O" || t == "--output-document" {
+                if let Some(target) = iter.next()
+                    && target.text != "-"
+                {
+                    self.check_write(target, true, r);
+                }
+            } else if let Some(target) = t
+                .strip_prefix("--output-document=")
+                .or_else(|| t.strip_prefix("-O").filter(|s| !s.is_empty() && *s != "-"))
+            {
+                self.check_write(&Field::literal(target), true, r);
+            } else if let Some(file) = t
+                .strip_prefix("--post-file=")
+                .or_else(|| t.strip_prefix("--body-file="))
+                && self.is_secret(&canonical(file))
+            {
+                self.hit(RuleId::Exfiltration, r);
+            }
+            if is_metadata_url(t) {
+                self.hit(RuleId::Exfiltration, r);
+            }
+        }
+        if !named {
+            // Without -O, wget saves each URL under its own name.
+            for url in args.iter().filter(|a| a.text.contains("://")) {
+                let name = url_file_name(&url.text);
+                let path = match &prefix {
+                    Some(dir) => format!("{dir}/{name}"),
+                    None => name.to_owned(),
+                };
+                self.mark_fresh(&path);
             }
         }
     }

@@ -8,6 +8,7 @@
 //! is reported as a finding (dangerous by itself) and removed or folded so that the
 //! parser sees what the shell would run.
 
+use std::borrow::Cow;
 use unicode_normalization::UnicodeNormalization;
 
 /// Something suspicious found while normalizing.
@@ -21,14 +22,21 @@ pub(crate) enum Finding {
     Lookalike,
 }
 
-/// The normalized text and what was found on the way.
+/// The normalized text (borrowed when nothing changed) and what was found on the way.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Normalized {
-    pub text: String,
+pub(crate) struct Normalized<'a> {
+    pub text: Cow<'a, str>,
     pub findings: Vec<Finding>,
 }
 
-impl Normalized {
+/// The text being rebuilt by the full normalization, and its findings.
+#[derive(Default)]
+struct Rebuilt {
+    text: String,
+    findings: Vec<Finding>,
+}
+
+impl Rebuilt {
     fn note(&mut self, finding: Finding) {
         if !self.findings.contains(&finding) {
             self.findings.push(finding);
@@ -49,8 +57,33 @@ fn is_invisible(c: char) -> bool {
 /// Normalizes `input`: removes ANSI escape sequences and control characters, folds CRLF
 /// and line continuations, removes invisible characters and applies NFKC, noting every
 /// kind of change that hides or disguises text.
-pub(crate) fn normalize(input: &str) -> Normalized {
-    let mut out = Normalized {
+pub(crate) fn normalize(input: &str) -> Normalized<'_> {
+    // Printable ASCII with newlines and tabs (nearly every command) has nothing to
+    // remove or fold but line continuations.
+    if input
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        let text = if input.contains("\\\n") {
+            Cow::Owned(input.replace("\\\n", ""))
+        } else {
+            Cow::Borrowed(input)
+        };
+        return Normalized {
+            text,
+            findings: Vec::new(),
+        };
+    }
+    let out = rebuild(input);
+    Normalized {
+        text: Cow::Owned(out.text),
+        findings: out.findings,
+    }
+}
+
+/// The full normalization, character by character.
+fn rebuild(input: &str) -> Rebuilt {
+    let mut out = Rebuilt {
         text: String::with_capacity(input.len()),
         findings: Vec::new(),
     };

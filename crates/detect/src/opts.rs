@@ -18,8 +18,8 @@ pub(crate) struct Spec {
 #[derive(Default)]
 pub(crate) struct Opts<'a> {
     pub shorts: Vec<char>,
-    pub values: Vec<(char, String)>,
-    pub longs: Vec<(String, Option<String>)>,
+    pub values: Vec<(char, &'a str)>,
+    pub longs: Vec<(&'a str, Option<&'a str>)>,
     pub operands: Vec<&'a Field>,
     /// With `stop_at_operand`: index (in the arguments) of the first operand.
     pub rest: Option<usize>,
@@ -31,19 +31,19 @@ impl Opts<'_> {
     }
 
     pub(crate) fn long(&self, name: &str) -> bool {
-        self.longs.iter().any(|(n, _)| n == name)
+        self.longs.iter().any(|(n, _)| *n == name)
     }
 
     pub(crate) fn value(&self, short: char, long: &str) -> Option<&str> {
         self.values
             .iter()
             .find(|(k, _)| *k == short)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| *v)
             .or_else(|| {
                 self.longs
                     .iter()
-                    .find(|(n, v)| n == long && v.is_some())
-                    .and_then(|(_, v)| v.as_deref())
+                    .find(|(n, v)| *n == long && v.is_some())
+                    .and_then(|(_, v)| *v)
             })
     }
 
@@ -83,34 +83,31 @@ pub(crate) fn parse<'a>(args: &'a [Field], spec: &Spec) -> Opts<'a> {
         }
         if let Some(long) = a.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
+                Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
             match resolve_long(name, spec.longs) {
                 Some((full, takes)) => {
                     let value = if takes && inline.is_none() {
                         i += 1;
-                        args.get(i).map(|f| f.text.clone())
+                        args.get(i).map(|f| f.text.as_str())
                     } else {
                         inline
                     };
-                    out.longs.push((full.to_owned(), value));
+                    out.longs.push((full, value));
                 }
-                None => out.longs.push((name.to_owned(), inline)),
+                None => out.longs.push((name, inline)),
             }
             i += 1;
             continue;
         }
         if a.len() > 1 && a.starts_with('-') {
-            let cluster: Vec<char> = a[1..].chars().collect();
-            let mut k = 0;
-            while k < cluster.len() {
-                let c = cluster[k];
+            for (k, c) in a.char_indices().skip(1) {
                 if spec.short_values.contains(c) {
-                    let attached: String = cluster[k + 1..].iter().collect();
+                    let attached = &a[k + c.len_utf8()..];
                     let value = if attached.is_empty() {
                         i += 1;
-                        args.get(i).map(|f| f.text.clone()).unwrap_or_default()
+                        args.get(i).map_or("", |f| f.text.as_str())
                     } else {
                         attached
                     };
@@ -118,7 +115,6 @@ pub(crate) fn parse<'a>(args: &'a [Field], spec: &Spec) -> Opts<'a> {
                     break;
                 }
                 out.shorts.push(c);
-                k += 1;
             }
             i += 1;
             continue;
@@ -155,7 +151,7 @@ mod tests {
         let o = parse(&args, &spec);
         assert_eq!(o.shorts, vec!['r', 'f']);
         assert!(o.long("recursive"));
-        assert_eq!(o.values, vec![('u', "root".to_owned())]);
+        assert_eq!(o.values, vec![('u', "root")]);
         assert_eq!(o.value('x', "user"), Some("bob"));
         let ops: Vec<&str> = o.operands.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(ops, vec!["x", "-y"]);

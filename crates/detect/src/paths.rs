@@ -6,8 +6,36 @@
 //! that is only partly known keeps its variable names (`$HERMES_HOME/.env`), which the
 //! protected-directory list may name.
 
-/// A path argument in a canonical lexical form.
-pub(crate) fn canonical(text: &str) -> String {
+use std::borrow::Cow;
+
+/// True when `text` is already in the form `canonical` gives: no blanks around it,
+/// no drive letter, `$HOME` or `$PWD` to rewrite, no empty, `.` or `..` component.
+/// Most arguments are; they skip the rewriting (this runs for every operand).
+fn is_canonical(text: &str) -> bool {
+    let b = text.as_bytes();
+    let (Some(first), Some(last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    let rest = text.strip_prefix('/').unwrap_or(text);
+    let rewritten = first.is_ascii_whitespace()
+        || last.is_ascii_whitespace()
+        || (b.len() >= 2 && b[1] == b':' && first.is_ascii_alphabetic())
+        || ["$HOME", "${HOME}", "$PWD", "${PWD}"]
+            .iter()
+            .any(|v| text.starts_with(v));
+    !rewritten && rest.split('/').all(|p| !matches!(p, "" | "." | ".."))
+}
+
+/// A path argument in a canonical lexical form (borrowed when it already is one).
+pub(crate) fn canonical(text: &str) -> Cow<'_, str> {
+    if is_canonical(text) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(rewrite(text))
+}
+
+/// The rewriting `canonical` does.
+fn rewrite(text: &str) -> String {
     let mut s = text.trim().to_owned();
     if s.len() >= 2 && s.as_bytes()[1] == b':' && s.as_bytes()[0].is_ascii_alphabetic() {
         s = s.replace('\\', "/");
@@ -284,9 +312,13 @@ pub(crate) fn is_protected(path: &str, agent_dirs: &[String]) -> bool {
         "/Library/",
         "/root/",
     ];
-    let with_slash = format!("{path}/");
-    system.iter().any(|p| with_slash.starts_with(p))
-        || path.to_ascii_lowercase().starts_with("c:/windows")
+    // `path` + "/" starts with `p`: the directory itself or something in it.
+    system
+        .iter()
+        .any(|p| path.starts_with(p) || p.strip_suffix('/') == Some(path))
+        || path
+            .get(..10)
+            .is_some_and(|p| p.eq_ignore_ascii_case("c:/windows"))
 }
 
 /// True when `path` (canonical) names an entry of what may be a home directory: the
@@ -337,6 +369,34 @@ pub(crate) fn is_dev_net(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_canonical_fast_path_agrees_with_the_rewrite() {
+        for t in [
+            "a",
+            "/a/b",
+            "a/b/",
+            "./a",
+            "a//b",
+            "/",
+            "~/x",
+            "$HOME/x",
+            "${PWD}/..",
+            " a",
+            "C:\\x",
+            "a/./b",
+            "a/..",
+            "..",
+            "-rf",
+            "$X/y",
+            "/tmp/a b",
+        ] {
+            let mut slow = t.trim().to_owned();
+            // Force the rewrite by a leading blank the fast path refuses.
+            slow.insert(0, ' ');
+            assert_eq!(canonical(t), canonical(&slow), "{t:?}");
+        }
+    }
 
     #[test]
     fn canonical_paths_are_lexical() {

@@ -26,14 +26,6 @@ pub(crate) fn effects(script: &str) -> Effects {
     let mut out = Effects::default();
     let b = script.as_bytes();
     let mut i = 0;
-    // The text up to the end of the line (file names, `e` commands, labels end there).
-    let to_eol = |i: &mut usize| -> String {
-        let start = *i;
-        while *i < b.len() && b[*i] != b'\n' {
-            *i += 1;
-        }
-        script[start..*i].trim().to_owned()
-    };
     while i < b.len() {
         // Separators and whitespace between commands.
         while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b';') {
@@ -54,94 +46,113 @@ pub(crate) fn effects(script: &str) -> Effects {
             return out;
         };
         i += 1;
-        match c {
-            b'#' => {
-                to_eol(&mut i);
-            }
-            b'{' | b'}' | b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p'
-            | b'P' | b'x' | b'z' | b'F' => {}
-            b'q' | b'Q' | b'l' | b'L' => {
-                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b' ') {
-                    i += 1;
-                }
-            }
-            // Text commands: the rest of the line (and continuation lines) is text.
-            b'a' | b'i' | b'c' => {
-                while i < b.len() {
-                    if b[i] == b'\\' && i + 1 < b.len() {
-                        i += 2;
-                        continue;
-                    }
-                    if b[i] == b'\n' {
-                        break;
-                    }
-                    i += 1;
-                }
-            }
-            // Labels end at a newline or a semicolon (GNU).
-            b':' | b'b' | b't' | b'T' | b'v' => {
-                while i < b.len() && b[i] != b'\n' && b[i] != b';' {
-                    i += 1;
-                }
-            }
-            b'r' | b'R' => {
-                to_eol(&mut i);
-            }
-            b'w' | b'W' => {
-                let file = to_eol(&mut i);
-                out.writes.push(file);
-            }
-            b'e' => {
-                let command = to_eol(&mut i);
-                if command.is_empty() {
-                    out.runs_input = true;
-                } else {
-                    out.commands.push(command);
-                }
-            }
-            b's' | b'y' => {
-                let Some(&delim) = b.get(i) else {
-                    out.unparsed = true;
-                    return out;
-                };
-                if delim == b'\n' || delim == b'\\' {
-                    out.unparsed = true;
-                    return out;
-                }
-                i += 1;
-                for _ in 0..2 {
-                    if !skip_delimited(b, &mut i, delim) {
-                        out.unparsed = true;
-                        return out;
-                    }
-                }
-                if c == b'y' {
-                    continue;
-                }
-                // Flags: g p i I m M e, a number, and `w file` (last, to the line end).
-                while i < b.len() {
-                    match b[i] {
-                        b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9' => i += 1,
-                        b'e' => {
-                            out.runs_input = true;
-                            i += 1;
-                        }
-                        b'w' => {
-                            i += 1;
-                            let file = to_eol(&mut i);
-                            out.writes.push(file);
-                        }
-                        _ => break,
-                    }
-                }
-            }
-            _ => {
-                out.unparsed = true;
-                return out;
-            }
+        if !read_command(script, c, &mut i, &mut out) {
+            out.unparsed = true;
+            return out;
         }
     }
     out
+}
+
+/// The text from `i` up to the end of the line, trimmed (file names, `e` commands
+/// and labels end there); `i` is left at the newline.
+fn to_eol(script: &str, i: &mut usize) -> String {
+    let b = script.as_bytes();
+    let start = *i;
+    while *i < b.len() && b[*i] != b'\n' {
+        *i += 1;
+    }
+    script[start..*i].trim().to_owned()
+}
+
+/// Reads the arguments of command `c` from `i`, noting what it runs and writes;
+/// false when malformed.
+fn read_command(script: &str, c: u8, i: &mut usize, out: &mut Effects) -> bool {
+    let b = script.as_bytes();
+    match c {
+        b'#' | b'r' | b'R' => {
+            to_eol(script, i);
+        }
+        b'{' | b'}' | b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p'
+        | b'P' | b'x' | b'z' | b'F' => {}
+        b'q' | b'Q' | b'l' | b'L' => {
+            while *i < b.len() && (b[*i].is_ascii_digit() || b[*i] == b' ') {
+                *i += 1;
+            }
+        }
+        // Text commands: the rest of the line (and continuation lines) is text.
+        b'a' | b'i' | b'c' => {
+            while *i < b.len() {
+                if b[*i] == b'\\' && *i + 1 < b.len() {
+                    *i += 2;
+                    continue;
+                }
+                if b[*i] == b'\n' {
+                    break;
+                }
+                *i += 1;
+            }
+        }
+        // Labels end at a newline or a semicolon (GNU).
+        b':' | b'b' | b't' | b'T' | b'v' => {
+            while *i < b.len() && b[*i] != b'\n' && b[*i] != b';' {
+                *i += 1;
+            }
+        }
+        b'w' | b'W' => {
+            let file = to_eol(script, i);
+            out.writes.push(file);
+        }
+        b'e' => {
+            let command = to_eol(script, i);
+            if command.is_empty() {
+                out.runs_input = true;
+            } else {
+                out.commands.push(command);
+            }
+        }
+        b's' | b'y' => return read_substitution(script, c == b's', i, out),
+        _ => return false,
+    }
+    true
+}
+
+/// Reads `s/re/text/flags` (or `y/a/b/`, `substitute` false) from its delimiter at
+/// `i`; false when malformed.
+fn read_substitution(script: &str, substitute: bool, i: &mut usize, out: &mut Effects) -> bool {
+    let b = script.as_bytes();
+    let Some(&delim) = b.get(*i) else {
+        return false;
+    };
+    if delim == b'\n' || delim == b'\\' {
+        return false;
+    }
+    *i += 1;
+    for _ in 0..2 {
+        if !skip_delimited(b, i, delim) {
+            return false;
+        }
+    }
+    if !substitute {
+        return true;
+    }
+    // Flags: g p i I m M e, a number, and `w file` (last, to the line end).
+    while *i < b.len() {
+        match b[*i] {
+            b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9' => *i += 1,
+            b'e' => {
+                out.runs_input = true;
+                *i += 1;
+            }
+            b'w' => {
+                *i += 1;
+                let file = to_eol(script, i);
+                out.writes.push(file);
+            }
+            _ => break,
+        }
+    }
+    true
 }
 
 /// Skips one address (`12`, `$`, `/re/I`, `\%re%`, `first~step`); true unless

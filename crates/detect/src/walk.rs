@@ -6,7 +6,8 @@ use super::Detector;
 use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
 use super::limits::{
-    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_NESTING, exceeds_nesting,
+    MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_CWD_BYTES, MAX_FRESH_FILES,
+    MAX_NESTING, exceeds_nesting,
 };
 use super::rules::RuleId;
 use brush_parser::ast::{
@@ -64,13 +65,23 @@ pub(crate) struct Analyzer<'d> {
     pub commands: Vec<String>,
     /// Variables assigned earlier in the same input; `None` = not statically known.
     vars: HashMap<String, Option<String>>,
-    /// Files written, downloaded or made executable earlier in the same input.
+    /// Files written, downloaded or made executable earlier in the same input, as
+    /// paths from the starting directory (see `resolve`). `DIR/*` stands for every
+    /// file under DIR (a clone, an extracted archive); `./*` for every file under the
+    /// starting directory.
     pub fresh_files: Vec<String>,
+    /// The working directory after the `cd`s seen so far, relative to the one the
+    /// input started in (empty: that one), or absolute, or a stand-in (`~`,
+    /// `$OLDPWD`, `$DIR`) when only known at run time.
+    cwd: String,
     /// Files written earlier in the same input with credentials in them (an archive
     /// of `~/.ssh`, a copy of `.env`): sending them off is sending credentials.
     pub secret_files: Vec<String>,
     /// Simple commands analyzed so far (bounded by `MAX_COMMANDS`).
     count: usize,
+    /// The number (by `count`) of the last simple command that was a bare shell
+    /// (`sh -i`, no redirections), for the shell-escape rule on carrier payloads.
+    pub bare_shell_at: usize,
     /// The analysis stopped early (a limit was hit).
     pub stopped: bool,
 }
@@ -83,8 +94,10 @@ impl<'d> Analyzer<'d> {
             commands: Vec::new(),
             vars: HashMap::new(),
             fresh_files: Vec::new(),
+            cwd: String::new(),
             secret_files: Vec::new(),
             count: 0,
+            bare_shell_at: 0,
             stopped: false,
         }
     }
@@ -95,13 +108,71 @@ impl<'d> Analyzer<'d> {
         super::paths::is_credential(path) || self.secret_files.iter().any(|s| s == path)
     }
 
-    /// True when `path` (canonical) was written, downloaded or made executable earlier
-    /// in this input; an entry with a glob (`chmod +x scripts/*.sh`) covers every path
-    /// it matches.
+    /// `path` as seen from the directory the input started in: relative paths are
+    /// read against the `cd`s seen so far (`cd build && ./run.sh` runs `build/run.sh`).
+    pub(crate) fn resolve(&self, path: &str) -> String {
+        let p = super::paths::canonical(path);
+        if self.cwd.is_empty() || p.starts_with(['/', '~', '$']) {
+            return p.into_owned();
+        }
+        super::paths::canonical(&format!("{}/{p}", self.cwd)).into_owned()
+    }
+
+    /// Records that `path` was written, downloaded or made executable.
+    pub(crate) fn mark_fresh(&mut self, path: &str) {
+        let p = self.resolve(path);
+        self.push_fresh(p);
+    }
+
+    /// Records that every file under `dir` was downloaded (a clone, an extracted
+    /// download).
+    pub(crate) fn mark_fresh_dir(&mut self, dir: &str) {
+        let d = self.resolve(dir);
+        self.push_fresh(format!("{d}/*"));
+    }
+
+    /// Adds a fresh entry, up to `MAX_FRESH_FILES`; past it, `*` (every path).
+    fn push_fresh(&mut self, entry: String) {
+        if self.fresh_files.len() < MAX_FRESH_FILES {
+            self.fresh_files.push(entry);
+        } else if self.fresh_files.last().is_none_or(|f| f != "*") {
+            self.fresh_files.push("*".to_owned());
+        }
+    }
+
+    /// Follows `cd DIR` (`pushd DIR`; `popd` and `cd -` go somewhere known only at run
+    /// time, `cd` alone goes home).
+    pub(crate) fn change_dir(&mut self, target: Option<&str>) {
+        self.cwd = match target {
+            None => "~".to_owned(),
+            Some("-") => "$OLDPWD".to_owned(),
+            Some(dir) => match self.resolve(dir) {
+                d if d == "." => String::new(),
+                d if d.len() > MAX_CWD_BYTES => "$CWD".to_owned(),
+                d => d,
+            },
+        };
+    }
+
+    /// True when `path` was written, downloaded or made executable earlier in this
+    /// input; an entry with a glob (`chmod +x scripts/*.sh`, `repo/*`) covers every
+    /// path it matches.
     pub(crate) fn is_fresh(&self, path: &str) -> bool {
-        self.fresh_files
-            .iter()
-            .any(|f| f == path || (f.contains(['*', '?', '[']) && fold::glob_matches(f, path)))
+        if self.fresh_files.is_empty() {
+            return false;
+        }
+        let p = self.resolve(path);
+        let inside = !p.starts_with(['/', '~', '$']) && !p.starts_with("..");
+        self.fresh_files.iter().any(|f| {
+            *f == p
+                || (f == "./*" && inside)
+                || (f.contains(['*', '?', '[']) && fold::glob_matches(f, &p))
+        })
+    }
+
+    /// How many simple commands have been analyzed so far.
+    pub(crate) fn commands_seen(&self) -> usize {
+        self.count
     }
 
     /// Records a finding.
@@ -414,7 +485,9 @@ impl<'d> Analyzer<'d> {
             self.stopped = true;
             return Producer::Other;
         }
-        let mut argv: Vec<Field> = Vec::new();
+        let number = self.count;
+        let words = simple.suffix.as_ref().map_or(0, |s| s.0.len()) + 1;
+        let mut argv: Vec<Field> = Vec::with_capacity(words);
         let mut assignments: Vec<(String, Field)> = Vec::new();
         let mut redirect_items: Vec<&IoRedirect> = Vec::new();
         // Words see the command's stdin: `>(code)` reads what the command writes.
@@ -430,14 +503,14 @@ impl<'d> Analyzer<'d> {
             );
         }
         if let Some(name) = &simple.word_or_name {
-            argv.extend(self.fold_word(&name.value, true, cx));
+            self.fold_word_into(&name.value, true, cx, &mut argv);
         }
         for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
             if matches!(item, CommandPrefixOrSuffixItem::AssignmentWord(..)) && !argv.is_empty() {
                 // After the command name an assignment is an ordinary argument
                 // (`export X=1`, `declare X=1`); fold it as a word.
                 if let CommandPrefixOrSuffixItem::AssignmentWord(_, w) = item {
-                    argv.extend(self.fold_word(&w.value, true, cx));
+                    self.fold_word_into(&w.value, true, cx, &mut argv);
                 }
                 continue;
             }
@@ -454,11 +527,43 @@ impl<'d> Analyzer<'d> {
         let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
         stdin = redirect_cx.stdin;
 
+        if assignments.is_empty() && redirects.is_empty() && super::carriers::is_bare_shell(&argv) {
+            self.bare_shell_at = number;
+        }
         let rendered = render(&assignments, &argv, &redirects);
-        self.commands.push(rendered.clone());
+        // The command's place in `commands` is taken now (carriers and substitutions
+        // it runs come after it); the text is moved in once checking is done.
+        let slot = self.commands.len();
+        self.commands.push(String::new());
+        let produced = self.check_simple(
+            assignments,
+            &argv,
+            &redirects,
+            &stdin,
+            &rendered,
+            (background, piped),
+            cx,
+        );
+        if let Some(s) = self.commands.get_mut(slot) {
+            *s = rendered;
+        }
+        produced
+    }
 
+    /// Checks a folded simple command: its assignments, redirections and what it runs.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one folded command")]
+    fn check_simple(
+        &mut self,
+        assignments: Vec<(String, Field)>,
+        argv: &[Field],
+        redirects: &[Redirect],
+        stdin: &Producer,
+        rendered: &str,
+        (background, piped): (bool, bool),
+        cx: &Cx,
+    ) -> Producer {
         for (name, value) in &assignments {
-            self.check_assignment(name, value, &rendered, cx);
+            self.check_assignment(name, value, rendered, cx);
         }
         if argv.is_empty() {
             // Assignments alone persist for the rest of the input.
@@ -466,28 +571,28 @@ impl<'d> Analyzer<'d> {
                 let known = (!value.dynamic).then_some(value.text);
                 self.vars.insert(name, known);
             }
-            self.check_redirects(&redirects, &rendered);
+            self.check_redirects(redirects, rendered);
             return Producer::None;
         }
-        self.check_redirects(&redirects, &rendered);
-        let written: Vec<String> = redirects
-            .iter()
-            .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
-            .map(|r| super::paths::canonical(&r.target.text))
-            .collect();
+        self.check_redirects(redirects, rendered);
         let invocation = Invocation {
-            argv: &argv,
-            stdin: &stdin,
+            argv,
+            stdin,
             background,
             piped,
             bulk: cx.bulk,
             detached: false,
             depth: cx.depth,
             function: cx.function.as_deref(),
-            rendered: &rendered,
+            rendered,
         };
         let produced = self.check_invocation(&invocation);
         if produced == Producer::Credentials {
+            // What it writes holds the credentials it printed.
+            let written = redirects
+                .iter()
+                .filter(|r| !matches!(r.kind, IoFileRedirectKind::Read))
+                .map(|r| super::paths::canonical(&r.target.text).into_owned());
             self.secret_files.extend(written);
         }
         produced
@@ -503,7 +608,7 @@ impl<'d> Analyzer<'d> {
     ) {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(r) => redirects.push(r),
-            CommandPrefixOrSuffixItem::Word(w) => argv.extend(self.fold_word(&w.value, true, cx)),
+            CommandPrefixOrSuffixItem::Word(w) => self.fold_word_into(&w.value, true, cx, argv),
             CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
                 if let ast::AssignmentName::ArrayElementName(_, index) = &a.name {
                     self.fold_word(index, false, cx);
@@ -697,6 +802,14 @@ impl<'d> Analyzer<'d> {
     /// Folds one shell word into the fields it expands to. `split`: the word is in
     /// argument position (brace expansion and field splitting apply).
     pub(crate) fn fold_word(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+        let mut out = Vec::new();
+        self.fold_word_into(raw, split, cx, &mut out);
+        out
+    }
+
+    /// `fold_word`, appending the fields to `out` (argv is built without a vector per
+    /// word).
+    fn fold_word_into(&mut self, raw: &str, split: bool, cx: &Cx, out: &mut Vec<Field>) {
         // Only `{a,b}` lists change words; `{1..9}` sequences yield numbers and letters
         // (and the parser crate panics on out-of-range numbers), so they are not expanded.
         if split
@@ -709,36 +822,45 @@ impl<'d> Analyzer<'d> {
                 .iter()
                 .any(|p| matches!(p, bword::BraceExpressionOrText::Expr(_)))
         {
-            let mut out = Vec::new();
             for alternative in fold::expand_braces(&pieces) {
-                out.extend(self.fold_word_pieces(&alternative, split, cx));
+                self.fold_word_pieces(&alternative, split, cx, out);
             }
-            return out;
+            return;
         }
-        self.fold_word_pieces(raw, split, cx)
+        self.fold_word_pieces(raw, split, cx, out);
     }
 
-    fn fold_word_pieces(&mut self, raw: &str, split: bool, cx: &Cx) -> Vec<Field> {
+    fn fold_word_pieces(&mut self, raw: &str, split: bool, cx: &Cx, out: &mut Vec<Field>) {
         // A drive-letter path (`C:\Users\x`) is a Windows path: its backslashes are
         // separators that agents type for Windows hosts, not shell escapes.
         let windows = raw.len() > 3
             && raw.as_bytes()[0].is_ascii_alphabetic()
             && raw[1..].starts_with(":\\")
             && !raw.contains(['$', '`', '\'', '"']);
-        if windows || !raw.contains(['$', '`', '\'', '"', '\\', '~']) {
+        // `~` and `~/rest`: the parser reads a tilde prefix and the rest as text, which
+        // folds back to the same characters.
+        let tilde = raw == "~" || raw.starts_with("~/");
+        let plain = |s: &str| !s.bytes().any(|b| SPECIAL[usize::from(b)]);
+        if windows || plain(raw) || (tilde && plain(&raw[1..])) {
             let mut field = Field::literal(raw);
-            field.glob = !windows && raw.contains(['*', '?', '[']);
-            return vec![field];
+            field.glob = !windows && raw.bytes().any(|b| matches!(b, b'*' | b'?' | b'['));
+            out.push(field);
+            return;
+        }
+        if let Some(text) = quoted_literal(raw) {
+            out.push(Field::literal(text));
+            return;
         }
         let pieces = match catch(|| bword::parse(raw, &PARSER_OPTIONS)) {
             Some(Ok(p)) => p,
             _ => {
-                return vec![Field {
+                out.push(Field {
                     text: raw.to_owned(),
                     dynamic: true,
                     origin: Producer::None,
                     glob: false,
-                }];
+                });
+                return;
             }
         };
         let mut b = FieldBuilder {
@@ -748,7 +870,7 @@ impl<'d> Analyzer<'d> {
         for p in &pieces {
             self.fold_piece(&p.piece, false, &mut b, cx);
         }
-        b.finish()
+        out.extend(b.finish());
     }
 
     fn fold_piece(&mut self, piece: &WordPiece, quoted: bool, b: &mut FieldBuilder, cx: &Cx) {
@@ -1117,6 +1239,30 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Bytes after which a word needs the word parser: quotes, escapes, expansions and
+/// the tilde (a table: this is asked of every word).
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"$`'\"\\~";
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+/// The text of a word that is one quoted string with nothing in it to expand
+/// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
+/// of the words agents write are such strings). Anything else is `None`.
+fn quoted_literal(raw: &str) -> Option<&str> {
+    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        return (!inner.contains('\'')).then_some(inner);
+    }
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['"', '$', '`', '\\'])).then_some(inner)
+}
+
 /// True when `s` holds more than 18 consecutive digits (more than an `i64` holds).
 fn has_long_digit_run(s: &str) -> bool {
     let mut run = 0;
@@ -1147,13 +1293,32 @@ fn parse_program(text: &str) -> Option<ast::Program> {
 
 /// The simple command as the detector saw it (folded words, shell-quoted).
 fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect]) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    // Sized for the common case (nothing to quote) so the text is built in one go.
+    let size = assignments
+        .iter()
+        .map(|(n, v)| n.len() + v.text.len() + 2)
+        .chain(argv.iter().map(|f| f.text.len() + 1))
+        .chain(redirects.iter().map(|r| r.target.text.len() + 3))
+        .sum();
+    let mut out = String::with_capacity(size);
+    let sep = |out: &mut String| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+    };
     for (name, value) in assignments {
-        parts.push(format!("{name}={}", fold::display_word(&value.text)));
+        sep(&mut out);
+        out.push_str(name);
+        out.push('=');
+        fold::push_display_word(&mut out, &value.text);
     }
-    parts.extend(argv.iter().map(|f| fold::display_word(&f.text)));
+    for f in argv {
+        sep(&mut out);
+        fold::push_display_word(&mut out, &f.text);
+    }
     for r in redirects {
-        let op = match r.kind {
+        sep(&mut out);
+        out.push_str(match r.kind {
             IoFileRedirectKind::Read => "<",
             IoFileRedirectKind::Write => ">",
             IoFileRedirectKind::Append => ">>",
@@ -1161,8 +1326,91 @@ fn render(assignments: &[(String, Field)], argv: &[Field], redirects: &[Redirect
             IoFileRedirectKind::Clobber => ">|",
             IoFileRedirectKind::DuplicateInput => "<&",
             IoFileRedirectKind::DuplicateOutput => ">&",
-        };
-        parts.push(format!("{op}{}", fold::display_word(&r.target.text)));
+        });
+        fold::push_display_word(&mut out, &r.target.text);
     }
-    parts.join(" ")
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A long chain of `cd`s and thousands of created files stay bounded, and the
+    /// overflow counts every file as fresh rather than forgetting any.
+    #[test]
+    fn cds_and_fresh_files_stay_bounded() {
+        let det = Detector::default();
+        let mut text = String::new();
+        for _ in 0..40 {
+            text.push_str(&format!("cd {}; ", "d/".repeat(30)));
+        }
+        text.push_str("touch");
+        for i in 0..3000 {
+            text.push_str(&format!(" f{i}"));
+        }
+        text.push_str("; ./anything");
+        let mut a = Analyzer::new(&det);
+        a.analyze_code(&text, &Cx::default());
+        assert!(a.cwd.len() <= MAX_CWD_BYTES, "{}", a.cwd.len());
+        assert!(a.fresh_files.len() <= MAX_FRESH_FILES + 1);
+        assert!(a.hits.iter().any(|h| h.rule == RuleId::FreshFile));
+    }
+
+    /// The plain-word shortcut folds tilde words exactly as the parser's pieces do.
+    #[test]
+    fn tilde_words_fold_as_the_parser_reads_them() {
+        let det = Detector::default();
+        for raw in ["~", "~/x", "~/src/*.rs", "~/.ssh/id_rsa", "~/a[12]"] {
+            let mut a = Analyzer::new(&det);
+            let fast = a.fold_word(raw, true, &Cx::default());
+            let pieces = bword::parse(raw, &PARSER_OPTIONS).unwrap();
+            let mut b = FieldBuilder {
+                split: true,
+                ..FieldBuilder::default()
+            };
+            for p in &pieces {
+                a.fold_piece(&p.piece, false, &mut b, &Cx::default());
+            }
+            assert_eq!(fast, b.finish(), "{raw}");
+        }
+    }
+
+    /// The quoted-literal shortcut folds words exactly as the parser's pieces do.
+    #[test]
+    fn quoted_literals_fold_as_the_parser_reads_them() {
+        for raw in [
+            "'a b'", "''", "\"\"", "\"a b\"", "'a\"b'", "\"it's\"", "'*'", "\"~/x\"", "'\n'",
+            "\"a\nb\"", "\"!x\"",
+        ] {
+            let text = quoted_literal(raw).unwrap_or_else(|| panic!("{raw}: no shortcut"));
+            let pieces = bword::parse(raw, &PARSER_OPTIONS).unwrap();
+            let parsed = match &pieces[..] {
+                [p] => match &p.piece {
+                    WordPiece::SingleQuotedText(t) => t.clone(),
+                    WordPiece::DoubleQuotedSequence(inner) => inner
+                        .iter()
+                        .map(|p| match &p.piece {
+                            WordPiece::Text(t) => t.clone(),
+                            other => panic!("{raw}: {other:?}"),
+                        })
+                        .collect(),
+                    other => panic!("{raw}: {other:?}"),
+                },
+                other => panic!("{raw}: {other:?}"),
+            };
+            assert_eq!(text, parsed, "{raw}");
+        }
+        for raw in [
+            "'a'b'",
+            "\"$x\"",
+            "\"a\\\"b\"",
+            "'a'\"b\"",
+            "\"`id`\"",
+            "'a",
+            "\"",
+        ] {
+            assert_eq!(quoted_literal(raw), None, "{raw}");
+        }
+    }
 }

@@ -1,0 +1,862 @@
+//! Wrappers and argv carriers as data: for each, its names, the shape of its options,
+//! where the command it runs starts, which of its options run nothing, carry shell code
+//! or are dangerous by themselves. One small interpreter (`unwrap_with`) reads the
+//! table; the few programs whose argv is not getopt-shaped (find, docker, ssh, eval…)
+//! have a handler function each, named in the same table.
+
+use super::commands::Invocation;
+use super::fold::{Field, Producer};
+use super::opts::{self, Spec};
+use super::rules::RuleId;
+use super::walk::{Analyzer, Cx};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
+
+/// FNV-1a: the name tables are looked up for every simple command with short keys
+/// that are ours, not an attacker's choice of keys to collide (a collision costs a
+/// string compare, nothing more), so SipHash's flood resistance buys nothing here.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// A table keyed by command name.
+pub(crate) type NameMap<V> = HashMap<&'static str, V, BuildHasherDefault<Fnv>>;
+
+/// An option by its short letter (`'\0'`: none) and long name (`""`: none).
+pub(crate) type Opt = (char, &'static str);
+
+/// True when `o` holds the option `opt` in either spelling.
+fn has(o: &opts::Opts<'_>, (short, long): Opt) -> bool {
+    (short != '\0' && o.short(short)) || (!long.is_empty() && o.long(long))
+}
+
+/// The value of `opt` in `o`, in either spelling.
+fn value<'o>(o: &'o opts::Opts<'_>, (short, long): Opt) -> Option<&'o str> {
+    o.value(short, long)
+        .filter(|_| short != '\0' || !long.is_empty())
+}
+
+/// A handler for a program whose argv is read by hand (not getopt-shaped).
+type Handler = fn(&mut Analyzer<'_>, &str, &[Field], &Invocation<'_>) -> Option<Producer>;
+
+/// A handler for what a wrapper runs, given its parsed options and its operands after
+/// the first `skip`.
+type Then = fn(&mut Analyzer<'_>, &opts::Opts<'_>, &[Field], &Invocation<'_>) -> Producer;
+
+/// What the wrapper runs once its options are read.
+pub(crate) enum Runs {
+    /// The operands after the first `skip` are the command, as argv.
+    Argv,
+    /// As argv with this option; without it the operands are one shell command line
+    /// (`watch 'a | b'` vs `watch -x a b`, `wsl cmd` vs `wsl -e cmd`).
+    ArgvWith(Opt),
+    /// The first operand is a package whose binary runs with the rest (`npx pkg`).
+    Package,
+    /// Nothing but the code of its code option (`script -c CODE`).
+    Nothing,
+    /// Read by its own function once the options are parsed.
+    Then(Then),
+    /// Read by its own function (the options are not parsed first).
+    Custom(Handler),
+}
+
+/// One wrapper or argv carrier.
+pub(crate) struct Wrapper {
+    /// The names it is called by.
+    pub names: &'static [&'static str],
+    /// Its options: which take a value, and (with `stop_at_operand`) whether the
+    /// first operand starts the wrapped command. A wrong guess about a value would
+    /// make a value the command, or the command a value.
+    pub opts: Spec,
+    /// Operands the wrapper takes before the command (`timeout DURATION cmd`).
+    pub skip: usize,
+    /// Options with which it runs no command (`ionice -p PID`, `command -v`).
+    pub inert: &'static [Opt],
+    /// What it prints when it runs no command.
+    pub inert_output: Output,
+    /// An option whose value is shell code it runs (`flock -c`, `npx -c`).
+    pub code: Opt,
+    /// Options dangerous by themselves, and the rule they break.
+    pub dangerous: &'static [(Opt, RuleId)],
+    /// The command runs detached from the session (`nohup`, `systemd-run`).
+    pub detached: bool,
+    /// What it runs.
+    pub runs: Runs,
+}
+
+/// What a wrapper that runs no command prints (a const stand-in for a [`Producer`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Output {
+    /// Nothing that matters (`ionice -p`: a status line at most).
+    Nothing,
+    /// Some text not known here (`command -v` prints a path).
+    Unknown,
+}
+
+impl Output {
+    fn producer(self) -> Producer {
+        match self {
+            Output::Nothing => Producer::None,
+            Output::Unknown => Producer::Other,
+        }
+    }
+}
+
+const NONE: Opt = ('\0', "");
+
+/// A wrapper whose operands are the command: `names`, `short_values` and `longs`.
+const fn argv(
+    names: &'static [&'static str],
+    short_values: &'static str,
+    longs: &'static [&'static str],
+) -> Wrapper {
+    Wrapper {
+        names,
+        opts: Spec {
+            short_values,
+            longs,
+            stop_at_operand: true,
+        },
+        skip: 0,
+        inert: &[],
+        inert_output: Output::Nothing,
+        code: NONE,
+        dangerous: &[],
+        detached: false,
+        runs: Runs::Argv,
+    }
+}
+
+/// A program read by its own `handler`.
+const fn custom(names: &'static [&'static str], handler: Handler) -> Wrapper {
+    Wrapper {
+        runs: Runs::Custom(handler),
+        ..argv(names, "", &[])
+    }
+}
+
+/// The table. Short options that take a value are from each tool's manual.
+pub(crate) static WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        dangerous: &[
+            // A password read from stdin or an askpass program: the agent supplies
+            // the credential the prompt is there to ask a human for.
+            (('S', "stdin"), RuleId::SudoPassword),
+            (('A', "askpass"), RuleId::SudoPassword),
+        ],
+        runs: Runs::Then(sudo),
+        ..argv(
+            &["sudo"],
+            "ugpCDrtTU",
+            &[
+                "askpass",
+                "background",
+                "bell",
+                "close-from=",
+                "chdir=",
+                "preserve-env",
+                "edit",
+                "group=",
+                "set-home",
+                "help",
+                "host=",
+                "login",
+                "remove-timestamp",
+                "reset-timestamp",
+                "list",
+                "non-interactive",
+                "preserve-groups",
+                "prompt=",
+                "chroot=",
+                "role=",
+                "stdin",
+                "shell",
+                "type=",
+                "command-timeout=",
+                "other-user=",
+                "user=",
+                "validate",
+                "version",
+            ],
+        )
+    },
+    argv(&["doas"], "uC", &[]),
+    Wrapper {
+        runs: Runs::Then(env),
+        ..argv(
+            &["env"],
+            "uCS",
+            &[
+                "ignore-environment",
+                "null",
+                "unset=",
+                "chdir=",
+                "split-string=",
+                "debug",
+            ],
+        )
+    },
+    argv(&["nice"], "n", &["adjustment="]),
+    Wrapper {
+        inert: &[('p', "")],
+        ..argv(&["ionice"], "cnP", &[])
+    },
+    Wrapper {
+        skip: 1,
+        ..argv(
+            &["timeout"],
+            "sk",
+            &[
+                "signal=",
+                "kill-after=",
+                "preserve-status",
+                "foreground",
+                "verbose",
+            ],
+        )
+    },
+    Wrapper {
+        detached: true,
+        ..argv(&["nohup", "setsid", "disown"], "", &[])
+    },
+    argv(&["stdbuf"], "ioe", &["input=", "output=", "error="]),
+    argv(&["time"], "fo", &["format=", "output="]),
+    Wrapper {
+        inert: &[('v', ""), ('V', "")],
+        inert_output: Output::Unknown,
+        ..argv(&["command"], "", &[])
+    },
+    custom(&["builtin", "busybox", "toybox"], all_args),
+    argv(&["exec"], "a", &[]),
+    Wrapper {
+        runs: Runs::ArgvWith(('e', "exec")),
+        ..argv(
+            &["wsl"],
+            "du",
+            &[
+                "distribution=",
+                "user=",
+                "cd=",
+                "shell-type=",
+                "exec",
+                "system",
+            ],
+        )
+    },
+    argv(
+        &[
+            "nocache",
+            "catchsegv",
+            "dbus-run-session",
+            "torsocks",
+            "tsocks",
+            "firejail",
+            "chronic",
+            "unbuffer",
+            "rlwrap",
+            "eatmydata",
+        ],
+        "",
+        &[],
+    ),
+    argv(&["fakeroot"], "lsib", &[]),
+    argv(&["unshare"], "SGRw", &[]),
+    Wrapper {
+        detached: true,
+        ..argv(&["systemd-run"], "puEMH", &[])
+    },
+    argv(&["numactl"], "NCmip", &[]),
+    argv(&["xvfb-run"], "nsfepw", &[]),
+    argv(&["cgexec"], "g", &[]),
+    argv(&["proxychains", "proxychains4"], "f", &[]),
+    argv(&["sem"], "j", &[]),
+    argv(&["pkexec"], "", &["user="]),
+    argv(&["strace", "ltrace"], "oeEpsuaObPIXS", &[]),
+    Wrapper {
+        skip: 1,
+        inert: &[('p', "pid")],
+        ..argv(&["taskset"], "", &["cpu-list", "pid", "all-tasks"])
+    },
+    Wrapper {
+        skip: 1,
+        inert: &[('p', "")],
+        ..argv(&["chrt"], "T", &[])
+    },
+    Wrapper {
+        skip: 1,
+        ..argv(&["chroot"], "", &["userspec=", "groups=", "skip-chdir"])
+    },
+    Wrapper {
+        code: ('c', "command"),
+        skip: 1,
+        runs: Runs::Then(flock),
+        ..argv(
+            &["flock"],
+            "wEc",
+            &["command=", "timeout=", "conflict-exit-code="],
+        )
+    },
+    custom(&["su", "runuser"], su),
+    custom(&["sg"], sg),
+    Wrapper {
+        runs: Runs::ArgvWith(('x', "exec")),
+        ..argv(
+            &["watch"],
+            "nq",
+            &[
+                "interval=",
+                "differences",
+                "exec",
+                "chgexit",
+                "errexit",
+                "beep",
+                "color",
+                "no-title",
+                "precise",
+                "no-wrap",
+            ],
+        )
+    },
+    Wrapper {
+        opts: Spec {
+            short_values: "cOIBTEm",
+            longs: &[
+                "command=",
+                "log-out=",
+                "log-in=",
+                "log-io=",
+                "log-timing=",
+                "echo=",
+                "logging-format=",
+            ],
+            stop_at_operand: false,
+        },
+        code: ('c', "command"),
+        inert_output: Output::Unknown,
+        runs: Runs::Nothing,
+        ..argv(&["script"], "", &[])
+    },
+    Wrapper {
+        runs: Runs::Then(xargs),
+        ..argv(
+            &["xargs"],
+            "adEILnPs",
+            &[
+                "arg-file=",
+                "delimiter=",
+                "eof=",
+                "replace=",
+                "max-lines=",
+                "max-args=",
+                "max-procs=",
+                "max-chars=",
+                "process-slot-var=",
+                "null",
+                "no-run-if-empty",
+                "verbose",
+                "interactive",
+                "exit",
+                "show-limits",
+                "open-tty",
+            ],
+        )
+    },
+    custom(&["find"], find),
+    custom(&["fd", "fdfind"], fd),
+    custom(&["parallel"], parallel),
+    custom(&["rg", "ripgrep"], rg),
+    Wrapper {
+        code: ('c', "call"),
+        runs: Runs::Package,
+        ..argv(
+            &["npx", "pnpx", "bunx"],
+            "pc",
+            &[
+                "package=",
+                "call=",
+                "yes",
+                "no",
+                "quiet",
+                "no-install",
+                "ignore-existing",
+            ],
+        )
+    },
+    custom(&["npm", "pnpm", "yarn"], npm),
+    custom(&["docker", "podman", "nerdctl"], container),
+    custom(&["kubectl", "oc"], kubectl),
+    custom(&["ssh"], ssh),
+    custom(&["eval"], eval),
+    custom(&["source", "."], source),
+    custom(&["alias"], alias),
+    custom(&["trap"], trap),
+    custom(
+        &["export", "declare", "typeset", "local", "readonly"],
+        declare,
+    ),
+];
+
+/// The table by name, built once.
+static BY_NAME: LazyLock<NameMap<&'static Wrapper>> = LazyLock::new(|| {
+    WRAPPERS
+        .iter()
+        .flat_map(|w| w.names.iter().map(move |n| (*n, w)))
+        .collect()
+});
+
+/// The wrapper or argv carrier called `name`, if it is one.
+pub(crate) fn wrapper(name: &str) -> Option<&'static Wrapper> {
+    BY_NAME.get(name).copied()
+}
+
+impl Analyzer<'_> {
+    /// Unwraps wrappers (the command they run is checked in their place) and handles
+    /// carriers whose payload is argv. Returns `Some(producer)` when handled.
+    pub(crate) fn check_wrapper(
+        &mut self,
+        name: &str,
+        args: &[Field],
+        inv: &Invocation<'_>,
+    ) -> Option<Producer> {
+        let spec = wrapper(name)?;
+        if let Runs::Custom(handler) = spec.runs {
+            return handler(self, name, args, inv);
+        }
+        Some(self.unwrap_with(spec, args, inv))
+    }
+
+    /// Reads `args` with the wrapper's spec and checks what it runs.
+    fn unwrap_with(&mut self, spec: &Wrapper, args: &[Field], inv: &Invocation<'_>) -> Producer {
+        let o = opts::parse(args, &spec.opts);
+        for (opt, rule) in spec.dangerous {
+            if has(&o, *opt) {
+                self.hit(*rule, inv.rendered);
+            }
+        }
+        if spec.inert.iter().any(|opt| has(&o, *opt)) {
+            return spec.inert_output.producer();
+        }
+        if let Some(code) = value(&o, spec.code) {
+            self.run_payload(&Field::literal(code), inv);
+            return Producer::Other;
+        }
+        let rest = o.rest.map(|i| &args[i..]).unwrap_or(&[]);
+        let command = rest.get(spec.skip..).unwrap_or(&[]);
+        match spec.runs {
+            Runs::Argv => self.run_argv(command, inv, false, spec.detached),
+            Runs::ArgvWith(opt) if has(&o, opt) => self.run_argv(command, inv, false, false),
+            Runs::ArgvWith(_) => {
+                if !command.is_empty() {
+                    self.run_payload(&Self::joined(command), inv);
+                }
+                Producer::Other
+            }
+            Runs::Package => self.run_package(command, inv),
+            // `Custom` is dispatched before the options are parsed (`check_wrapper`).
+            Runs::Nothing | Runs::Custom(_) => spec.inert_output.producer(),
+            Runs::Then(then) => then(self, &o, command, inv),
+        }
+    }
+}
+
+// The handlers. Each gets the program's name and arguments; `None` means "not a
+// wrapper after all" (the command is checked by the rules instead).
+
+fn all_args(
+    a: &mut Analyzer<'_>,
+    _: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    Some(a.run_argv(args, inv, false, false))
+}
+
+/// `sudo -e FILE…` edits the files as root: each is a write.
+fn sudo(
+    a: &mut Analyzer<'_>,
+    o: &opts::Opts<'_>,
+    rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    if o.has('e', "edit") {
+        for f in rest {
+            a.check_write(f, false, inv.rendered);
+        }
+        return Producer::None;
+    }
+    a.run_argv(rest, inv, false, false)
+}
+
+/// `env [NAME=value…] cmd`: the assignments are checked like the shell's; `-S` splits
+/// its value into a command line.
+fn env(
+    a: &mut Analyzer<'_>,
+    o: &opts::Opts<'_>,
+    mut rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    let cx = Cx {
+        depth: inv.depth,
+        ..Cx::default()
+    };
+    while let Some((first, tail)) = rest.split_first() {
+        match first.text.split_once('=') {
+            Some((n, v)) if is_name(n) => {
+                let value = Field {
+                    text: v.to_owned(),
+                    ..first.clone()
+                };
+                a.check_assignment(n, &value, inv.rendered, &cx);
+                rest = tail;
+            }
+            _ => break,
+        }
+    }
+    if let Some(split) = o.value('S', "split-string") {
+        let mut payload = Field::literal(split);
+        let tail = Analyzer::joined(rest);
+        if !tail.text.is_empty() {
+            payload.text.push(' ');
+            payload.text.push_str(&tail.text);
+            payload.dynamic |= tail.dynamic;
+        }
+        a.run_payload(&payload, inv);
+        return Producer::Other;
+    }
+    a.run_argv(rest, inv, false, false)
+}
+
+/// True for a shell variable name.
+fn is_name(n: &str) -> bool {
+    !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `flock FILE -c CODE` or `flock FILE cmd…` (`flock -c CODE FILE` is the code option).
+fn flock(
+    a: &mut Analyzer<'_>,
+    _: &opts::Opts<'_>,
+    rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    match rest.first() {
+        Some(f) if f.text == "-c" || f.text == "--command" => {
+            if let Some(payload) = rest.get(1) {
+                a.run_payload(payload, inv);
+            }
+            Producer::Other
+        }
+        _ => a.run_argv(rest, inv, false, false),
+    }
+}
+
+const SU: Spec = Spec {
+    short_values: "cgGsuw",
+    longs: &[
+        "command=",
+        "session-command=",
+        "login",
+        "group=",
+        "supp-group=",
+        "shell=",
+        "preserve-environment",
+        "pty",
+        "user=",
+    ],
+    stop_at_operand: false,
+};
+
+/// `su -c CODE`, and `runuser -u USER cmd…` (argv).
+fn su(a: &mut Analyzer<'_>, name: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    let o = opts::parse(args, &SU);
+    if let Some(c) = o.value('c', "command").or(o.value('\0', "session-command")) {
+        a.run_payload(&Field::literal(c), inv);
+        return Some(Producer::Other);
+    }
+    if name == "runuser" && o.value('u', "user").is_some() {
+        let ops: Vec<Field> = o.operands.iter().map(|f| (*f).clone()).collect();
+        return Some(a.run_argv(&ops, inv, false, false));
+    }
+    Some(Producer::Other)
+}
+
+/// `sg GROUP [-c] CODE`.
+fn sg(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    let ops: Vec<&Field> = args.iter().filter(|a| a.text != "-c").collect();
+    if let Some((_, rest)) = ops.split_first() {
+        let payload: Vec<Field> = rest.iter().map(|f| (*f).clone()).collect();
+        a.run_payload(&Analyzer::joined(&payload), inv);
+    }
+    Some(Producer::Other)
+}
+
+/// `xargs cmd…` runs the command once per batch of its input lines.
+fn xargs(
+    a: &mut Analyzer<'_>,
+    _: &opts::Opts<'_>,
+    rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    if rest.is_empty() {
+        return Producer::Other;
+    }
+    let nested_stdin = Producer::Other;
+    let nested = Invocation {
+        stdin: &nested_stdin,
+        ..inv.nested(rest, true, false)
+    };
+    a.check_invocation(&nested)
+}
+
+fn find(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    a.check_find(args, inv);
+    Some(Producer::Other)
+}
+
+/// `fd … -x cmd…` runs the command once per file found.
+fn fd(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    let exec = args
+        .iter()
+        .position(|a| matches!(a.text.as_str(), "-x" | "--exec" | "-X" | "--exec-batch"));
+    if let Some(i) = exec {
+        let rest = &args[i + 1..];
+        let end = rest
+            .iter()
+            .position(|a| a.text == ";")
+            .unwrap_or(rest.len());
+        a.run_argv(&rest[..end], inv, true, false);
+    }
+    Some(Producer::Other)
+}
+
+/// `parallel [opts] cmd… ::: items`: one word is a command line, several are argv.
+fn parallel(
+    a: &mut Analyzer<'_>,
+    _: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    let end = args
+        .iter()
+        .position(|a| a.text.starts_with(":::"))
+        .unwrap_or(args.len());
+    let mut start = 0;
+    while start < end && args[start].text.starts_with('-') {
+        let takes = matches!(args[start].text.as_str(), "-j" | "-S" | "--jobs" | "-I");
+        start += if takes { 2 } else { 1 };
+    }
+    let command = args.get(start..end).unwrap_or(&[]);
+    if command.len() == 1 {
+        let per_item = Invocation {
+            bulk: true,
+            ..inv.nested(command, true, false)
+        };
+        a.run_payload(&command[0], &per_item);
+    } else {
+        a.run_argv(command, inv, true, false);
+    }
+    Some(Producer::Other)
+}
+
+/// `rg --pre CMD` runs CMD on every file searched.
+fn rg(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    let mut pre: Option<String> = None;
+    for (i, f) in args.iter().enumerate() {
+        if f.text == "--pre" {
+            pre = args.get(i + 1).map(|f| f.text.clone());
+        } else if let Some(v) = f.text.strip_prefix("--pre=") {
+            pre = Some(v.to_owned());
+        }
+    }
+    if let Some(pre) = pre {
+        let argv = [Field::literal(pre), Field::literal("FILE")];
+        a.run_argv(&argv, inv, true, false);
+    }
+    Some(Producer::Other)
+}
+
+/// `npm exec`/`x`/`dlx` run a package like `npx`; other npm commands are not wrappers.
+fn npm(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    const EXEC: Spec = Spec {
+        short_values: "pc",
+        longs: &["package=", "call=", "yes", "no"],
+        stop_at_operand: true,
+    };
+    if !matches!(
+        args.first().map(|f| f.text.as_str()),
+        Some("exec" | "x" | "dlx")
+    ) {
+        return None;
+    }
+    let o = opts::parse(&args[1..], &EXEC);
+    if let Some(c) = o.value('c', "call") {
+        a.run_payload(&Field::literal(c), inv);
+        return Some(Producer::Other);
+    }
+    let rest = o.rest.map(|i| &args[1 + i..]).unwrap_or(&[]);
+    Some(a.run_package(rest, inv))
+}
+
+fn container(
+    a: &mut Analyzer<'_>,
+    _: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    a.check_container(args, inv)
+}
+
+/// `kubectl exec … -- cmd` runs argv in a pod; delete, drain and scaling to zero are
+/// destructive.
+fn kubectl(
+    a: &mut Analyzer<'_>,
+    _: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    let sub = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str());
+    match sub {
+        Some("exec") => {
+            if let Some(i) = args.iter().position(|a| a.text == "--") {
+                return Some(a.run_argv(&args[i + 1..], inv, false, false));
+            }
+        }
+        Some("delete" | "drain") => a.hit(RuleId::ContainerDestructive, inv.rendered),
+        Some("scale") if args.iter().any(|a| a.text == "--replicas=0") => {
+            a.hit(RuleId::ContainerDestructive, inv.rendered);
+        }
+        _ => {}
+    }
+    Some(Producer::Other)
+}
+
+/// `ssh [opts] host cmd…`: the words after the host are one remote command line;
+/// `-o ProxyCommand=…` runs locally.
+fn ssh(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    const SSH: Spec = Spec {
+        short_values: "BbcDEeFIiJLlmOoPpQRSWw",
+        longs: &[],
+        stop_at_operand: true,
+    };
+    let o = opts::parse(args, &SSH);
+    for (k, v) in &o.values {
+        if *k == 'o' && v.to_ascii_lowercase().starts_with("proxycommand") {
+            let cmd = v.split_once(['=', ' ']).map(|x| x.1).unwrap_or("");
+            a.run_payload(&Field::literal(cmd), inv);
+        }
+    }
+    let rest = o.rest.map(|i| &args[i..]).unwrap_or(&[]);
+    if rest.len() > 1 {
+        a.run_payload(&Analyzer::joined(&rest[1..]), inv);
+    }
+    Some(Producer::Network)
+}
+
+fn eval(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    a.run_payload(&Analyzer::joined(args), inv);
+    Some(Producer::Other)
+}
+
+/// `source FILE`: a script; sourcing stdin runs whatever is piped or redirected in.
+fn source(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    match args.first() {
+        Some(f)
+            if matches!(
+                f.text.as_str(),
+                "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-"
+            ) =>
+        {
+            a.check_stdin_code(None, inv);
+        }
+        Some(script) => a.check_script(script, inv),
+        None => {}
+    }
+    Some(Producer::Other)
+}
+
+/// `alias name=CODE`: the code runs whenever the name is typed.
+fn alias(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    for f in args {
+        if let Some((_, value)) = f.text.split_once('=') {
+            let payload = Field {
+                text: value.to_owned(),
+                ..f.clone()
+            };
+            a.run_payload(&payload, inv);
+        }
+    }
+    Some(Producer::None)
+}
+
+/// `trap CODE SIGNAL…`: the code runs on the signal.
+fn trap(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    if let Some(code) = args.iter().find(|a| !a.text.starts_with('-')) {
+        a.run_payload(code, inv);
+    }
+    Some(Producer::None)
+}
+
+/// `export`/`declare NAME=value`: assignments like the shell's; with `-i` (and in
+/// array subscripts) values are evaluated as arithmetic on assignment.
+fn declare(
+    a: &mut Analyzer<'_>,
+    _: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    let cx = Cx {
+        depth: inv.depth,
+        ..Cx::default()
+    };
+    let integer = args
+        .iter()
+        .any(|f| f.text.starts_with('-') && f.text.contains('i'));
+    for f in args {
+        if integer || f.text.contains('[') {
+            a.scan_arithmetic_field(f, &cx);
+        }
+        if let Some((n, v)) = f.text.split_once('=')
+            && is_name(n)
+        {
+            let value = Field {
+                text: v.to_owned(),
+                ..f.clone()
+            };
+            a.check_assignment(n, &value, inv.rendered, &cx);
+            a.set_var(n, (!value.dynamic).then(|| value.text.clone()));
+        }
+    }
+    Some(Producer::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wrapper_name_is_listed_once() {
+        let names: usize = WRAPPERS.iter().map(|w| w.names.len()).sum();
+        assert_eq!(BY_NAME.len(), names, "a name appears in two entries");
+    }
+}
