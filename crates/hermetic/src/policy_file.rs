@@ -725,6 +725,16 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_toml_error_names_the_file_line_and_column() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let err = parse_in(dir.path(), "[defaults]\nterminal = yes\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("policy.toml: "), "{err}");
+        assert!(err.contains("line 2, column 12"), "{err}");
+    }
+
+    #[test]
     fn a_broken_secrets_file_is_located_by_line_without_quoting_it() {
         let dir = tempfile::TempDir::new().unwrap();
         std::fs::write(
