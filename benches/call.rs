@@ -24,6 +24,29 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(registry.call("echo", black_box(args), &options)))
     });
 
+    // The async path as the MCP server takes it: a task on a two-worker runtime
+    // calls `invoke_async` (the call runs in place on that worker).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let hermetic_tests::Fixture {
+        workspace: _workspace,
+        registry: owned,
+    } = fixture(true, &["echo"]);
+    let shared = std::sync::Arc::new(owned);
+    c.bench_function("invoke_async/echo from a runtime task", |b| {
+        b.iter(|| {
+            let registry = std::sync::Arc::clone(&shared);
+            let task = runtime.spawn(async move {
+                registry
+                    .invoke_async("echo".into(), args.into(), CallOptions::default())
+                    .await
+            });
+            black_box(runtime.block_on(task).unwrap())
+        })
+    });
+
     let selection = Selection::default();
     // Warm the check() cache, as a serving host would have it.
     black_box(registry.definitions(&selection));
