@@ -139,7 +139,8 @@ impl McpHandler {
         let round = input_round(&context, &request, &tenant, &session, &name, &args);
         let mut approver =
             super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
-                .with_cancel(cancel.0.clone());
+                .with_cancel(cancel.0.clone())
+                .with_tool(&name);
         if let Some(round) = &round {
             approver = approver.with_round(round.clone());
         }
@@ -323,13 +324,9 @@ impl ServerHandler for McpHandler {
         };
         // Availability may run a tool's `check()` (a guest call): keep it off the
         // async workers.
-        let definitions = tokio::task::spawn_blocking(move || {
-            shared
-                .registry
-                .definitions_for(&tenant, &shared.options.selection)
-        })
-        .await
-        .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+        let definitions = tokio::task::spawn_blocking(move || shared.listed_definitions(&tenant))
+            .await
+            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(mcp_tools(&definitions)))
     }
 

@@ -165,6 +165,14 @@ impl Shared {
         allowed
     }
 
+    /// What tools/list answers `tenant` with: the OpenAI definitions of the tools it
+    /// may see that are in the server's selection and available. The MCP handler and
+    /// the console's tools view both ask this, so they cannot disagree.
+    pub(crate) fn listed_definitions(&self, tenant: &str) -> serde_json::Value {
+        self.registry
+            .definitions_for(tenant, &self.options.selection)
+    }
+
     pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
         let mut peers = self.legacy_peers.lock().unwrap_or_else(|p| p.into_inner());
         peers.retain(|p| !p.is_transport_closed());
@@ -192,9 +200,20 @@ impl McpServer {
     pub fn new(registry: Arc<Registry>, options: ServeOptions) -> Self {
         let (changes, _) = tokio::sync::watch::channel(0);
         let auth = auth::Authenticator::new(&options.access, &options.tenant);
-        let broker = auth
-            .has_admin()
-            .then(|| Arc::new(approvals::ApprovalBroker::new()));
+        let broker = auth.has_admin().then(|| {
+            // The console says when "always" is session-only: the gate keeps it for
+            // the session when the tenant's approval settings name no allowlist file.
+            let terminal = registry.policy().terminal.clone();
+            Arc::new(
+                approvals::ApprovalBroker::new().with_allowlist(move |tenant| {
+                    terminal
+                        .for_tenant(tenant)
+                        .approval
+                        .allowlist_file
+                        .is_some()
+                }),
+            )
+        });
         // The terminal's approval requests and answers go to the audit log too.
         if let (Some(log), Some(terminal)) = (&options.audit, registry.terminal()) {
             terminal.add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));
