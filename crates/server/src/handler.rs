@@ -23,7 +23,8 @@ const PROGRESS_BUFFER: usize = 64;
 /// What clients are told about this server at initialization.
 const INSTRUCTIONS: &str = "hermetic runs every tool in a fresh WebAssembly sandbox that gets \
 only what the tool declared and the operator granted. A failed call is a tool result with \
-isError set and a JSON {\"error\": ...} body.";
+isError set and a JSON {\"error\": ...} body; calling a tool that tools/list does not offer \
+is a JSON-RPC invalid-params error.";
 
 /// Serves one MCP session (stdio) or the requests of one HTTP session. Cheap to clone.
 #[derive(Clone)]
@@ -74,11 +75,11 @@ impl McpHandler {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, McpError> {
         let started = std::time::Instant::now();
         let name = request.name.to_string();
         let Some((tenant, session)) = self.identity(&context) else {
-            return error_result("unauthenticated: this server requires a bearer token").into();
+            return Ok(error_result("unauthenticated: this server requires a bearer token").into());
         };
         let args = match &request.arguments {
             Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
@@ -101,7 +102,7 @@ impl McpHandler {
                     ..Default::default()
                 });
             }
-            return error_result(result).into();
+            return Ok(error_result(result).into());
         }
         if !self.shared.may_call(&name) {
             // Same answer as for a tool that does not exist: a selection never reveals
@@ -120,7 +121,7 @@ impl McpHandler {
                     started,
                 );
             }
-            return call_tool_result(&result).into();
+            return respond(&result);
         }
         let (progress, forwarder) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -198,10 +199,32 @@ impl McpHandler {
             );
         }
         match input_required {
-            Some(input) => input.into(),
-            None => call_tool_result(&result).into(),
+            Some(input) => Ok(input.into()),
+            None => respond(&result),
         }
     }
+}
+
+/// Longest tool name an unknown-tool error repeats, in bytes: the name is the
+/// agent's, and the error need not carry more of it than the audit log keeps.
+const MAX_ERROR_NAME_BYTES: usize = 256;
+
+/// The answer to a tools/call that ended with `result`: a tool result (`isError` for
+/// failures), except for a tool the caller cannot see, which the MCP spec makes a
+/// protocol error — invalid params (-32602), naming the tool.
+fn respond(result: &CallOutcome) -> Result<CallToolResponse, McpError> {
+    if let CallOutcome::UnknownTool { name } = result {
+        let mut end = name.len().min(MAX_ERROR_NAME_BYTES);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = if end < name.len() { "…" } else { "" };
+        return Err(McpError::invalid_params(
+            format!("Unknown tool: {}{cut}", &name[..end]),
+            None,
+        ));
+    }
+    Ok(call_tool_result(result).into())
 }
 
 /// The [`InputRound`] of a 2026-07-28 tools/call whose client declared form
@@ -336,7 +359,7 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let call = self.call(request, context);
-        Ok(self.shared.calls.track_future(call).await)
+        self.shared.calls.track_future(call).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -476,6 +499,26 @@ mod tests {
             let r = call_tool_result(&CallOutcome::Success(text.to_owned()));
             assert_eq!(r.is_error, Some(false), "{text}");
         }
+    }
+
+    #[test]
+    fn an_unknown_tool_is_an_invalid_params_protocol_error_naming_it() {
+        let Err(error) = respond(&CallOutcome::UnknownTool {
+            name: "nope".to_owned(),
+        }) else {
+            panic!("an unknown tool got a tool result");
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.code.0, -32602);
+        assert_eq!(error.message, "Unknown tool: nope");
+        // An agent's huge name is cut, on a character boundary.
+        let Err(error) = respond(&CallOutcome::UnknownTool {
+            name: "é".repeat(10_000),
+        }) else {
+            panic!("an unknown tool got a tool result");
+        };
+        assert!(error.message.len() < 300, "{}", error.message.len());
+        assert!(error.message.ends_with('…'));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! The transports only call the library: tools/list is [`Registry::definitions`],
 //! tools/call is [`Registry::call_async`]; a result with an `"error"` key becomes a tool
-//! result with `isError: true`, never a protocol error. Progress reports and
+//! result with `isError: true`, never a protocol error — except a tool the caller
+//! cannot see, which the MCP spec makes a JSON-RPC invalid-params error (-32602,
+//! "Unknown tool: NAME"). Progress reports and
 //! cancellation travel through [`CallOptions`](hermetic::CallOptions); [`watch`] keeps the
 //! registry in step with the tools directories and [`McpServer::notify_tools_changed`]
 //! tells connected clients.
