@@ -3,12 +3,12 @@
 
 use super::approvals::InputRound;
 use super::{Shared, Tenant};
-use hermetic::{CallOptions, CallOutcome};
+use hermetic::{CallOptions, CallOutcome, Declaration};
 use hermetic::{CancelToken, Progress, ProgressSink};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -347,10 +347,13 @@ impl ServerHandler for McpHandler {
         };
         // Availability may run a tool's `check()` (a guest call): keep it off the
         // async workers.
-        let definitions = tokio::task::spawn_blocking(move || shared.listed_definitions(&tenant))
-            .await
-            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
-        Ok(ListToolsResult::with_all_items(mcp_tools(&definitions)))
+        let tools = tokio::task::spawn_blocking(move || {
+            let definitions = shared.listed_definitions(&tenant);
+            mcp_tools(&definitions, |name| declaration_of(&shared, &tenant, name))
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -411,9 +414,18 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The declaration of `name` as `tenant` sees it, through the registry's inspect
+/// view (the registry's one public door to it).
+fn declaration_of(shared: &Shared, tenant: &str, name: &str) -> Option<Declaration> {
+    let mut inspected = shared.registry.inspect_for(name, tenant)?;
+    serde_json::from_value(inspected.get_mut("declaration")?.take()).ok()
+}
+
 /// MCP tool entries from OpenAI function definitions (`[{"type": "function",
-/// "function": {name, description, parameters}}]`).
-fn mcp_tools(definitions: &Value) -> Vec<Tool> {
+/// "function": {name, description, parameters}}]`), each with a `title` (the schema's
+/// own `title`, else one made from the name) and, when `declaration` knows the tool,
+/// the [`annotations`] its declared capabilities imply.
+fn mcp_tools(definitions: &Value, declaration: impl Fn(&str) -> Option<Declaration>) -> Vec<Tool> {
     let Some(definitions) = definitions.as_array() else {
         return Vec::new();
     };
@@ -428,9 +440,65 @@ fn mcp_tools(definitions: &Value) -> Vec<Tool> {
                 .map(|d| std::borrow::Cow::Owned(d.to_owned()));
             // `parameters` is checked to be an object schema when the tool loads.
             let parameters: JsonObject = function.get("parameters")?.as_object()?.clone();
-            Some(Tool::new_with_raw(name, description, Arc::new(parameters)))
+            let title = function
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map_or_else(|| readable_title(&name), str::to_owned);
+            let mut tool = Tool::new_with_raw(name.clone(), description, Arc::new(parameters))
+                .with_title(title.clone());
+            if let Some(declaration) = declaration(&name) {
+                tool = tool.with_annotations(annotations(&declaration, title));
+            }
+            Some(tool)
         })
         .collect()
+}
+
+/// `read_file` → `Read File`: the name's words, capitalised.
+fn readable_title(name: &str) -> String {
+    let words: Vec<String> = name
+        .split(['_', '-', '.', ' '])
+        .filter(|w| !w.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|first| first.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    if words.is_empty() {
+        name.to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// MCP tool annotations from what a tool declares it may touch — an upper bound on
+/// what it can do, since undeclared capabilities are denied:
+/// - **read-only** when it declares no read-write mount, no terminal and no network
+///   (it can only read mounts and compute);
+/// - **destructive** when it declares a read-write mount or the terminal (it may
+///   overwrite or delete);
+/// - **open-world** when it declares network destinations, and also with the terminal:
+///   a shell command reaches whatever its backend can, often the network.
+///
+/// Hints only (clients must not trust them for safety): the sandbox, not these,
+/// enforces what a call may do.
+fn annotations(declaration: &Declaration, title: String) -> ToolAnnotations {
+    let capabilities = &declaration.capabilities;
+    let writes = capabilities
+        .fs
+        .iter()
+        .any(|fs| fs.access == hermetic::Access::Rw);
+    let network = !capabilities.network.is_empty();
+    let terminal = capabilities.terminal;
+    ToolAnnotations::with_title(title)
+        .read_only(!writes && !terminal && !network)
+        .destructive(writes || terminal)
+        .open_world(network || terminal)
 }
 
 /// A call's outcome as an MCP tool result: its JSON as the content, and `isError` for
@@ -532,13 +600,92 @@ mod tests {
         let definitions = json!([{"type": "function", "function": {
             "name": "echo", "description": "Echo", "parameters": {"type": "object", "properties": {}}
         }}]);
-        let tools = mcp_tools(&definitions);
+        let tools = mcp_tools(&definitions, |_| None);
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "echo");
         assert_eq!(tools[0].description.as_deref(), Some("Echo"));
+        assert_eq!(tools[0].title.as_deref(), Some("Echo"));
+        assert_eq!(tools[0].annotations, None);
         assert_eq!(
             Value::Object((*tools[0].input_schema).clone()),
             json!({"type": "object", "properties": {}})
+        );
+    }
+
+    fn declared(capabilities: &str) -> Declaration {
+        let text = format!("name = \"t\"\ntoolset = \"x\"\n[capabilities]\n{capabilities}");
+        Declaration::parse(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn annotations_follow_the_declared_capabilities() {
+        // (capabilities, readOnly, destructive, openWorld, why)
+        let rows = [
+            ("", true, false, false, "declares nothing: can only compute"),
+            (
+                r#"fs = [{ mount = "w", access = "ro" }]"#,
+                true,
+                false,
+                false,
+                "reads a mount",
+            ),
+            (
+                r#"fs = [{ mount = "w", access = "rw" }]"#,
+                false,
+                true,
+                false,
+                "may overwrite files",
+            ),
+            (
+                r#"network = ["https://a.example"]"#,
+                false,
+                false,
+                true,
+                "talks to the network",
+            ),
+            (
+                "terminal = true",
+                false,
+                true,
+                true,
+                "a shell command may do anything its backend allows",
+            ),
+            (
+                r#"env = ["KEY"]"#,
+                true,
+                false,
+                false,
+                "an env var is not an effect",
+            ),
+        ];
+        for (capabilities, read_only, destructive, open_world, why) in rows {
+            let a = annotations(&declared(capabilities), "T".to_owned());
+            assert_eq!(
+                (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+                (Some(read_only), Some(destructive), Some(open_world)),
+                "{why}"
+            );
+            assert_eq!(a.title.as_deref(), Some("T"));
+        }
+    }
+
+    #[test]
+    fn a_title_is_the_schema_s_own_or_made_from_the_name() {
+        let definitions = json!([
+            {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "x", "title": "Fetch a page",
+                                              "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "__", "parameters": {"type": "object"}}},
+        ]);
+        let tools = mcp_tools(&definitions, |_| Some(declared("")));
+        let titles: Vec<Option<&str>> = tools.iter().map(|t| t.title.as_deref()).collect();
+        assert_eq!(
+            titles,
+            [Some("Read File"), Some("Fetch a page"), Some("__")]
+        );
+        assert_eq!(
+            tools[1].annotations.as_ref().unwrap().title.as_deref(),
+            Some("Fetch a page")
         );
     }
 }
