@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -57,6 +57,15 @@ def outcome(result: types.CallToolResult) -> dict[str, Any]:
     return {"is_error": bool(result.is_error), "text": json.loads(text_of(result))}
 
 
+async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tools/call: its `outcome`, or the JSON-RPC error it got instead (an unknown
+    tool is a protocol error, as the MCP spec asks)."""
+    try:
+        return outcome(await client.call_tool(name, arguments))
+    except MCPError as e:
+        return {"protocol_error": {"code": e.code, "message": e.message}}
+
+
 def emit(line: str) -> None:
     print(line, flush=True)
 
@@ -68,7 +77,7 @@ async def basic(args: argparse.Namespace) -> dict[str, Any]:
         tools = {tool.name: tool for tool in listed.tools}
         echo = await client.call_tool("echo", {"message": "hi", "times": 2})
         fail = await client.call_tool("fail", {"mode": "error", "message": "the disk is on fire"})
-        unknown = await client.call_tool("no_such_tool", {})
+        unknown = await call(client, "no_such_tool", {})
         invalid = await client.call_tool("echo", {"times": 2})
         events: list[list[Any]] = []
 
@@ -84,7 +93,7 @@ async def basic(args: argparse.Namespace) -> dict[str, Any]:
             "echo_description": tools["echo"].description,
             "echo": outcome(echo),
             "fail": outcome(fail),
-            "unknown": outcome(unknown),
+            "unknown": unknown,
             "invalid": outcome(invalid),
             "progress": {"result": outcome(progress), "events": events},
         }
@@ -175,7 +184,7 @@ async def tenant(args: argparse.Namespace) -> dict[str, Any]:
         tools = sorted(t.name for t in (await client.list_tools()).tools)
         calls = {}
         for name, arguments in calls_of(args):
-            calls[name] = outcome(await client.call_tool(name, arguments))
+            calls[name] = await call(client, name, arguments)
         return {"tools": tools, "calls": calls}
 
 
@@ -231,7 +240,7 @@ async def elicit(args: argparse.Namespace) -> dict[str, Any]:
     async with connect(args, elicitation_callback=on_elicit) as client:
         calls = {}
         for name, arguments in calls_of(args):
-            calls[name] = outcome(await client.call_tool(name, arguments))
+            calls[name] = await call(client, name, arguments)
         return {"elicitations": seen, "calls": calls, "protocol": client.session.protocol_version}
 
 

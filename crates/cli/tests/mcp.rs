@@ -313,7 +313,8 @@ fn expected_basic() -> Value {
         "echo_description": "Echo a message back",
         "echo": {"is_error": false, "text": {"echo": "hihi", "tenant": "default"}},
         "fail": {"is_error": true, "text": {"error": "[TOOL_ERROR] the disk is on fire"}},
-        "unknown": {"is_error": true, "text": {"error": "Unknown tool: no_such_tool"}},
+        // A tool the server does not offer is a protocol error, as the MCP spec asks.
+        "unknown": {"protocol_error": {"code": -32602, "message": "Unknown tool: no_such_tool"}},
     })
 }
 
@@ -526,6 +527,11 @@ fn other_http_paths_are_not_found() {
 /// One sessionless (2026-07-28) JSON-RPC request over a fresh connection, the way a
 /// minimal client without an SDK would send it; returns the JSON-RPC `result`.
 fn post(server: &HttpServer, method: &str, params: Value) -> Value {
+    post_reply(server, method, params)["result"].clone()
+}
+
+/// [`post`], returning the whole JSON-RPC reply (`result` or `error`).
+fn post_reply(server: &HttpServer, method: &str, params: Value) -> Value {
     let addr = server
         .url
         .trim_start_matches("http://")
@@ -557,9 +563,8 @@ fn post(server: &HttpServer, method: &str, params: Value) -> Value {
     stream.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let json_start = response.find("\r\n\r\n").unwrap() + 4;
-    let reply: Value = serde_json::from_str(response[json_start..].trim())
-        .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"));
-    reply["result"].clone()
+    serde_json::from_str(response[json_start..].trim())
+        .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"))
 }
 
 #[test]
@@ -581,16 +586,17 @@ fn a_toolset_selection_limits_what_is_listed_and_callable() {
         .collect();
     assert_eq!(names, ["patch", "read_file", "search_files", "write_file"]);
     // echo is loaded but outside the selection: to this client it does not exist.
-    let called = post(
+    let called = post_reply(
         &server,
         "tools/call",
         json!({"name": "echo", "arguments": {"message": "hi"}}),
     );
-    assert_eq!(called["isError"], true, "{called}");
     assert_eq!(
-        called["content"][0]["text"],
-        json!({"error": "Unknown tool: echo"}).to_string()
+        called["error"],
+        json!({"code": -32602, "message": "Unknown tool: echo"}),
+        "{called}"
     );
+    assert_eq!(called.get("result"), None, "{called}");
 }
 
 // ── Multi-tenant HTTP: tokens, isolation, rate limits, allow-lists, shutdown, audit ──
@@ -778,7 +784,7 @@ fn http_tenants_see_and_call_only_their_own_tools() {
     );
     assert_eq!(
         acme["calls"]["echo"],
-        json!({"is_error": true, "text": {"error": "Unknown tool: echo"}})
+        json!({"protocol_error": {"code": -32602, "message": "Unknown tool: echo"}})
     );
     assert_ne!(
         acme["calls"]["read_file"]["text"]["error"],
@@ -805,7 +811,7 @@ fn http_tenants_see_and_call_only_their_own_tools() {
     );
     assert_eq!(
         globex["calls"]["read_file"],
-        json!({"is_error": true, "text": {"error": "Unknown tool: read_file"}})
+        json!({"protocol_error": {"code": -32602, "message": "Unknown tool: read_file"}})
     );
 }
 

@@ -490,6 +490,9 @@ pub struct PendingApproval {
     pub tenant: String,
     /// Session.
     pub session: String,
+    /// The tool whose call raised it (`terminal`, `process`; empty when the asker did
+    /// not say, see [`McpApprover::with_tool`]).
+    pub tool: String,
     /// The command.
     pub command: String,
     /// Rules it triggered.
@@ -498,15 +501,29 @@ pub struct PendingApproval {
     pub descriptions: Vec<&'static str>,
     /// When it was raised (RFC 3339).
     pub raised: String,
+    /// Milliseconds since it was raised.
+    pub age_ms: u64,
     /// Milliseconds left before it times out (and is denied).
     pub expires_in_ms: u64,
+    /// Whether answering "always" allows these rules permanently. False when the
+    /// tenant's approval settings have no `allowlist_file` (then "always" lasts for the
+    /// session, as the gate says in its verdict) or a rule cannot be allowlisted
+    /// (`input.*` findings); [`Self::always_note`] says which.
+    pub always_persists: bool,
+    /// Why "always" is session-only, when it is (for the console's button).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always_note: Option<&'static str>,
 }
 
 struct Pending {
     view: PendingApproval,
+    raised: Instant,
     deadline: Instant,
     answer: mpsc::SyncSender<Answer>,
 }
+
+/// Whether a tenant's "always" answers reach an allowlist file (tenant id → bool).
+type AllowlistProbe = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Why the broker could not take an answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -521,6 +538,8 @@ pub enum BrokerError {
 pub struct ApprovalBroker {
     next: AtomicU64,
     pending: Mutex<BTreeMap<u64, Pending>>,
+    /// Which tenants have an allowlist file; `None`: nobody (the embedded default).
+    allowlist: Option<AllowlistProbe>,
 }
 
 impl std::fmt::Debug for ApprovalBroker {
@@ -532,9 +551,22 @@ impl std::fmt::Debug for ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    /// An empty broker.
+    /// An empty broker that knows of no allowlist file: every request is listed with
+    /// `always_persists: false` until [`Self::with_allowlist`] says otherwise.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Tells the broker which tenants' "always" answers are written to an allowlist
+    /// file (`persists(tenant)`), so the console can say when "always" is
+    /// session-only. [`super::McpServer::new`] reads it from the terminal's approval
+    /// settings.
+    pub fn with_allowlist(
+        mut self,
+        persists: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.allowlist = Some(Box::new(persists));
+        self
     }
 
     /// The requests waiting for an answer, oldest first.
@@ -544,10 +576,10 @@ impl ApprovalBroker {
         pending
             .values()
             .map(|p| {
+                let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
                 let mut view = p.view.clone();
-                view.expires_in_ms =
-                    u64::try_from(p.deadline.saturating_duration_since(now).as_millis())
-                        .unwrap_or(u64::MAX);
+                view.expires_in_ms = ms(p.deadline.saturating_duration_since(now));
+                view.age_ms = ms(now.saturating_duration_since(p.raised));
                 view
             })
             .collect()
@@ -597,17 +629,47 @@ impl ApprovalBroker {
         deadline: Instant,
         cancel: Option<&CancelToken>,
     ) -> Answer {
+        self.request_for("", request, deadline, cancel)
+    }
+
+    /// [`Self::request_until`] for a call of `tool` (shown to the console).
+    pub fn request_for(
+        &self,
+        tool: &str,
+        request: &ApprovalRequest,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
+    ) -> Answer {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::sync_channel(1);
+        let has_file = self
+            .allowlist
+            .as_ref()
+            .is_some_and(|persists| persists(&request.key.tenant));
+        // The gate's own rule (crates/approval flow.rs): without a file, or with a
+        // finding that may not be allowed forever, "always" is approved for the session.
+        let always_note = if !has_file {
+            Some("no allowlist_file is configured, so \"always\" lasts for the session")
+        } else if !request.rules.iter().all(|r| r.is_allowlistable()) {
+            Some(
+                "input.* findings cannot be allowed permanently, so \"always\" lasts for the session",
+            )
+        } else {
+            None
+        };
         let view = PendingApproval {
             id,
             tenant: request.key.tenant.clone(),
             session: request.key.session.clone(),
+            tool: tool.to_owned(),
             command: request.command.clone(),
             rules: request.rules.iter().map(ToString::to_string).collect(),
             descriptions: request.descriptions.clone(),
             raised: super::audit::rfc3339(SystemTime::now()),
+            age_ms: 0,
             expires_in_ms: 0,
+            always_persists: always_note.is_none(),
+            always_note,
         };
         self.pending
             .lock()
@@ -616,6 +678,7 @@ impl ApprovalBroker {
                 id,
                 Pending {
                     view,
+                    raised: Instant::now(),
                     deadline,
                     answer: tx,
                 },
@@ -639,6 +702,8 @@ pub struct McpApprover {
     round: Option<Arc<InputRound>>,
     broker: Option<Arc<ApprovalBroker>>,
     cancel: Option<CancelToken>,
+    /// The tool whose call asks (for the console).
+    tool: String,
 }
 
 impl McpApprover {
@@ -649,7 +714,14 @@ impl McpApprover {
             round: None,
             broker,
             cancel: None,
+            tool: String::new(),
         }
+    }
+
+    /// Names the tool whose call asks, so the console can show it.
+    pub fn with_tool(mut self, tool: &str) -> Self {
+        tool.clone_into(&mut self.tool);
+        self
     }
 
     /// Asks through `round` (a 2026-07-28 call from a client that declared form
@@ -700,7 +772,7 @@ impl Approver for McpApprover {
         }
         match &self.broker {
             Some(broker) if Instant::now() < deadline => {
-                Ok(broker.request_until(request, deadline, self.cancel.as_ref()))
+                Ok(broker.request_for(&self.tool, request, deadline, self.cancel.as_ref()))
             }
             Some(_) => Ok(Answer::Timeout),
             None => Ok(Answer::Unavailable),

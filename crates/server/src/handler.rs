@@ -3,12 +3,12 @@
 
 use super::approvals::InputRound;
 use super::{Shared, Tenant};
-use hermetic::{CallOptions, CallOutcome};
+use hermetic::{CallOptions, CallOutcome, Declaration};
 use hermetic::{CancelToken, Progress, ProgressSink};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -23,7 +23,8 @@ const PROGRESS_BUFFER: usize = 64;
 /// What clients are told about this server at initialization.
 const INSTRUCTIONS: &str = "hermetic runs every tool in a fresh WebAssembly sandbox that gets \
 only what the tool declared and the operator granted. A failed call is a tool result with \
-isError set and a JSON {\"error\": ...} body.";
+isError set and a JSON {\"error\": ...} body; calling a tool that tools/list does not offer \
+is a JSON-RPC invalid-params error.";
 
 /// Serves one MCP session (stdio) or the requests of one HTTP session. Cheap to clone.
 #[derive(Clone)]
@@ -74,11 +75,11 @@ impl McpHandler {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, McpError> {
         let started = std::time::Instant::now();
         let name = request.name.to_string();
         let Some((tenant, session)) = self.identity(&context) else {
-            return error_result("unauthenticated: this server requires a bearer token").into();
+            return Ok(error_result("unauthenticated: this server requires a bearer token").into());
         };
         let args = match &request.arguments {
             Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
@@ -101,7 +102,7 @@ impl McpHandler {
                     ..Default::default()
                 });
             }
-            return error_result(result).into();
+            return Ok(error_result(result).into());
         }
         if !self.shared.may_call(&name) {
             // Same answer as for a tool that does not exist: a selection never reveals
@@ -120,7 +121,7 @@ impl McpHandler {
                     started,
                 );
             }
-            return call_tool_result(&result).into();
+            return respond(&result);
         }
         let (progress, forwarder) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -139,7 +140,8 @@ impl McpHandler {
         let round = input_round(&context, &request, &tenant, &session, &name, &args);
         let mut approver =
             super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
-                .with_cancel(cancel.0.clone());
+                .with_cancel(cancel.0.clone())
+                .with_tool(&name);
         if let Some(round) = &round {
             approver = approver.with_round(round.clone());
         }
@@ -196,10 +198,32 @@ impl McpHandler {
             );
         }
         match input_required {
-            Some(input) => input.into(),
-            None => call_tool_result(&result).into(),
+            Some(input) => Ok(input.into()),
+            None => respond(&result),
         }
     }
+}
+
+/// Longest tool name an unknown-tool error repeats, in bytes: the name is the
+/// agent's, and the error need not carry more of it than the audit log keeps.
+const MAX_ERROR_NAME_BYTES: usize = 256;
+
+/// The answer to a tools/call that ended with `result`: a tool result (`isError` for
+/// failures), except for a tool the caller cannot see, which the MCP spec makes a
+/// protocol error — invalid params (-32602), naming the tool.
+fn respond(result: &CallOutcome) -> Result<CallToolResponse, McpError> {
+    if let CallOutcome::UnknownTool { name } = result {
+        let mut end = name.len().min(MAX_ERROR_NAME_BYTES);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = if end < name.len() { "…" } else { "" };
+        return Err(McpError::invalid_params(
+            format!("Unknown tool: {}{cut}", &name[..end]),
+            None,
+        ));
+    }
+    Ok(call_tool_result(result).into())
 }
 
 /// The [`InputRound`] of a 2026-07-28 tools/call whose client declared form
@@ -322,14 +346,13 @@ impl ServerHandler for McpHandler {
         };
         // Availability may run a tool's `check()` (a guest call): keep it off the
         // async workers.
-        let definitions = tokio::task::spawn_blocking(move || {
-            shared
-                .registry
-                .definitions_for(&tenant, &shared.options.selection)
+        let tools = tokio::task::spawn_blocking(move || {
+            let definitions = shared.listed_definitions(&tenant);
+            mcp_tools(&definitions, |name| declaration_of(&shared, &tenant, name))
         })
         .await
         .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
-        Ok(ListToolsResult::with_all_items(mcp_tools(&definitions)))
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -338,7 +361,7 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let call = self.call(request, context);
-        Ok(self.shared.calls.track_future(call).await)
+        self.shared.calls.track_future(call).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -390,9 +413,18 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The declaration of `name` as `tenant` sees it, through the registry's inspect
+/// view (the registry's one public door to it).
+fn declaration_of(shared: &Shared, tenant: &str, name: &str) -> Option<Declaration> {
+    let mut inspected = shared.registry.inspect_for(name, tenant)?;
+    serde_json::from_value(inspected.get_mut("declaration")?.take()).ok()
+}
+
 /// MCP tool entries from OpenAI function definitions (`[{"type": "function",
-/// "function": {name, description, parameters}}]`).
-fn mcp_tools(definitions: &Value) -> Vec<Tool> {
+/// "function": {name, description, parameters}}]`), each with a `title` (the schema's
+/// own `title`, else one made from the name) and, when `declaration` knows the tool,
+/// the [`annotations`] its declared capabilities imply.
+fn mcp_tools(definitions: &Value, declaration: impl Fn(&str) -> Option<Declaration>) -> Vec<Tool> {
     let Some(definitions) = definitions.as_array() else {
         return Vec::new();
     };
@@ -407,9 +439,65 @@ fn mcp_tools(definitions: &Value) -> Vec<Tool> {
                 .map(|d| std::borrow::Cow::Owned(d.to_owned()));
             // `parameters` is checked to be an object schema when the tool loads.
             let parameters: JsonObject = function.get("parameters")?.as_object()?.clone();
-            Some(Tool::new_with_raw(name, description, Arc::new(parameters)))
+            let title = function
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map_or_else(|| readable_title(&name), str::to_owned);
+            let mut tool = Tool::new_with_raw(name.clone(), description, Arc::new(parameters))
+                .with_title(title.clone());
+            if let Some(declaration) = declaration(&name) {
+                tool = tool.with_annotations(annotations(&declaration, title));
+            }
+            Some(tool)
         })
         .collect()
+}
+
+/// `read_file` → `Read File`: the name's words, capitalised.
+fn readable_title(name: &str) -> String {
+    let words: Vec<String> = name
+        .split(['_', '-', '.', ' '])
+        .filter(|w| !w.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|first| first.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    if words.is_empty() {
+        name.to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// MCP tool annotations from what a tool declares it may touch — an upper bound on
+/// what it can do, since undeclared capabilities are denied:
+/// - **read-only** when it declares no read-write mount, no terminal and no network
+///   (it can only read mounts and compute);
+/// - **destructive** when it declares a read-write mount or the terminal (it may
+///   overwrite or delete);
+/// - **open-world** when it declares network destinations, and also with the terminal:
+///   a shell command reaches whatever its backend can, often the network.
+///
+/// Hints only (clients must not trust them for safety): the sandbox, not these,
+/// enforces what a call may do.
+fn annotations(declaration: &Declaration, title: String) -> ToolAnnotations {
+    let capabilities = &declaration.capabilities;
+    let writes = capabilities
+        .fs
+        .iter()
+        .any(|fs| fs.access == hermetic::Access::Rw);
+    let network = !capabilities.network.is_empty();
+    let terminal = capabilities.terminal;
+    ToolAnnotations::with_title(title)
+        .read_only(!writes && !terminal && !network)
+        .destructive(writes || terminal)
+        .open_world(network || terminal)
 }
 
 /// A call's outcome as an MCP tool result: its JSON as the content, and `isError` for
@@ -481,6 +569,26 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_tool_is_an_invalid_params_protocol_error_naming_it() {
+        let Err(error) = respond(&CallOutcome::UnknownTool {
+            name: "nope".to_owned(),
+        }) else {
+            panic!("an unknown tool got a tool result");
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.code.0, -32602);
+        assert_eq!(error.message, "Unknown tool: nope");
+        // An agent's huge name is cut, on a character boundary.
+        let Err(error) = respond(&CallOutcome::UnknownTool {
+            name: "é".repeat(10_000),
+        }) else {
+            panic!("an unknown tool got a tool result");
+        };
+        assert!(error.message.len() < 300, "{}", error.message.len());
+        assert!(error.message.ends_with('…'));
+    }
+
+    #[test]
     fn every_host_failure_is_an_error_result() {
         let r = call_tool_result(&CallOutcome::Cancelled);
         assert_eq!(r.is_error, Some(true));
@@ -491,13 +599,92 @@ mod tests {
         let definitions = json!([{"type": "function", "function": {
             "name": "echo", "description": "Echo", "parameters": {"type": "object", "properties": {}}
         }}]);
-        let tools = mcp_tools(&definitions);
+        let tools = mcp_tools(&definitions, |_| None);
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "echo");
         assert_eq!(tools[0].description.as_deref(), Some("Echo"));
+        assert_eq!(tools[0].title.as_deref(), Some("Echo"));
+        assert_eq!(tools[0].annotations, None);
         assert_eq!(
             Value::Object((*tools[0].input_schema).clone()),
             json!({"type": "object", "properties": {}})
+        );
+    }
+
+    fn declared(capabilities: &str) -> Declaration {
+        let text = format!("name = \"t\"\ntoolset = \"x\"\n[capabilities]\n{capabilities}");
+        Declaration::parse(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn annotations_follow_the_declared_capabilities() {
+        // (capabilities, readOnly, destructive, openWorld, why)
+        let rows = [
+            ("", true, false, false, "declares nothing: can only compute"),
+            (
+                r#"fs = [{ mount = "w", access = "ro" }]"#,
+                true,
+                false,
+                false,
+                "reads a mount",
+            ),
+            (
+                r#"fs = [{ mount = "w", access = "rw" }]"#,
+                false,
+                true,
+                false,
+                "may overwrite files",
+            ),
+            (
+                r#"network = ["https://a.example"]"#,
+                false,
+                false,
+                true,
+                "talks to the network",
+            ),
+            (
+                "terminal = true",
+                false,
+                true,
+                true,
+                "a shell command may do anything its backend allows",
+            ),
+            (
+                r#"env = ["KEY"]"#,
+                true,
+                false,
+                false,
+                "an env var is not an effect",
+            ),
+        ];
+        for (capabilities, read_only, destructive, open_world, why) in rows {
+            let a = annotations(&declared(capabilities), "T".to_owned());
+            assert_eq!(
+                (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+                (Some(read_only), Some(destructive), Some(open_world)),
+                "{why}"
+            );
+            assert_eq!(a.title.as_deref(), Some("T"));
+        }
+    }
+
+    #[test]
+    fn a_title_is_the_schema_s_own_or_made_from_the_name() {
+        let definitions = json!([
+            {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "x", "title": "Fetch a page",
+                                              "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "__", "parameters": {"type": "object"}}},
+        ]);
+        let tools = mcp_tools(&definitions, |_| Some(declared("")));
+        let titles: Vec<Option<&str>> = tools.iter().map(|t| t.title.as_deref()).collect();
+        assert_eq!(
+            titles,
+            [Some("Read File"), Some("Fetch a page"), Some("__")]
+        );
+        assert_eq!(
+            tools[1].annotations.as_ref().unwrap().title.as_deref(),
+            Some("Fetch a page")
         );
     }
 }

@@ -35,7 +35,9 @@
 //!
 //! `/approvals` (`GET`: list pending, `POST /approvals/{id}` with
 //! `{"answer": "once|session|always|deny"}`) takes an admin token instead; it is off
-//! (404) when the policy has none.
+//! (404) when the policy has none. So is the operator [`console`] (`/console`, and its
+//! admin JSON endpoints `/admin/audit` and `/admin/tools`), which answers approvals
+//! through `/approvals`.
 
 use super::auth::{AllowList, AuthFailure, TenantAccess};
 use super::{McpServer, ServeError, Tenant};
@@ -119,6 +121,8 @@ pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u32 = 64;
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Body = BoxBody<Bytes, Infallible>;
+
+pub mod console;
 
 /// The rmcp tower service for `server`: one [`super::McpHandler`] per session (or per
 /// request for sessionless clients), without the front described in the module docs
@@ -579,6 +583,8 @@ impl Front {
             self.mcp(request).await
         } else if path == APPROVALS_PATH || path.starts_with("/approvals/") {
             self.approvals(request).await
+        } else if console::is_console_path(path) {
+            console::route(&self.server, request).await
         } else {
             text(
                 StatusCode::NOT_FOUND,
@@ -805,7 +811,9 @@ impl Front {
         }
         let path = request.uri().path().to_owned();
         match (request.method().clone(), path.strip_prefix("/approvals/")) {
-            (Method::GET, None) => json(StatusCode::OK, &serde_json::json!(broker.list())),
+            (Method::GET, None) => {
+                console::api_headers(json(StatusCode::OK, &serde_json::json!(broker.list())))
+            }
             (Method::POST, Some(id)) => {
                 let Ok(id) = id.parse::<u64>() else {
                     return text(StatusCode::NOT_FOUND, "Not Found: no such approval\n");
@@ -831,10 +839,10 @@ impl Front {
                     );
                 };
                 match broker.answer(id, answer) {
-                    Ok(()) => json(
+                    Ok(()) => console::api_headers(json(
                         StatusCode::OK,
                         &serde_json::json!({"id": id, "answer": answer}),
-                    ),
+                    )),
                     Err(e) => text(StatusCode::NOT_FOUND, &format!("Not Found: {e}\n")),
                 }
             }

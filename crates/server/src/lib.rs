@@ -4,7 +4,9 @@
 //!
 //! The transports only call the library: tools/list is [`Registry::definitions`],
 //! tools/call is [`Registry::call_async`]; a result with an `"error"` key becomes a tool
-//! result with `isError: true`, never a protocol error. Progress reports and
+//! result with `isError: true`, never a protocol error — except a tool the caller
+//! cannot see, which the MCP spec makes a JSON-RPC invalid-params error (-32602,
+//! "Unknown tool: NAME"). Progress reports and
 //! cancellation travel through [`CallOptions`](hermetic::CallOptions); [`watch`] keeps the
 //! registry in step with the tools directories and [`McpServer::notify_tools_changed`]
 //! tells connected clients.
@@ -165,6 +167,14 @@ impl Shared {
         allowed
     }
 
+    /// What tools/list answers `tenant` with: the OpenAI definitions of the tools it
+    /// may see that are in the server's selection and available. The MCP handler and
+    /// the console's tools view both ask this, so they cannot disagree.
+    pub(crate) fn listed_definitions(&self, tenant: &str) -> serde_json::Value {
+        self.registry
+            .definitions_for(tenant, &self.options.selection)
+    }
+
     pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
         let mut peers = self.legacy_peers.lock().unwrap_or_else(|p| p.into_inner());
         peers.retain(|p| !p.is_transport_closed());
@@ -192,9 +202,20 @@ impl McpServer {
     pub fn new(registry: Arc<Registry>, options: ServeOptions) -> Self {
         let (changes, _) = tokio::sync::watch::channel(0);
         let auth = auth::Authenticator::new(&options.access, &options.tenant);
-        let broker = auth
-            .has_admin()
-            .then(|| Arc::new(approvals::ApprovalBroker::new()));
+        let broker = auth.has_admin().then(|| {
+            // The console says when "always" is session-only: the gate keeps it for
+            // the session when the tenant's approval settings name no allowlist file.
+            let terminal = registry.policy().terminal.clone();
+            Arc::new(
+                approvals::ApprovalBroker::new().with_allowlist(move |tenant| {
+                    terminal
+                        .for_tenant(tenant)
+                        .approval
+                        .allowlist_file
+                        .is_some()
+                }),
+            )
+        });
         // The terminal's approval requests and answers go to the audit log too.
         if let (Some(log), Some(terminal)) = (&options.audit, registry.terminal()) {
             terminal.add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));

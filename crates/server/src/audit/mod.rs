@@ -46,6 +46,11 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 /// Longest last line [`AuditLog::open`] reads back to continue a chain.
 pub(crate) const MAX_LINE: u64 = 1 << 20;
 
+/// Most bytes [`AuditLog::tail`] reads from the end of the file: a hundred typical
+/// records are a few tens of kilobytes; this bounds the console's answer even when
+/// lines are long.
+pub const MAX_TAIL_BYTES: u64 = 1 << 20;
+
 /// The `,"hash":"<64 hex>"}` a line ends with: 9 + 64 + 2 bytes.
 const HASH_SUFFIX_LEN: usize = 75;
 
@@ -272,6 +277,43 @@ impl AuditLog {
         chain.seq = seq;
         chain.prev = hash;
         Ok(())
+    }
+
+    /// The last `n` records of the file, newest first, as JSON values (for the
+    /// operator console). Reads at most [`MAX_TAIL_BYTES`] from the end, so the answer
+    /// is bounded whatever the file's size: fewer than `n` records come back when
+    /// they are longer than that together. A line cut at the start of that window, a
+    /// last line still being written, and a line that is not JSON are left out. This
+    /// shows the log; it does not verify it (`hermetic audit verify` does).
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] when the file cannot be opened or read.
+    pub fn tail(&self, n: usize) -> Result<Vec<Value>, AuditError> {
+        let io = |e: std::io::Error| AuditError::Io {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
+        let mut file = File::open(&self.path).map_err(io)?;
+        let len = file.seek(SeekFrom::End(0)).map_err(io)?;
+        let start = len.saturating_sub(MAX_TAIL_BYTES);
+        file.seek(SeekFrom::Start(start)).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_TAIL_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        // After the last newline: empty, or a line whose write has not finished.
+        lines.pop();
+        if start > 0 && !lines.is_empty() {
+            // Began mid-line.
+            lines.remove(0);
+        }
+        Ok(lines
+            .iter()
+            .rev()
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .take(n)
+            .collect())
     }
 
     /// Records `event`, logging (not returning) a failure: for transports, where an
@@ -719,6 +761,42 @@ mod tests {
         assert_eq!(records[1]["outcome"], "approved_once");
         assert_eq!(records[1]["detail"]["approved"], true);
         assert_eq!(verify(&path).unwrap().lines, 2);
+    }
+
+    #[test]
+    fn the_tail_is_the_newest_records_first_and_skips_a_torn_last_line() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        write_three(&path);
+        let log = AuditLog::open(&path).unwrap();
+        let tail = log.tail(2).unwrap();
+        let outcomes: Vec<&Value> = tail.iter().map(|r| &r["outcome"]).collect();
+        assert_eq!(outcomes, [&Value::from("ok"), &Value::from("error")]);
+        assert_eq!(tail[0]["seq"], 3);
+        assert_eq!(log.tail(100).unwrap().len(), 3);
+        append(&path, b"{\"seq\":4,\"ti");
+        assert_eq!(log.tail(100).unwrap()[0]["seq"], 3);
+    }
+
+    #[test]
+    fn the_tail_reads_a_bounded_window_of_a_long_file() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let long = "x".repeat(100_000);
+        for _ in 0..15 {
+            log.record(&Event {
+                reason: Some(&long),
+                ..event("ok")
+            })
+            .unwrap();
+        }
+        let tail = log.tail(100).unwrap();
+        // 15 lines of ~100 kB: only those wholly inside the last MiB come back.
+        assert!(!tail.is_empty() && tail.len() < 15, "{}", tail.len());
+        assert_eq!(tail[0]["seq"], 15);
+        let seqs: Vec<u64> = tail.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert!(seqs.windows(2).all(|w| w[0] == w[1] + 1), "{seqs:?}");
     }
 
     #[test]

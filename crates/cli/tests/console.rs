@@ -1,0 +1,662 @@
+//! The operator console in a real browser: a real `hermetic serve --http` process with
+//! an admin token and the bundled terminal tool, an MCP call whose dangerous command
+//! waits for approval, and headless Chromium (Debian's `chromium`, installed by
+//! .ci/run) that logs in to `/console` and clicks the answer. The agent's call then
+//! returns: the command ran (its output, a marker file) or was denied.
+//!
+//! Chromium is driven over the DevTools protocol (CDP) on its WebSocket: the few
+//! messages needed (`Target.createTarget`/`attachToTarget`, `Page.navigate`,
+//! `Runtime.evaluate`, `Page.captureScreenshot`) are written by hand over
+//! `tungstenite` instead of a browser-automation crate, which would bring a large
+//! async stack for five calls.
+//!
+//! Screenshots for the README: `HERMETIC_CONSOLE_SCREENSHOTS=docs/img cargo test -p
+//! hermetic-cli --test console` writes `console-*.png` there (relative paths are from
+//! the repository root).
+//!
+//! Every wait polls with a bound ([`HANG_GUARD`]); nothing asserts on how long
+//! anything took.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// Longest any wait may take before the test gives up (a hang guard, not a timing
+/// assertion: on a healthy machine each wait ends in a second or two).
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(100);
+
+const ADMIN_TOKEN: &str = "hmt_console_admin_token";
+const ACME_TOKEN: &str = "hmt_console_acme_token";
+const GLOBEX_TOKEN: &str = "hmt_console_globex_token";
+
+fn sha256_hex(token: &str) -> String {
+    hermetic_server::auth::hex(&hermetic_server::auth::digest(token))
+}
+
+// ── hermetic serve ───────────────────────────────────────────────────────────────
+
+/// A `hermetic serve --http 127.0.0.1:0` process with the bundled tools, a policy
+/// with an admin token and two tenants (`acme` may use the terminal), and an audit
+/// log; killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+    workspace: TempDir,
+    _state: TempDir,
+    log: mpsc::Receiver<String>,
+    lines: Vec<String>,
+}
+
+impl Server {
+    fn start() -> Self {
+        let workspace = TempDir::new().unwrap();
+        let state = TempDir::new().unwrap();
+        let policy = state.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                r#"[mounts.workspace]
+path = "{workspace}"
+access = "rw"
+
+[tools.terminal]
+terminal = true
+[tools.process]
+terminal = true
+
+[tenants.acme]
+toolsets = ["terminal", "file"]
+token_sha256 = ["{acme}"]
+
+[tenants.globex]
+toolsets = ["file", "weather"]
+token_sha256 = ["{globex}"]
+
+[server]
+admin_token_sha256 = ["{admin}"]
+"#,
+                workspace = workspace.path().display(),
+                acme = sha256_hex(ACME_TOKEN),
+                globex = sha256_hex(GLOBEX_TOKEN),
+                admin = sha256_hex(ADMIN_TOKEN),
+            ),
+        )
+        .unwrap();
+        let audit = state.path().join("audit.jsonl");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            // The suites' shared compiled-code cache; plain log lines to match on.
+            .env(
+                "HERMETIC_CACHE_DIR",
+                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+            )
+            .env("NO_COLOR", "1")
+            .env_remove("HERMETIC_LOG")
+            .arg("--workspace")
+            .arg(workspace.path())
+            .arg("--policy")
+            .arg(&policy)
+            .args(["--log-level", "warn,hermetic=info"])
+            .args(["serve", "--http", "127.0.0.1:0", "--audit"])
+            .arg(&audit)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = lines_of(child.stderr.take().unwrap());
+        let mut server = Self {
+            child,
+            addr: String::new(),
+            workspace,
+            _state: state,
+            log,
+            lines: Vec::new(),
+        };
+        let line = server.wait_log("serving MCP at ");
+        server.addr = line
+            .split("serving MCP at http://")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .trim_end_matches("/mcp")
+            .to_owned();
+        server
+    }
+
+    /// Waits for a log line containing `needle`.
+    fn wait_log(&mut self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(line) = self.lines.iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            let left = HANG_GUARD.saturating_sub(start.elapsed());
+            match self.log.recv_timeout(left) {
+                Ok(line) => self.lines.push(line),
+                Err(_) => panic!(
+                    "the server never logged {needle:?}:\n{}",
+                    self.lines.join("\n")
+                ),
+            }
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A 2026-07-28 (sessionless) `tools/call` of the terminal as tenant `acme`, from
+    /// a thread: its client declares no elicitation, so the approval waits for the
+    /// console. The handle gives the call's tool result.
+    fn call_terminal(&self, command: &str) -> std::thread::JoinHandle<Value> {
+        let addr = self.addr.clone();
+        let body = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {
+                "name": "terminal",
+                "arguments": {"command": command},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "console-test", "version": "0"}
+                }
+            }
+        })
+        .to_string();
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(&addr).unwrap();
+            stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+            write!(
+                stream,
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ACME_TOKEN}\r\n\
+                 Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+                 MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: terminal\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).unwrap();
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+            let (_, body) = response.split_once("\r\n\r\n").unwrap();
+            let reply: Value = serde_json::from_str(body.trim())
+                .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"));
+            let text = reply["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no tool result: {reply}"));
+            serde_json::from_str(text).unwrap()
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lines a child writes to `pipe`, from a thread.
+fn lines_of(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+// ── Chromium over the DevTools protocol ──────────────────────────────────────────
+
+/// Headless Chromium with one page, attached over CDP; killed on drop.
+struct Browser {
+    child: Child,
+    socket: tungstenite::WebSocket<TcpStream>,
+    session: String,
+    next_id: u64,
+    _profile: TempDir,
+}
+
+/// The Chromium binary: `$HERMETIC_CHROMIUM`, else `chromium` on `PATH`. Missing is a
+/// failure, not a skip: .ci/run installs it.
+fn chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("HERMETIC_CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromium"))
+            .find(|candidate| candidate.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "headless Chromium is needed for the console tests and was not found: \
+             apt-get install -y chromium (.ci/run does), or set HERMETIC_CHROMIUM"
+        )
+    })
+}
+
+impl Browser {
+    fn launch() -> Self {
+        let profile = TempDir::new().unwrap();
+        let mut child = Command::new(chromium())
+            .args([
+                "--headless",
+                "--remote-debugging-port=0",
+                // Root (CI) cannot use Chromium's own sandbox; the page is our console.
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                // Nothing but loopback: no update checks, sync or other phoning home.
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-extensions",
+                "--hide-scrollbars",
+                "--window-size=1280,900",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {}: {e}", chromium().display()));
+        let log = lines_of(child.stderr.take().unwrap());
+        let start = Instant::now();
+        let mut seen = Vec::new();
+        let url = loop {
+            let left = HANG_GUARD.saturating_sub(start.elapsed());
+            match log.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(at) = line.find("ws://")
+                        && line.contains("DevTools listening on")
+                    {
+                        break line[at..].trim().to_owned();
+                    }
+                    seen.push(line);
+                }
+                Err(_) => panic!(
+                    "Chromium did not print its DevTools address:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        };
+        // Keep draining its stderr so Chromium never blocks on a full pipe.
+        std::thread::spawn(move || while log.recv().is_ok() {});
+        let host = url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let stream = TcpStream::connect(&host).unwrap();
+        stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+        let (socket, _) = tungstenite::client(url.as_str(), stream).unwrap();
+        let mut browser = Self {
+            child,
+            socket,
+            session: String::new(),
+            next_id: 0,
+            _profile: profile,
+        };
+        let target = browser.send(None, "Target.createTarget", json!({"url": "about:blank"}));
+        let attached = browser.send(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        browser
+    }
+
+    /// One CDP command (on the page's session when `session` is given); its result.
+    /// Events that arrive meanwhile are skipped.
+    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = json!(session);
+        }
+        self.socket
+            .send(tungstenite::Message::text(message.to_string()))
+            .unwrap();
+        loop {
+            let frame = self
+                .socket
+                .read()
+                .unwrap_or_else(|e| panic!("CDP {method}: {e}"));
+            let tungstenite::Message::Text(text) = frame else {
+                continue;
+            };
+            let reply: Value = serde_json::from_str(text.as_str()).unwrap();
+            if reply["id"] != json!(id) {
+                continue;
+            }
+            if let Some(error) = reply.get("error") {
+                panic!("CDP {method} failed: {error}");
+            }
+            return reply["result"].clone();
+        }
+    }
+
+    /// A CDP command on the page.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let session = self.session.clone();
+        self.send(Some(&session), method, params)
+    }
+
+    /// Evaluates `expression` in the page; its value (an exception fails the test).
+    fn eval(&mut self, expression: &str) -> Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        if let Some(exception) = result.get("exceptionDetails") {
+            panic!("{expression}\nthrew: {exception}");
+        }
+        result["result"]["value"].clone()
+    }
+
+    /// Polls `expression` until it is truthy (not false, null, "" or 0); its value.
+    fn wait_for(&mut self, what: &str, expression: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let value = self.eval(expression);
+            let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+                && value != json!("")
+                && value != json!(0);
+            if truthy {
+                return value;
+            }
+            if start.elapsed() > HANG_GUARD {
+                let page = self.eval("document.body ? document.body.innerText : ''");
+                panic!("hang guard: gave up waiting for {what}; the page says:\n{page}");
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn navigate(&mut self, url: &str) {
+        self.call("Page.navigate", json!({ "url": url }));
+        self.wait_for(
+            "the page to load",
+            "document.readyState === 'complete' && location.href !== 'about:blank'",
+        );
+    }
+
+    /// Saves the whole page as `dir/name.png` when screenshots were asked for.
+    fn screenshot(&mut self, name: &str) {
+        let Some(dir) = screenshot_dir() else {
+            return;
+        };
+        // As tall as what is on the page, not the window.
+        let height = self
+            .eval("Math.ceil(Math.min(4000, document.querySelector('main').getBoundingClientRect().bottom + 8))")
+            .as_u64()
+            .unwrap_or(900)
+            .max(200);
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        let shot = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        let png = data_encoding::BASE64
+            .decode(shot["data"].as_str().unwrap().as_bytes())
+            .unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `$HERMETIC_CONSOLE_SCREENSHOTS`, relative to the repository root.
+fn screenshot_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("HERMETIC_CONSOLE_SCREENSHOTS")?);
+    Some(if dir.is_absolute() {
+        dir
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(dir)
+    })
+}
+
+/// A JavaScript string literal of `text`.
+fn js(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+/// Opens the console and logs in with `token`.
+fn log_in(browser: &mut Browser, server: &Server, token: &str) {
+    browser.navigate(&server.url("/"));
+    browser.wait_for(
+        "the login form",
+        "location.pathname === '/console' && !!document.getElementById('login')",
+    );
+    browser.eval(&format!(
+        "document.getElementById('token').value = {}; \
+         document.getElementById('login-button').click(); true",
+        js(token)
+    ));
+}
+
+/// Waits until the console lists the approval of `command`; returns its row's id.
+fn pending_row(browser: &mut Browser, command: &str) -> String {
+    browser
+        .wait_for(
+            "the pending approval in the console",
+            &format!(
+                "(() => {{ for (const row of document.querySelectorAll('#approvals tbody tr')) \
+                 if (row.querySelector('.cmd').textContent === {}) return row.dataset.id; \
+                 return null; }})()",
+                js(command)
+            ),
+        )
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Clicks `action`'s button in the row of approval `id`.
+fn click(browser: &mut Browser, id: &str, action: &str) {
+    let clicked = browser.eval(&format!(
+        "(() => {{ const b = document.querySelector('#approvals tr[data-id=\"{id}\"] \
+         button[data-action=\"{action}\"]'); if (!b) return false; b.click(); return true; }})()"
+    ));
+    assert_eq!(clicked, json!(true), "no {action} button for approval {id}");
+}
+
+// ── The tests ────────────────────────────────────────────────────────────────────
+
+/// A dangerous command with markup in it: the console must show it as text.
+const APPROVED_COMMAND: &str =
+    "rm -rf 'scratch-<b>old</b>' && touch console-marker && echo console-approved";
+
+#[test]
+fn approving_in_the_console_runs_the_waiting_agent_s_command() {
+    let server = Server::start();
+    let mut browser = Browser::launch();
+
+    // A wrong token is refused and the console shows nothing.
+    log_in(&mut browser, &server, "hmt_not_the_admin_token");
+    let refused = browser.wait_for(
+        "the refusal",
+        "document.getElementById('login-error').textContent",
+    );
+    assert!(refused.as_str().unwrap().contains("refused"), "{refused}");
+    assert_eq!(
+        browser.eval("document.getElementById('app').hidden"),
+        json!(true)
+    );
+    browser.eval(
+        "document.getElementById('login-error').textContent = ''; \
+         document.getElementById('token').value = ''",
+    );
+    browser.screenshot("console-login");
+
+    let call = server.call_terminal(APPROVED_COMMAND);
+    log_in(&mut browser, &server, ADMIN_TOKEN);
+    let id = pending_row(&mut browser, APPROVED_COMMAND);
+
+    let row = browser.eval(&format!(
+        "(() => {{ const r = document.querySelector('#approvals tr[data-id=\"{id}\"]'); \
+         return {{ cells: [...r.cells].map(c => c.textContent), \
+                   markup: r.querySelectorAll('.cmd b').length, \
+                   always: r.querySelector('button[data-action=always]').textContent, \
+                   alwaysTitle: r.querySelector('button[data-action=always]').title }}; }})()"
+    ));
+    let cells = row["cells"].as_array().unwrap();
+    assert_eq!(cells[1], json!(APPROVED_COMMAND), "{row}");
+    assert_eq!(
+        row["markup"],
+        json!(0),
+        "the command was rendered as HTML: {row}"
+    );
+    assert!(
+        cells[2].as_str().unwrap().contains("fs.rm_recursive"),
+        "{row}"
+    );
+    assert_eq!(cells[3], json!("acme"), "{row}");
+    assert_eq!(cells[4], json!("terminal"), "{row}");
+    assert!(cells[5].as_str().unwrap().ends_with(" s"), "age: {row}");
+    // No allowlist_file in this policy: "always" is for the session, and says so.
+    assert_eq!(row["always"], json!("Always (session only)"), "{row}");
+    assert!(
+        row["alwaysTitle"]
+            .as_str()
+            .unwrap()
+            .contains("no allowlist_file"),
+        "{row}"
+    );
+    // The tools view: acme's terminal is listed; globex cannot see it.
+    browser.wait_for(
+        "the tools view",
+        "!!document.querySelector('[data-tenant=acme] tr[data-tool=terminal]')",
+    );
+    let tools = browser.eval(
+        "(() => { const row = (t, n) => { \
+             const r = document.querySelector(`[data-tenant=${t}] tr[data-tool=${n}]`); \
+             return r ? [...r.cells].map(c => c.textContent) : null; }; \
+           return { acme: row('acme', 'terminal'), globexTerminal: row('globex', 'terminal'), \
+                    weather: row('globex', 'weather'), \
+                    hidden: document.querySelector('[data-tenant=globex] p').textContent }; })()",
+    );
+    assert_eq!(
+        tools["acme"],
+        json!(["terminal", "terminal", "listed", ""]),
+        "{tools}"
+    );
+    assert_eq!(tools["globexTerminal"], Value::Null, "{tools}");
+    assert!(
+        tools["hidden"].as_str().unwrap().contains("terminal"),
+        "{tools}"
+    );
+    // Unavailable, with the reason tools/list leaves it out for.
+    assert_eq!(tools["weather"][2], "unavailable", "{tools}");
+    assert!(
+        tools["weather"][3]
+            .as_str()
+            .unwrap()
+            .contains("WEATHER_API_KEY"),
+        "{tools}"
+    );
+    browser.screenshot("console-approvals");
+
+    assert!(!server.workspace.path().join("console-marker").exists());
+    click(&mut browser, &id, "once");
+    let result = call.join().unwrap();
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("console-approved"),
+        "{result}"
+    );
+    assert!(server.workspace.path().join("console-marker").exists());
+
+    // The row leaves the list, and the audit view shows the answer.
+    browser.wait_for(
+        "the approval to leave the list",
+        "document.querySelectorAll('#approvals tbody tr').length === 0",
+    );
+    let audit = browser.wait_for(
+        "the approval answer and the call in the audit view",
+        "(() => { const rows = [...document.querySelectorAll('#audit tbody tr')] \
+             .map(r => [...r.cells].map(c => c.textContent)); \
+           const answered = rows.some(r => r[1] === 'approval_answer' && r[4] === 'approved_once'); \
+           const called = rows.some(r => r[1] === 'call' && r[3] === 'terminal' && r[4] === 'ok'); \
+           return answered && called ? JSON.stringify(rows) : null; })()",
+    );
+    assert!(
+        audit.as_str().unwrap().contains("scratch-<b>old</b>"),
+        "{audit}"
+    );
+    browser.screenshot("console-after");
+}
+
+#[test]
+fn denying_in_the_console_gives_the_agent_a_denial() {
+    let server = Server::start();
+    let mut browser = Browser::launch();
+    log_in(&mut browser, &server, ADMIN_TOKEN);
+    browser.wait_for(
+        "the console",
+        "!document.getElementById('app').hidden && \
+         !document.getElementById('approvals-empty').hidden",
+    );
+    let command = "rm -rf build && touch denied-marker";
+    let call = server.call_terminal(command);
+    let id = pending_row(&mut browser, command);
+    click(&mut browser, &id, "deny");
+    let result = call.join().unwrap();
+    assert_eq!(result["status"], "blocked", "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("DENIED by the user"),
+        "{result}"
+    );
+    assert!(!server.workspace.path().join("denied-marker").exists());
+    browser.wait_for(
+        "the denial in the audit view",
+        "document.querySelector('#audit tbody').textContent.includes('denied')",
+    );
+}

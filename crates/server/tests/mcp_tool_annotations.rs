@@ -1,0 +1,145 @@
+//! tools/list over real HTTP with the real bundled tools: every tool carries a
+//! `title` and the `annotations` its declaration implies (read-only, destructive,
+//! open-world), so clients can tell `read_file` from `terminal` before calling.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+mod common;
+
+use hermetic::policy::network::Destination;
+use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+use hermetic_server::{McpServer, ServeOptions};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest any wait may take (a hang guard, not a timing assertion).
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// tools/list from a sessionless (2026-07-28) request: name → tool.
+fn tools_list(addr: &str) -> serde_json::Map<String, Value> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}
+        }}
+    })
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/list\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    let reply: Value = serde_json::from_str(body.trim()).unwrap();
+    reply["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {reply}"))
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t.clone()))
+        .collect()
+}
+
+#[test]
+fn bundled_tools_are_listed_with_titles_and_the_annotations_their_declarations_imply() {
+    let workspace = tempfile::TempDir::new().unwrap();
+    let mut policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
+    // web_extract is listed only with a destination granted.
+    policy
+        .defaults
+        .network
+        .push(Destination::parse("https://docs.rs").unwrap());
+    let registry = Registry::new(RegistryOptions::new(policy)).unwrap();
+    registry.add_bundled();
+    let serving = common::serve_http(
+        McpServer::new(Arc::new(registry), ServeOptions::default()),
+        HANG_GUARD,
+    );
+    let tools = tools_list(&serving.addr);
+    // (tool, title, readOnly, destructive, openWorld, what its declaration says)
+    let rows = [
+        (
+            "read_file",
+            "Read File",
+            true,
+            false,
+            false,
+            "reads the workspace",
+        ),
+        (
+            "search_files",
+            "Search Files",
+            true,
+            false,
+            false,
+            "reads the workspace",
+        ),
+        (
+            "write_file",
+            "Write File",
+            false,
+            true,
+            false,
+            "writes the workspace",
+        ),
+        ("patch", "Patch", false, true, false, "writes the workspace"),
+        (
+            "web_extract",
+            "Web Extract",
+            false,
+            false,
+            true,
+            "network only",
+        ),
+        ("terminal", "Terminal", false, true, true, "the terminal"),
+        ("process", "Process", false, true, true, "the terminal"),
+    ];
+    for (name, title, read_only, destructive, open_world, why) in rows {
+        let tool = tools
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not listed: {tools:#?}"));
+        assert_eq!(tool["title"], title, "{name}");
+        assert_eq!(
+            tool["annotations"],
+            json!({
+                "title": title,
+                "readOnlyHint": read_only,
+                "destructiveHint": destructive,
+                "openWorldHint": open_world,
+            }),
+            "{name}: {why}"
+        );
+    }
+    // Every listed tool has them, not just these; and these are all the bundled tools
+    // that are available here (weather lacks its key).
+    for (name, tool) in &tools {
+        assert!(tool["annotations"].is_object(), "{name}: {tool}");
+    }
+    let mut listed: Vec<&str> = tools.keys().map(String::as_str).collect();
+    let mut expected: Vec<&str> = rows.iter().map(|row| row.0).collect();
+    listed.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    assert!(
+        serving
+            .server
+            .registry()
+            .names()
+            .contains(&"weather".to_owned())
+    );
+    serving.stop();
+}
