@@ -25,7 +25,7 @@ fn benches(c: &mut Criterion) {
     });
 
     // The async path as the MCP server takes it: a task on a two-worker runtime
-    // calls `invoke_async` (the call runs in place on that worker).
+    // calls `invoke_async` (the call itself runs on a blocking thread).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()

@@ -1,4 +1,4 @@
-//! Hot reload of tools directories (`hermetic_server::watch::Reloader`): add, remove
+//! Hot reload of tools directories (`hermetic_server::Reloader`): add, remove
 //! and replace components without a restart; broken or unchanged files change nothing;
 //! a call in flight finishes on the version it started with.
 #![allow(
@@ -9,7 +9,7 @@
 )]
 
 use hermetic::{CallOptions, Progress, Registry};
-use hermetic_server::watch::{ReloadReport, Reloader};
+use hermetic_server::{ReloadReport, Reloader};
 use hermetic_tests::{guest, options, tools_dir};
 use serde_json::{Value, json};
 use std::path::Path;

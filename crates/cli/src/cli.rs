@@ -615,7 +615,7 @@ fn serve(
     watch_dirs: Option<Vec<PathBuf>>,
     transport: Transport,
 ) -> Result<()> {
-    use hermetic_server::{McpServer, http, stdio, watch};
+    use hermetic_server::{McpServer, Reloader, http, stdio, watch};
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("hermetic-serve")
@@ -627,7 +627,7 @@ fn serve(
         tokio::spawn(cancel_on_signal(shutdown.clone()));
         let _watcher = watch_dirs.filter(|d| !d.is_empty()).map(|dirs| {
             let notifier = server.clone();
-            watch::spawn(watch::Reloader::new(registry, dirs), move |report| {
+            watch(Reloader::new(registry, dirs), move |report| {
                 for problem in &report.problems {
                     eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
                 }

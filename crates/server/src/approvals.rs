@@ -53,8 +53,8 @@ fn message(request: &ApprovalRequest) -> String {
     text
 }
 
-/// Asks the MCP client through form elicitation (the [`form`]; its answer means what
-/// [`answer_of`] says), as a server-to-client request: the initialize-handshake era.
+/// Asks the MCP client through form elicitation (the `form`; its answer means what
+/// `answer_of` says), as a server-to-client request: the initialize-handshake era.
 /// For 2026-07-28 see [`InputRound`].
 #[derive(Clone)]
 pub struct ElicitationApprover {
@@ -133,7 +133,7 @@ fn form(request: &ApprovalRequest) -> serde_json::Value {
 ///
 /// - accept with an `answer` of the [`CHOICES`]: that choice (a tenant's "always" is
 ///   its session's, see [`tenant_scoped`]);
-/// - accept without an `answer`: the form's default, `once` (see [`form`]);
+/// - accept without an `answer`: the form's default, `once` (see `form`);
 /// - accept with anything else: unreadable, so an approver error (`pending_approval`)
 ///   — neither consent nor a refusal the user did not give;
 /// - decline: the user refused;
@@ -232,12 +232,12 @@ impl Approver for ElicitationApprover {
 /// One tools/call's questions in the 2026-07-28 way of asking (SEP-2322, multi
 /// round-trip requests): that protocol forbids server-to-client requests, so instead
 /// of waiting on an elicitation the call ends with an `input_required` result
-/// carrying the [`form`], and the client retries the same call with the user's
+/// carrying the `form`, and the client retries the same call with the user's
 /// answer in `inputResponses` (rmcp 3.11 has the types and lets such a result reach
 /// 2026-07-28 peers only; the round itself is ours).
 ///
 /// The first leg does not run the command ([`Answer::Deferred`]); the retry runs the
-/// tool again and each question's answer is looked up by its [`approval_key`]. So a
+/// tool again and each question's answer is looked up by its `approval_key`. So a
 /// tool's work before its dangerous command happens once per leg — for the terminal
 /// tool, nothing. The server keeps no state between legs: `requestState` carries the
 /// questions asked, their expiry (the approval's deadline: a later answer is no

@@ -13,7 +13,7 @@
 //!
 //! Over HTTP, [`auth`] maps bearer tokens to tenants, rate-limits tools/call and holds
 //! the `Host`/`Origin` allow-list; [`audit`] writes the hash-chained audit log;
-//! [`approvals`] asks a human about dangerous commands through MCP elicitation or the
+//! [`McpApprover`] and the [`ApprovalBroker`] ask a human about dangerous commands through MCP elicitation or the
 //! operator console's HTTP endpoint. A shutdown lets calls in flight finish
 //! ([`McpServer::drain`]) and runs the [`McpServer::on_shutdown`] hooks.
 //!
@@ -30,15 +30,18 @@
 //! # Ok(()) }
 //! ```
 
-pub mod approvals;
+// The public surface is curated: the transports (`http`, `stdio`), the audit log and
+// token hashing are public modules (each one API); the rest is private and what callers
+// use is re-exported below.
+mod approvals;
 pub mod audit;
 pub mod auth;
-pub mod handler;
+mod handler;
 pub mod http;
 mod jsonrpc;
 mod live;
 pub mod stdio;
-pub mod watch;
+mod watch;
 
 use hermetic::policy_file::ServerPolicy;
 use hermetic::{Registry, Selection};
@@ -48,7 +51,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+pub use approvals::{
+    ApprovalBroker, BrokerError, CHOICES, ElicitationApprover, InputRound, McpApprover,
+    PendingApproval, parse_choice,
+};
 pub use handler::McpHandler;
+pub use watch::{DEBOUNCE, POLL_INTERVAL, ReloadReport, Reloader, WatchHandle, spawn as watch};
 
 /// Default of [`ServeOptions::shutdown_grace`].
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);

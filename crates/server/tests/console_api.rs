@@ -13,7 +13,7 @@ mod common;
 
 use hermetic::approval::{ApprovalRequest, Approver, RuleId, SessionKey, Tier};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions, Selection};
-use hermetic_server::approvals::McpApprover;
+use hermetic_server::McpApprover;
 use hermetic_server::audit::{AuditLog, Event};
 use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};

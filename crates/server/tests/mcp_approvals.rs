@@ -14,7 +14,7 @@ mod common;
 
 use hermetic::approval::{Answer, ApprovalRequest, Approver, RuleId, SessionKey, Tier};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
-use hermetic_server::approvals::McpApprover;
+use hermetic_server::McpApprover;
 use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};
 use std::io::{Read, Write};

@@ -190,8 +190,7 @@ impl Dispatcher {
 
     /// [`Dispatcher::invoke`] for async callers. Waiting for a concurrency slot holds no
     /// thread (one tenant's thousands of queued calls cannot starve another's); only a
-    /// call that holds its slots runs: on a multi-thread runtime on the calling worker
-    /// (whose other tasks move to another thread meanwhile), else on a blocking thread.
+    /// call that holds its slots runs, on a blocking worker thread.
     pub async fn invoke_async(
         self: &Arc<Self>,
         name: String,
@@ -213,15 +212,10 @@ impl Dispatcher {
             return tool_busy(&name, tool.slots(), wait);
         };
         let slots = (tenant_slot, tool_slot);
-        // On a multi-thread runtime the call runs right here: `block_in_place` moves
-        // this worker's other tasks to another thread instead of moving the call to a
-        // blocking thread and waking this task when it is done — two thread hand-offs
-        // per call, most of a short call's cost. A current-thread runtime cannot give
-        // its only worker away, so there the call goes to the blocking pool.
-        let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
-        if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
-            return tokio::task::block_in_place(|| self.run(&tool, &name, &args, &options, slots));
-        }
+        // Not `block_in_place`, though it would save the two thread hand-offs: the
+        // caller's task must stay free while the call runs, because it is the one that
+        // sees a cancel notification or a client going away (the MCP server's
+        // cancellation tests fail with it).
         let dispatcher = Arc::clone(self);
         let run = move || dispatcher.run(&tool, &name, &args, &options, slots);
         match tokio::task::spawn_blocking(run).await {
