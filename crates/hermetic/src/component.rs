@@ -576,3 +576,29 @@ fn log_output(tool: &str, state: &CallState) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_of_another_package_version_is_told_to_rebuild() {
+        let old = "component imports instance `hermetic:tool/terminal@0.1.0`, but a matching implementation was not found in the linker";
+        assert_eq!(other_package_version(old).as_deref(), Some("0.1.0"));
+        let hinted = version_hint(other_package_version(old), old.to_owned());
+        assert!(
+            hinted.ends_with(
+                "(the component was built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.2.0: rebuild it with the current SDK and wit/)"
+            ),
+            "{hinted}"
+        );
+        // The host's own version, and messages about other packages, get no hint.
+        let current = "component imports instance `hermetic:tool/terminal@0.2.0`, but …";
+        assert_eq!(other_package_version(current), None);
+        assert_eq!(
+            other_package_version("imports `wasi:http/types@0.2.12`"),
+            None
+        );
+        assert_eq!(version_hint(None, current.to_owned()), current);
+    }
+}
