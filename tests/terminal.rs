@@ -814,6 +814,25 @@ fn a_component_importing_the_terminal_without_declaring_it_fails_to_load() {
     );
 }
 
+/// A terminal tool built against `hermetic:tool@0.1.0` (JSON-string results) is refused
+/// at load with a sentence naming the old interface and the package the host speaks.
+#[test]
+fn a_component_built_against_the_0_1_0_terminal_fails_to_load() {
+    let (_ws, options) = hermetic_tests::options();
+    let registry = Registry::new(options).unwrap();
+    let dir = hermetic_tests::tools_dir(&["old_terminal"]);
+    let problems = registry.add_dir(dir.path()).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let reason = &problems[0].reason;
+    assert!(reason.contains("hermetic:tool/terminal@0.1.0"), "{reason}");
+    assert!(
+        reason.contains(
+            "built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.2.0"
+        ),
+        "{reason}"
+    );
+}
+
 #[test]
 fn policy_file_terminal_keys_select_the_backend_per_tenant() {
     let ws = TempDir::new().unwrap();

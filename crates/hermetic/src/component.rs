@@ -171,8 +171,12 @@ pub struct LoadedTool {
     handle_export: ComponentExportIndex,
 }
 
+/// The WIT package this host implements (wit/tool.wit). A component built against
+/// another version is refused at load (see [`link_hint`]).
+pub const WIT_PACKAGE: &str = "hermetic:tool@0.2.0";
+
 /// The interface the tool world exports.
-const TOOL_INTERFACE: &str = "hermetic:tool/tool@0.1.0";
+const TOOL_INTERFACE: &str = "hermetic:tool/tool@0.2.0";
 
 impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,7 +213,12 @@ pub fn load(
     let pre = linker
         .instantiate_pre(component)
         .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?;
-    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::Link(format!("{e:#}")))?;
+    let pre = ToolComponentPre::new(pre).map_err(|e| {
+        LoadError::Link(version_hint(
+            exported_other_version(component),
+            format!("{e:#}"),
+        ))
+    })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
     let raw = {
@@ -277,8 +286,13 @@ pub fn load(
     })
 }
 
-/// Adds what to do about a missing import the host *can* provide when declared.
+/// Adds what to do about a missing import the host *can* provide when declared, or
+/// about a component built against another version of the WIT package.
 fn link_hint(declaration: &Declaration, message: String) -> String {
+    let other_version = other_package_version(&message);
+    if other_version.is_some() {
+        return version_hint(other_version, message);
+    }
     if message.contains("wasi:http/") && declaration.capabilities.network.is_empty() {
         return format!(
             "{message} (wasi:http is only linked for tools that declare network destinations in `capabilities.network`)"
@@ -290,6 +304,40 @@ fn link_hint(declaration: &Declaration, message: String) -> String {
         );
     }
     message
+}
+
+/// The version of a `hermetic:tool/…@VERSION` interface named in `message`, when it is
+/// not this host's.
+fn other_package_version(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("hermetic:tool/")?;
+    let (_, version) = rest.split_once('@')?;
+    let version: String = version
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        .collect();
+    let current = WIT_PACKAGE.rsplit('@').next().unwrap_or_default();
+    (version != current).then_some(version)
+}
+
+/// The version of `hermetic:tool/tool` the component exports, when it is not this
+/// host's (a tool built against an older SDK).
+fn exported_other_version(component: &wasmtime::component::Component) -> Option<String> {
+    let ty = component.component_type();
+    let engine = component.engine();
+    ty.exports(engine).find_map(|(name, _)| {
+        other_package_version(name).filter(|_| name.starts_with("hermetic:tool/"))
+    })
+}
+
+/// `message`, with what to do about a component built against `version` of the WIT
+/// package (none: `message` as it is).
+fn version_hint(version: Option<String>, message: String) -> String {
+    match version {
+        Some(v) => format!(
+            "{message} (the component was built against hermetic:tool@{v}; this host implements {WIT_PACKAGE}: rebuild it with the current SDK and wit/)"
+        ),
+        None => message,
+    }
 }
 
 /// How a sandboxed call ended, short of returning.
@@ -526,5 +574,31 @@ fn log_output(tool: &str, state: &CallState) {
         if !bytes.is_empty() {
             tracing::debug!(target: "hermetic::guest", tool, stream, "{}", String::from_utf8_lossy(&bytes));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_of_another_package_version_is_told_to_rebuild() {
+        let old = "component imports instance `hermetic:tool/terminal@0.1.0`, but a matching implementation was not found in the linker";
+        assert_eq!(other_package_version(old).as_deref(), Some("0.1.0"));
+        let hinted = version_hint(other_package_version(old), old.to_owned());
+        assert!(
+            hinted.ends_with(
+                "(the component was built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.2.0: rebuild it with the current SDK and wit/)"
+            ),
+            "{hinted}"
+        );
+        // The host's own version, and messages about other packages, get no hint.
+        let current = "component imports instance `hermetic:tool/terminal@0.2.0`, but …";
+        assert_eq!(other_package_version(current), None);
+        assert_eq!(
+            other_package_version("imports `wasi:http/types@0.2.12`"),
+            None
+        );
+        assert_eq!(version_hint(None, current.to_owned()), current);
     }
 }

@@ -62,7 +62,9 @@ pub use registry::{
     RegistryOptions, Selection, ToolStatus, ToolsetInfo, policy_uses_fuel,
 };
 pub use sandbox::terminal::{
-    CommandRequest, ProcessRequest, TerminalAccess, TerminalCallContext, TerminalService,
+    CommandFinished, CommandRequest, GateRefusal, KillOutcome, LogLines, ProcessInfo, ProcessReply,
+    ProcessRequest, ProcessStarted, ProcessStatus, TerminalAccess, TerminalCallContext,
+    TerminalCallError, TerminalService, WaitOutcome, WriteOutcome,
 };
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,

@@ -40,13 +40,13 @@ pub use ssh::SshBackend;
 
 use config::MAX_TIMEOUT_SECS;
 use hermetic::CancelToken;
+use hermetic::{CommandFinished, GateRefusal, ProcessReply, ProcessStarted, TerminalCallError};
 pub use hermetic::{CommandRequest, ProcessRequest, TerminalCallContext, TerminalService};
 use hermetic_approval::{
     Answer, ApprovalContext, ApprovalGate, ApprovalObserver, ApprovalRequest, Approver,
     ApproverError, ApproverKind, Outcome, SessionKey, Verdict,
 };
 use process::{Action, ProcessRegistry};
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -69,6 +69,20 @@ pub const MAX_SESSIONS_PER_TENANT: usize = 64;
     "this tenant already has {MAX_SESSIONS_PER_TENANT} live terminal sessions; end one (close its MCP session) before using the terminal in a new one"
 )]
 pub struct TooManySessions;
+
+impl From<TooManySessions> for TerminalCallError {
+    fn from(_: TooManySessions) -> Self {
+        TerminalCallError::TooManySessions(
+            u32::try_from(MAX_SESSIONS_PER_TENANT).unwrap_or(u32::MAX),
+        )
+    }
+}
+
+impl From<process::TooMany> for TerminalCallError {
+    fn from(_: process::TooMany) -> Self {
+        TerminalCallError::TooManyProcesses(u32::try_from(MAX_PER_SESSION).unwrap_or(u32::MAX))
+    }
+}
 
 /// Terminal set-up errors.
 #[derive(Debug, thiserror::Error)]
@@ -318,15 +332,23 @@ impl TerminalService for TerminalHost {
         call: &TerminalCallContext,
         request: &CommandRequest,
         on_output: &mut dyn FnMut(&str),
-    ) -> Value {
+    ) -> Result<CommandFinished, TerminalCallError> {
         TerminalCall::new(self, call).run(request, on_output)
     }
 
-    fn start(&self, call: &TerminalCallContext, request: &CommandRequest) -> Value {
+    fn start(
+        &self,
+        call: &TerminalCallContext,
+        request: &CommandRequest,
+    ) -> Result<ProcessStarted, TerminalCallError> {
         TerminalCall::new(self, call).start(request)
     }
 
-    fn process(&self, call: &TerminalCallContext, request: &ProcessRequest) -> Value {
+    fn process(
+        &self,
+        call: &TerminalCallContext,
+        request: &ProcessRequest,
+    ) -> Result<ProcessReply, TerminalCallError> {
         TerminalCall::new(self, call).process(request)
     }
 
@@ -409,34 +431,28 @@ impl Approver for CallBound<'_> {
     }
 }
 
-fn error_result(message: impl Into<String>) -> Value {
-    json!({"output": "", "exit_code": -1, "error": message.into()})
-}
-
-/// The gate's refusal in Hermes's shapes: `blocked` for a refusal (hardline, deny rule,
-/// a human's no), `pending_approval` when nobody has approved yet (no approver,
-/// timeout, approver failure, a dismissed question, a question still out). Either way the command did not run.
-fn refusal(verdict: &Verdict, command: &str) -> Value {
+/// The gate's refusal: `blocked` for a refusal (hardline, deny rule, a human's no),
+/// `pending_approval` when nobody has approved yet (no approver, timeout, approver
+/// failure, a dismissed question, a question still out). Either way `input` did not
+/// run.
+fn refusal(verdict: &Verdict, input: &str) -> TerminalCallError {
+    let refusal = GateRefusal {
+        message: verdict.message.clone(),
+        input: input.to_owned(),
+        rules: verdict
+            .rules
+            .iter()
+            .map(|r| r.as_str().to_owned())
+            .collect(),
+        descriptions: verdict.descriptions.iter().map(|&d| d.to_owned()).collect(),
+    };
     match verdict.outcome {
         Outcome::NoApprover
         | Outcome::Timeout
         | Outcome::ApproverError
         | Outcome::Dismissed
-        | Outcome::InputRequired => json!({
-            "output": "",
-            "exit_code": -1,
-            "error": verdict.message,
-            "status": "pending_approval",
-            "command": command,
-            "description": verdict.descriptions.join("; "),
-            "pattern_key": verdict.rules.first().map(|r| r.as_str()),
-        }),
-        _ => json!({
-            "output": "",
-            "exit_code": -1,
-            "error": verdict.message,
-            "status": "blocked",
-        }),
+        | Outcome::InputRequired => TerminalCallError::PendingApproval(refusal),
+        _ => TerminalCallError::Blocked(refusal),
     }
 }
 
@@ -471,21 +487,21 @@ impl<'a> TerminalCall<'a> {
         output::redact(&output::strip_ansi(text), &self.secrets())
     }
 
-    /// Checks the request, then asks the gate. `Err` is the result to return.
-    fn admit(&self, request: &CommandRequest) -> Result<Arc<TenantTerminal>, Value> {
+    /// Checks the request, then asks the gate. `Err` is why it must not run.
+    fn admit(&self, request: &CommandRequest) -> Result<Arc<TenantTerminal>, TerminalCallError> {
         if request.command.trim().is_empty() {
-            return Err(error_result("command is empty"));
+            return Err(TerminalCallError::InvalidRequest("command is empty".into()));
         }
         if let Some(dir) = &request.workdir
             && !backend::valid_workdir(dir)
         {
-            return Err(error_result(format!(
+            return Err(TerminalCallError::InvalidRequest(format!(
                 "workdir {dir:?} is not a plain path: shell metacharacters and control characters are not allowed"
             )));
         }
         let t = self.tenant_terminal()?;
         if !t.backend.runs_bash() && backend::bash_only_quoting(&request.command) {
-            return Err(error_result(format!(
+            return Err(TerminalCallError::InvalidRequest(format!(
                 "the {} backend runs commands under sh, which reads $'…' and $\"…\" quoting differently from bash: rewrite the command without them",
                 t.backend.name()
             )));
@@ -500,14 +516,14 @@ impl<'a> TerminalCall<'a> {
         Ok(t)
     }
 
-    fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, Value> {
+    fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, TerminalCallError> {
         self.host
             .tenant(&self.tenant)
-            .map_err(|e| error_result(format!("terminal unavailable: {e}")))
+            .map_err(|e| TerminalCallError::Failed(format!("terminal unavailable: {e}")))
     }
 
     /// Puts `text` through the tenant's approval gate. `Err` is the refusal to return.
-    fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), Value> {
+    fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), TerminalCallError> {
         let bounded = self.approver.as_deref().map(|inner| CallBound {
             inner,
             deadline: self.deadline,
@@ -599,23 +615,25 @@ impl<'a> TerminalCall<'a> {
     }
 
     /// Runs a command in the foreground. `on_output` receives its output (cleaned) as
-    /// it arrives. The result is Hermes's `{"output", "exit_code", "error"}`, or a
-    /// refusal (see the module docs).
-    pub fn run(&self, request: &CommandRequest, on_output: &mut dyn FnMut(&str)) -> Value {
-        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
-            return error_result(e.to_string());
-        }
-        let t = match self.admit(request) {
-            Ok(t) => t,
-            Err(v) => return v,
-        };
+    /// it arrives.
+    ///
+    /// # Errors
+    /// A refusal of the gate, a request that cannot run as given, the tenant's session
+    /// cap, or a backend that could not run it.
+    pub fn run(
+        &self,
+        request: &CommandRequest,
+        on_output: &mut dyn FnMut(&str),
+    ) -> Result<CommandFinished, TerminalCallError> {
+        self.host.claim_session(&self.tenant, &self.session)?;
+        let t = self.admit(request)?;
         let requested = request
             .timeout_secs
             .map_or(t.config.timeout_secs.min(MAX_TIMEOUT_SECS), u64::from);
         if requested > MAX_TIMEOUT_SECS {
-            return error_result(format!(
+            return Err(TerminalCallError::InvalidRequest(format!(
                 "timeout {requested}s is over the {MAX_TIMEOUT_SECS}s maximum for foreground commands; run long jobs with background=true and check on them with the process tool"
-            ));
+            )));
         }
         let mut timeout = Duration::from_secs(requested.max(1));
         if let Some(deadline) = self.deadline {
@@ -629,10 +647,9 @@ impl<'a> TerminalCall<'a> {
         let marker = backend::new_marker();
         let job = self.job(&t, request, &marker, true);
         let key = self.key();
-        let spawned = match self.spawn(&t, &key, &job, request.pty) {
-            Ok(s) => s,
-            Err(e) => return error_result(format!("could not run the command: {e}")),
-        };
+        let spawned = self
+            .spawn(&t, &key, &job, request.pty)
+            .map_err(|e| TerminalCallError::Failed(format!("could not run the command: {e}")))?;
         let secrets = self.secrets();
         let mut stream = |text: &str| {
             on_output(&output::redact(&output::strip_ansi(text), &secrets));
@@ -677,40 +694,32 @@ impl<'a> TerminalCall<'a> {
             // A pseudo-terminal's line discipline adds blank lines of its own at the start.
             text = text.trim_start_matches('\n');
         }
-        let text = text.to_owned();
-        let mut result = json!({"output": text, "exit_code": exit_code, "error": null});
-        if let Some(meaning) = output::exit_code_meaning(&request.command, exit_code) {
-            result["exit_code_meaning"] = json!(meaning);
-        }
+        let mut finished = CommandFinished::new(text, exit_code);
+        finished.exit_code_meaning =
+            output::exit_code_meaning(&request.command, exit_code).map(str::to_owned);
         if request.pty && t.backend.pty_mode() == backend::PtyMode::None {
-            result["pty_note"] = json!(format!(
+            finished.pty_note = Some(format!(
                 "the {} backend has no PTY mode; the command ran without a pseudo-terminal",
                 t.backend.name()
             ));
         }
-        result
+        Ok(finished)
     }
 
-    /// Starts a background process (after the same gate):
-    /// `{"output": "Background process started", "session_id", "pid"}`.
-    pub fn start(&self, request: &CommandRequest) -> Value {
-        if let Err(e) = self.host.claim_session(&self.tenant, &self.session) {
-            return error_result(e.to_string());
-        }
-        let t = match self.admit(request) {
-            Ok(t) => t,
-            Err(v) => return v,
-        };
+    /// Starts a background process (after the same gate).
+    ///
+    /// # Errors
+    /// As [`TerminalCall::run`], and the session's cap of background processes.
+    pub fn start(&self, request: &CommandRequest) -> Result<ProcessStarted, TerminalCallError> {
+        self.host.claim_session(&self.tenant, &self.session)?;
+        let t = self.admit(request)?;
         let key = self.key();
-        if let Err(e) = self.host.processes.reserve(&key) {
-            return error_result(e.to_string());
-        }
+        self.host.processes.reserve(&key)?;
         let marker = backend::new_marker();
         let job = self.job(&t, request, &marker, false);
-        let spawned = match self.spawn(&t, &key, &job, request.pty) {
-            Ok(s) => s,
-            Err(e) => return error_result(format!("could not start the command: {e}")),
-        };
+        let spawned = self
+            .spawn(&t, &key, &job, request.pty)
+            .map_err(|e| TerminalCallError::Failed(format!("could not start the command: {e}")))?;
         // Registered before its stdin is written (by the registry, off this thread): a
         // process that never reads must not hold the call, and must stay killable.
         let (id, pid) = self.host.processes.add(
@@ -721,7 +730,7 @@ impl<'a> TerminalCall<'a> {
             marker,
             request.stdin.clone(),
         );
-        json!({"output": "Background process started", "session_id": id, "pid": pid})
+        Ok(ProcessStarted { id, pid })
     }
 
     /// How long a stdin write may wait for the process to read: bounded by the call's
@@ -741,14 +750,15 @@ impl<'a> TerminalCall<'a> {
     /// A `process` action on this session's background processes. Data written to a
     /// process passes the approval gate first: a background `bash` or `python3` would
     /// otherwise run whatever it is sent, unasked.
-    pub fn process(&self, request: &ProcessRequest) -> Value {
+    ///
+    /// # Errors
+    /// A refusal of the gate (for written data), an unknown process id, or a write
+    /// that cannot be made.
+    pub fn process(&self, request: &ProcessRequest) -> Result<ProcessReply, TerminalCallError> {
         if let ProcessRequest::Write { data, .. } | ProcessRequest::Submit { data, .. } = request
             && !data.trim().is_empty()
         {
-            let gated = self.tenant_terminal().and_then(|t| self.gate(&t, data));
-            if let Err(refused) = gated {
-                return refused;
-            }
+            self.tenant_terminal().and_then(|t| self.gate(&t, data))?;
         }
         let action = match request {
             ProcessRequest::List => Action::List,
@@ -827,18 +837,27 @@ mod tests {
             ..CommandRequest::default()
         };
         let r = call(&host, "", "stdin-gate").run(&request, &mut |_| {});
-        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(
+            matches!(&r, Err(TerminalCallError::PendingApproval(refusal)) if refusal.input.contains("rm -rf")),
+            "{r:?}"
+        );
         assert!(!marker.exists());
         let r = call(&host, "", "stdin-gate").start(&request);
-        assert_eq!(r["status"], "pending_approval", "{r}");
+        assert!(
+            matches!(r, Err(TerminalCallError::PendingApproval(_))),
+            "{r:?}"
+        );
         assert!(!marker.exists());
         let safe = CommandRequest {
             command: "cat".into(),
             stdin: Some("hello".into()),
             ..CommandRequest::default()
         };
-        let r = call(&host, "", "stdin-gate").run(&safe, &mut |_| {});
-        assert_eq!(r["output"], "hello", "{r}");
+        let r = call(&host, "", "stdin-gate")
+            .run(&safe, &mut |_| {})
+            .unwrap();
+        assert_eq!(r.output, "hello", "{r:?}");
+        assert_eq!(r.exit_code, 0, "{r:?}");
         host.end_session("", "stdin-gate");
     }
 
@@ -856,8 +875,8 @@ mod tests {
         };
         let started = Instant::now();
         let r = call(&host, "", "stdin").start(&request);
-        assert!(started.elapsed() < Duration::from_secs(10), "{r}");
-        let pid = r["pid"].as_u64().unwrap_or_else(|| panic!("{r}"));
+        assert!(started.elapsed() < Duration::from_secs(10), "{r:?}");
+        let pid = r.unwrap().pid;
         assert_eq!(host.processes().running(), 1);
         host.end_session("", "stdin");
         assert!(
@@ -871,27 +890,31 @@ mod tests {
         let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
         // An empty command is refused after the session is counted: nothing runs.
         let empty = CommandRequest::default();
+        let empty_command = |r: Result<ProcessStarted, TerminalCallError>| matches!(r, Err(TerminalCallError::InvalidRequest(m)) if m == "command is empty");
         for n in 0..MAX_SESSIONS_PER_TENANT {
-            let r = call(&host, "acme", &format!("s{n}")).start(&empty);
-            assert_eq!(r["error"], "command is empty", "{r}");
+            assert!(empty_command(
+                call(&host, "acme", &format!("s{n}")).start(&empty)
+            ));
         }
         assert_eq!(host.live_sessions("acme"), MAX_SESSIONS_PER_TENANT);
-        let over = call(&host, "acme", "one-too-many").run(&empty, &mut |_| {});
+        let over = call(&host, "acme", "one-too-many")
+            .run(&empty, &mut |_| {})
+            .unwrap_err();
+        assert_eq!(
+            over,
+            TerminalCallError::TooManySessions(MAX_SESSIONS_PER_TENANT as u32)
+        );
         assert!(
-            over["error"]
-                .as_str()
-                .unwrap()
-                .contains("live terminal sessions"),
+            over.to_string().contains("live terminal sessions"),
             "{over}"
         );
         // Known sessions and other tenants are not affected; an ended session frees
         // its slot.
-        let r = call(&host, "acme", "s0").start(&empty);
-        assert_eq!(r["error"], "command is empty", "{r}");
-        let r = call(&host, "globex", "s0").start(&empty);
-        assert_eq!(r["error"], "command is empty", "{r}");
+        assert!(empty_command(call(&host, "acme", "s0").start(&empty)));
+        assert!(empty_command(call(&host, "globex", "s0").start(&empty)));
         host.end_session("acme", "s1");
-        let r = call(&host, "acme", "one-too-many").start(&empty);
-        assert_eq!(r["error"], "command is empty", "{r}");
+        assert!(empty_command(
+            call(&host, "acme", "one-too-many").start(&empty)
+        ));
     }
 }

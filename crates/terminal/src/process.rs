@@ -1,10 +1,13 @@
 //! Background processes: a registry per (tenant, session), a rolling output buffer per
-//! process, and the `process` tool's actions in Hermes's result shapes.
+//! process, and the `process` tool's actions, answered in the host's typed replies.
 
 use super::backend::TerminalBackend;
 use super::exec::{self, MarkerEvent, Spawned, StreamText, TICK};
+use hermetic::{
+    KillOutcome, LogLines, ProcessInfo, ProcessReply, ProcessStatus, TerminalCallError,
+    WaitOutcome, WriteOutcome,
+};
 use hermetic_approval::SessionKey;
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -315,56 +318,36 @@ impl ProcessRegistry {
 
     /// The `process` tool's actions. `clean` prepares output for the agent (ANSI,
     /// redaction); `cancelled` stops a `wait` early.
+    ///
+    /// # Errors
+    /// [`TerminalCallError::UnknownProcess`] for an id the session does not hold;
+    /// [`TerminalCallError::StdinUnavailable`] or [`TerminalCallError::WriteFailed`] for a
+    /// write that cannot be made.
     pub(crate) fn action(
         &self,
         session: &SessionKey,
         action: Action<'_>,
         clean: &dyn Fn(&str) -> String,
         cancelled: &dyn Fn() -> bool,
-    ) -> Value {
+    ) -> Result<ProcessReply, TerminalCallError> {
         if let Action::List = action {
             let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            let list: Vec<Value> = sessions
+            let list = sessions
                 .get(session)
                 .map(|v| v.as_slice())
                 .unwrap_or_default()
                 .iter()
-                .map(|p| {
-                    let s = p.lock();
-                    json!({
-                        "session_id": p.id,
-                        "command": p.command,
-                        "pid": p.pid,
-                        "status": if s.finished.is_some() { "exited" } else { "running" },
-                        "exit_code": s.exit_code,
-                        "uptime_seconds": p.started.elapsed().as_secs(),
-                        "output_preview": clean(last_chars(&s.buffer, 200)),
-                    })
-                })
+                .map(|p| p.info(200, clean))
                 .collect();
-            return json!({"processes": list});
+            return Ok(ProcessReply::List(list));
         }
         let id = action.id();
         let Some(p) = self.find(session, id) else {
-            return json!({"status": "not_found", "error": format!("No process with ID {id}")});
+            return Err(TerminalCallError::UnknownProcess(id.to_owned()));
         };
-        match action {
-            Action::List => json!({}),
-            Action::Poll(_) => {
-                let s = p.lock();
-                let mut v = json!({
-                    "session_id": p.id,
-                    "command": p.command,
-                    "status": if s.finished.is_some() { "exited" } else { "running" },
-                    "pid": p.pid,
-                    "uptime_seconds": p.started.elapsed().as_secs(),
-                    "output_preview": clean(last_chars(&s.buffer, PREVIEW_CHARS)),
-                });
-                if let Some(code) = s.exit_code {
-                    v["exit_code"] = json!(code);
-                }
-                v
-            }
+        let reply = match action {
+            Action::List => ProcessReply::List(Vec::new()),
+            Action::Poll(_) => ProcessReply::Poll(p.info(PREVIEW_CHARS, clean)),
             Action::Log { offset, limit, .. } => {
                 let s = p.lock();
                 let text = clean(&s.buffer);
@@ -380,12 +363,12 @@ impl ProcessRegistry {
                         (o, o.saturating_add(limit).min(total))
                     }
                 };
-                json!({
-                    "session_id": p.id,
-                    "status": if s.finished.is_some() { "exited" } else { "running" },
-                    "output": lines[from..to].join("\n"),
-                    "total_lines": total,
-                    "showing": format!("{} lines", to - from),
+                ProcessReply::Log(LogLines {
+                    id: p.id.clone(),
+                    status: status(&s),
+                    output: lines[from..to].join("\n"),
+                    total_lines: total as u64,
+                    shown_lines: (to - from) as u64,
                 })
             }
             Action::Wait { timeout, .. } => {
@@ -402,22 +385,23 @@ impl ProcessRegistry {
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
                 let output = clean(last_chars(&s.buffer, WAIT_OUTPUT_CHARS));
-                if s.finished.is_some() {
-                    json!({"status": "exited", "exit_code": s.exit_code, "output": output})
-                } else {
-                    json!({
-                        "status": "timeout",
-                        "output": output,
-                        "timeout_note": format!("Waited {}s; the process is still running", timeout.as_secs()),
-                    })
+                // `watch` sets the exit code and `finished` together.
+                match (s.finished, s.exit_code) {
+                    (Some(_), Some(exit_code)) => {
+                        ProcessReply::Wait(WaitOutcome::Exited { exit_code, output })
+                    }
+                    _ => ProcessReply::Wait(WaitOutcome::TimedOut {
+                        waited_secs: timeout.as_secs(),
+                        output,
+                    }),
                 }
             }
             Action::Kill(_) => {
                 if let Some(code) = p.lock().exit_code {
-                    return json!({"status": "already_exited", "session_id": p.id, "exit_code": code});
+                    return Ok(ProcessReply::Kill(KillOutcome::AlreadyExited(code)));
                 }
                 p.kill();
-                json!({"status": "killed", "session_id": p.id})
+                ProcessReply::Kill(KillOutcome::Killed)
             }
             Action::Write {
                 data,
@@ -429,21 +413,13 @@ impl ProcessRegistry {
                 if newline {
                     bytes.push(b'\n');
                 }
-                let len = bytes.len();
+                let len = bytes.len() as u64;
                 match p.write_stdin(bytes, wait.min(STDIN_WAIT), cancelled) {
-                    StdinWrite::Written => json!({"status": "ok", "bytes_written": len}),
-                    StdinWrite::Pending => json!({
-                        "status": "pending",
-                        "error": format!(
-                            "the process has not read all {len} bytes yet; the rest is written as it reads (further writes wait until then; kill it to stop)"
-                        ),
-                    }),
-                    StdinWrite::Unavailable => json!({
-                        "status": "error",
-                        "error": "stdin is closed, or an earlier write is still pending",
-                    }),
+                    StdinWrite::Written => ProcessReply::Write(WriteOutcome::Written(len)),
+                    StdinWrite::Pending => ProcessReply::Write(WriteOutcome::Pending(len)),
+                    StdinWrite::Unavailable => return Err(TerminalCallError::StdinUnavailable),
                     StdinWrite::Failed(e) => {
-                        json!({"status": "error", "error": format!("write failed: {e}")})
+                        return Err(TerminalCallError::WriteFailed(e.to_string()));
                     }
                 }
             }
@@ -451,8 +427,33 @@ impl ProcessRegistry {
                 let mut stdin = p.stdin.lock().unwrap_or_else(|e| e.into_inner());
                 p.stdin_closed.store(true, Ordering::SeqCst);
                 stdin.take();
-                json!({"status": "ok", "message": "stdin closed"})
+                ProcessReply::Closed
             }
+        };
+        Ok(reply)
+    }
+}
+
+fn status(s: &State) -> ProcessStatus {
+    if s.finished.is_some() {
+        ProcessStatus::Exited
+    } else {
+        ProcessStatus::Running
+    }
+}
+
+impl Proc {
+    /// What `list` and `poll` report, with the newest `preview` characters of output.
+    fn info(&self, preview: usize, clean: &dyn Fn(&str) -> String) -> ProcessInfo {
+        let s = self.lock();
+        ProcessInfo {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            pid: self.pid,
+            status: status(&s),
+            exit_code: s.exit_code,
+            uptime_secs: self.started.elapsed().as_secs(),
+            output_preview: clean(last_chars(&s.buffer, preview)),
         }
     }
 }

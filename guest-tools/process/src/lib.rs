@@ -1,14 +1,8 @@
 //! Hermes's `process` tool: list, poll, read, wait for, kill and talk to the background
 //! processes the `terminal` tool started in this session. The host keeps them.
 
+use hermetic_sdk::terminal::{self, hermes};
 use hermetic_sdk::{Context, Tool, ToolError, Value, json};
-
-wit_bindgen::generate!({
-    world: "terminal-imports",
-    path: "../../wit",
-});
-
-use hermetic::tool::terminal;
 
 #[derive(serde::Deserialize)]
 struct Args {
@@ -56,17 +50,21 @@ impl Tool for Process {
                 .ok_or_else(|| ToolError::new(format!("action {} needs data", args.action)))
         };
         let result = match args.action.as_str() {
-            "list" => terminal::list(),
-            "poll" => terminal::poll(&id()?),
-            "log" => terminal::log(&id()?, args.offset, args.limit),
-            "wait" => terminal::wait(&id()?, args.timeout),
-            "kill" => terminal::kill(&id()?),
-            "write" => terminal::write(&id()?, &data()?),
-            "submit" => terminal::submit(&id()?, &data()?),
-            "close" => terminal::close(&id()?),
+            "list" => terminal::list().map(|l| hermes::list(&l)),
+            "poll" => terminal::poll(&id()?).map(|p| hermes::poll(&p)),
+            "log" => terminal::log(&id()?, args.offset, args.limit).map(|l| hermes::log(&l)),
+            "wait" => terminal::wait(&id()?, args.timeout).map(|w| hermes::wait(&w)),
+            "kill" => {
+                let id = id()?;
+                terminal::kill(&id).map(|k| hermes::kill(&id, &k))
+            }
+            "write" => terminal::write(&id()?, &data()?).map(|w| hermes::write(&w)),
+            "submit" => terminal::submit(&id()?, &data()?).map(|w| hermes::write(&w)),
+            "close" => terminal::close(&id()?).map(|()| hermes::closed()),
             other => return Err(ToolError::new(format!("unknown action {other:?}"))),
         };
-        Ok(serde_json::from_str(&result)?)
+        // Errors (an unknown id, a refused write) are results in Hermes's shapes.
+        Ok(result.unwrap_or_else(|e| hermes::error(&e)))
     }
 }
 

@@ -36,6 +36,8 @@
 pub mod fs;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "terminal")]
+pub mod terminal;
 
 /// Generated bindings for the `hermetic:tool` world. Tool authors rarely need these.
 #[doc(hidden)]

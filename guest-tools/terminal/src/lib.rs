@@ -1,14 +1,8 @@
 //! Hermes's `terminal` tool. The command never runs in this guest: it goes to the
 //! host's `terminal` interface, where the approval gate decides and a backend runs it.
 
+use hermetic_sdk::terminal::{self, CommandRequest, hermes};
 use hermetic_sdk::{Context, Tool, Value, json};
-
-wit_bindgen::generate!({
-    world: "terminal-imports",
-    path: "../../wit",
-});
-
-use hermetic::tool::terminal::{self, CommandRequest};
 
 #[derive(serde::Deserialize)]
 struct Args {
@@ -52,12 +46,14 @@ impl Tool for Terminal {
             stdin: None,
             pty: args.pty,
         };
+        // Refusals and errors are results too (Hermes's shapes): the agent reads
+        // `status` to learn that a command did not run.
         let result = if args.background {
-            terminal::start(&request)
+            terminal::start(&request).map(|s| hermes::started(&s))
         } else {
-            terminal::run(&request)
+            terminal::run(&request).map(|f| hermes::finished(&f))
         };
-        Ok(serde_json::from_str(&result)?)
+        Ok(result.unwrap_or_else(|e| hermes::error(&e)))
     }
 }
 

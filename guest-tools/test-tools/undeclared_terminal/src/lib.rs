@@ -31,9 +31,11 @@ impl Tool for Undeclared {
             stdin: None,
             pty: false,
         };
-        Ok(serde_json::from_str(&hermetic::tool::terminal::run(
-            &request,
-        ))?)
+        let output = match hermetic::tool::terminal::run(&request) {
+            Ok(finished) => finished.output,
+            Err(e) => format!("{e:?}"),
+        };
+        Ok(json!({ "output": output }))
     }
 }
 

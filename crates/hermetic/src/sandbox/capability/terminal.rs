@@ -6,13 +6,16 @@
 //! registry's [`TerminalService`] (`hermetic-terminal`'s `TerminalHost`), which runs the
 //! approval gate before any backend sees the command. Output is streamed as the call's
 //! progress.
+//!
+//! The service answers in typed values ([`CommandFinished`], [`TerminalCallError`], …),
+//! which this module turns into the interface's records and variants one to one: no
+//! JSON crosses the boundary, so a guest never parses a string to learn an outcome.
 
 use crate::approval::{ApprovalObserver, Approver};
 use crate::call::CancelToken;
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
 use crate::sandbox::{CallState, Coalesce, MAX_LOG_BYTES, Progress, SandboxError, truncate};
-use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
@@ -25,7 +28,8 @@ pub mod bindings {
     });
 }
 
-use bindings::hermetic::tool::terminal::{CommandRequest as WitCommandRequest, Host};
+use bindings::hermetic::tool::terminal as wit;
+use wit::{CommandRequest as WitCommandRequest, Host};
 
 /// A command as the guest sent it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,6 +89,199 @@ pub enum ProcessRequest {
     Close(String),
 }
 
+/// A foreground command that ran to its end (or was ended by its timeout or a cancel).
+///
+/// `#[non_exhaustive]`: more facts about a run may follow; build it with
+/// [`CommandFinished::new`] and set the optional fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandFinished {
+    /// Standard output and error, merged and cleaned (ANSI stripped, secrets redacted,
+    /// capped); a timeout or cancel is noted at its end.
+    pub output: String,
+    /// Exit code (124: timed out, 130: cancelled).
+    pub exit_code: i32,
+    /// What a non-zero exit code means when it is not a failure (`grep` found nothing).
+    pub exit_code_meaning: Option<String>,
+    /// Set when a PTY was asked for and the backend has none.
+    pub pty_note: Option<String>,
+}
+
+impl CommandFinished {
+    /// A run with `output` and `exit_code`, and no notes.
+    pub fn new(output: impl Into<String>, exit_code: i32) -> Self {
+        Self {
+            output: output.into(),
+            exit_code,
+            exit_code_meaning: None,
+            pty_note: None,
+        }
+    }
+}
+
+/// A background process, started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessStarted {
+    /// Its id (`proc_…`).
+    pub id: String,
+    /// Its process id on the host.
+    pub pid: u32,
+}
+
+/// Why the approval gate refused an input (a command, its stdin, data for a process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateRefusal {
+    /// The gate's explanation, for the agent.
+    pub message: String,
+    /// The refused text.
+    pub input: String,
+    /// Ids of the matched rules, most relevant first.
+    pub rules: Vec<String>,
+    /// The matched rules' descriptions.
+    pub descriptions: Vec<String>,
+}
+
+/// Why a terminal request did nothing. Each variant is one variant of the interface's
+/// `error`; the messages are what an agent is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TerminalCallError {
+    /// The gate refused: a hardline rule, a deny rule, or a human's no.
+    #[error("{}", .0.message)]
+    Blocked(GateRefusal),
+    /// Nobody approved: no approver, no answer in time, a dismissed question.
+    #[error("{}", .0.message)]
+    PendingApproval(GateRefusal),
+    /// This call was not granted the terminal.
+    #[error("the terminal is not granted to this tool for this call")]
+    NotGranted,
+    /// The request cannot run as given; the message says what to change.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The session already holds this many background processes, all running.
+    #[error(
+        "this session already has {0} background processes running; kill or wait for one first"
+    )]
+    TooManyProcesses(u32),
+    /// The tenant already holds this many live terminal sessions.
+    #[error(
+        "this tenant already has {0} live terminal sessions; end one (close its MCP session) before using the terminal in a new one"
+    )]
+    TooManySessions(u32),
+    /// No background process of the session has this id.
+    #[error("No process with ID {0}")]
+    UnknownProcess(String),
+    /// The process's stdin is closed, or an earlier write is still pending.
+    #[error("stdin is closed, or an earlier write is still pending")]
+    StdinUnavailable,
+    /// Writing to the process's stdin failed: why.
+    #[error("write failed: {0}")]
+    WriteFailed(String),
+    /// The host could not do it (backend unavailable, a spawn or write failed).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Whether a background process is still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessStatus {
+    /// Still running.
+    Running,
+    /// Exited (or was killed).
+    Exited,
+}
+
+/// One background process, as `list` and `poll` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Its id.
+    pub id: String,
+    /// Its command line.
+    pub command: String,
+    /// Its process id on the host.
+    pub pid: u32,
+    /// Running or exited.
+    pub status: ProcessStatus,
+    /// Its exit code, once exited.
+    pub exit_code: Option<i32>,
+    /// Seconds since it started.
+    pub uptime_secs: u64,
+    /// Its newest output.
+    pub output_preview: String,
+}
+
+/// Output lines of a background process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLines {
+    /// The process id.
+    pub id: String,
+    /// Running or exited.
+    pub status: ProcessStatus,
+    /// The lines asked for, joined with newlines.
+    pub output: String,
+    /// Lines kept in all.
+    pub total_lines: u64,
+    /// Lines in `output`.
+    pub shown_lines: u64,
+}
+
+/// How a `wait` ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The process exited.
+    Exited {
+        /// Its exit code.
+        exit_code: i32,
+        /// Its newest output.
+        output: String,
+    },
+    /// The wait timed out; the process still runs.
+    TimedOut {
+        /// Seconds waited.
+        waited_secs: u64,
+        /// Its newest output.
+        output: String,
+    },
+}
+
+/// What `kill` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// It was running and is killed.
+    Killed,
+    /// It had already exited with this code.
+    AlreadyExited(i32),
+}
+
+/// How a write to a process's stdin went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// All these bytes were written.
+    Written(u64),
+    /// The process has not read all these bytes yet; the rest follows as it reads.
+    Pending(u64),
+}
+
+/// The answer to a [`ProcessRequest`]: one variant per action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProcessReply {
+    /// [`ProcessRequest::List`].
+    List(Vec<ProcessInfo>),
+    /// [`ProcessRequest::Poll`].
+    Poll(ProcessInfo),
+    /// [`ProcessRequest::Log`].
+    Log(LogLines),
+    /// [`ProcessRequest::Wait`].
+    Wait(WaitOutcome),
+    /// [`ProcessRequest::Kill`].
+    Kill(KillOutcome),
+    /// [`ProcessRequest::Write`] and [`ProcessRequest::Submit`].
+    Write(WriteOutcome),
+    /// [`ProcessRequest::Close`].
+    Closed,
+}
+
 /// Who is asking, for one call of a tool granted the terminal: the caller's tenant and
 /// session, who answers approvals, the call's cancel token, the tool's granted env and
 /// its deadline.
@@ -118,8 +315,8 @@ impl std::fmt::Debug for TerminalCallContext {
 /// runtime only forwards requests, so every guarantee about commands (the approval
 /// gate first, hardline never runs, silence is denial) is the implementation's.
 ///
-/// Results are Hermes's JSON shapes (`{"output", "exit_code", "error"}`, refusals with
-/// `status`).
+/// Results are typed; the runtime converts them to the interface's records and
+/// variants, and tools shape them for their callers.
 pub trait TerminalService: Send + Sync + std::fmt::Debug {
     /// Runs a command in the foreground; `on_output` receives its cleaned output as it
     /// arrives.
@@ -128,11 +325,20 @@ pub trait TerminalService: Send + Sync + std::fmt::Debug {
         call: &TerminalCallContext,
         request: &CommandRequest,
         on_output: &mut dyn FnMut(&str),
-    ) -> Value;
+    ) -> Result<CommandFinished, TerminalCallError>;
     /// Starts a background process.
-    fn start(&self, call: &TerminalCallContext, request: &CommandRequest) -> Value;
-    /// A `process` action on the session's background processes.
-    fn process(&self, call: &TerminalCallContext, request: &ProcessRequest) -> Value;
+    fn start(
+        &self,
+        call: &TerminalCallContext,
+        request: &CommandRequest,
+    ) -> Result<ProcessStarted, TerminalCallError>;
+    /// A `process` action on the session's background processes; the reply is the
+    /// request's own variant of [`ProcessReply`].
+    fn process(
+        &self,
+        call: &TerminalCallContext,
+        request: &ProcessRequest,
+    ) -> Result<ProcessReply, TerminalCallError>;
     /// Ends a session: its background processes and container go.
     fn end_session(&self, tenant: &str, session: &str);
     /// Ends everything (background processes, containers).
@@ -188,16 +394,6 @@ pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
         .map_err(|e| super::link_error(&e))
 }
 
-fn not_granted() -> String {
-    json!({
-        "output": "",
-        "exit_code": -1,
-        "error": "the terminal is not granted to this tool for this call",
-        "status": "blocked",
-    })
-    .to_string()
-}
-
 impl From<WitCommandRequest> for CommandRequest {
     fn from(r: WitCommandRequest) -> Self {
         CommandRequest {
@@ -210,19 +406,87 @@ impl From<WitCommandRequest> for CommandRequest {
     }
 }
 
+impl From<GateRefusal> for wit::Refusal {
+    fn from(r: GateRefusal) -> Self {
+        wit::Refusal {
+            message: r.message,
+            input: r.input,
+            rules: r.rules,
+            descriptions: r.descriptions,
+        }
+    }
+}
+
+impl From<TerminalCallError> for wit::Error {
+    fn from(e: TerminalCallError) -> Self {
+        match e {
+            TerminalCallError::Blocked(r) => wit::Error::Blocked(r.into()),
+            TerminalCallError::PendingApproval(r) => wit::Error::PendingApproval(r.into()),
+            TerminalCallError::NotGranted => wit::Error::NotGranted,
+            TerminalCallError::InvalidRequest(m) => wit::Error::InvalidRequest(m),
+            TerminalCallError::TooManyProcesses(n) => wit::Error::TooManyProcesses(n),
+            TerminalCallError::TooManySessions(n) => wit::Error::TooManySessions(n),
+            TerminalCallError::UnknownProcess(id) => wit::Error::UnknownProcess(id),
+            TerminalCallError::StdinUnavailable => wit::Error::StdinUnavailable,
+            TerminalCallError::WriteFailed(m) => wit::Error::WriteFailed(m),
+            TerminalCallError::Failed(m) => wit::Error::Failed(m),
+        }
+    }
+}
+
+impl From<CommandFinished> for wit::Finished {
+    fn from(f: CommandFinished) -> Self {
+        wit::Finished {
+            output: f.output,
+            exit_code: f.exit_code,
+            exit_code_meaning: f.exit_code_meaning,
+            pty_note: f.pty_note,
+        }
+    }
+}
+
+impl From<ProcessStatus> for wit::ProcessStatus {
+    fn from(s: ProcessStatus) -> Self {
+        match s {
+            ProcessStatus::Running => wit::ProcessStatus::Running,
+            ProcessStatus::Exited => wit::ProcessStatus::Exited,
+        }
+    }
+}
+
+impl From<ProcessInfo> for wit::ProcessInfo {
+    fn from(p: ProcessInfo) -> Self {
+        wit::ProcessInfo {
+            id: p.id,
+            command: p.command,
+            pid: p.pid,
+            status: p.status.into(),
+            exit_code: p.exit_code,
+            uptime_secs: p.uptime_secs,
+            output_preview: p.output_preview,
+        }
+    }
+}
+
+/// A reply of another action than the one asked for: a bug in the service, reported
+/// to the guest as a failure rather than trusted.
+fn mismatched() -> wit::Error {
+    wit::Error::Failed("the terminal service answered with another action's result".into())
+}
+
 impl CallState {
-    fn process(&mut self, request: ProcessRequest) -> String {
+    fn process(&mut self, request: ProcessRequest) -> Result<ProcessReply, wit::Error> {
         match &self.terminal {
-            Some(t) => t.service.process(&t.call, &request).to_string(),
-            None => not_granted(),
+            Some(t) => Ok(t.service.process(&t.call, &request)?),
+            None => Err(wit::Error::NotGranted),
         }
     }
 }
 
 impl Host for CallState {
-    fn run(&mut self, request: WitCommandRequest) -> String {
+    fn run(&mut self, request: WitCommandRequest) -> Result<wit::Finished, wit::Error> {
         let Some(terminal) = self.terminal.clone() else {
-            return not_granted();
+            return Err(wit::Error::NotGranted);
         };
         let progress = self.progress.clone();
         let tool = self.tool.clone();
@@ -242,50 +506,110 @@ impl Host for CallState {
                 gate.offer(report, Coalesce::Append, sink);
             }
         };
-        let result: Value = terminal
+        let result = terminal
             .service
             .run(&terminal.call, &request.into(), &mut on_output);
         self.progress_gate = gate;
-        result.to_string()
+        Ok(result?.into())
     }
 
-    fn start(&mut self, request: WitCommandRequest) -> String {
-        match &self.terminal {
-            Some(t) => t.service.start(&t.call, &request.into()).to_string(),
-            None => not_granted(),
+    fn start(&mut self, request: WitCommandRequest) -> Result<wit::Started, wit::Error> {
+        let Some(t) = &self.terminal else {
+            return Err(wit::Error::NotGranted);
+        };
+        let started = t.service.start(&t.call, &request.into())?;
+        Ok(wit::Started {
+            id: started.id,
+            pid: started.pid,
+        })
+    }
+
+    fn list(&mut self) -> Result<Vec<wit::ProcessInfo>, wit::Error> {
+        match self.process(ProcessRequest::List)? {
+            ProcessReply::List(list) => Ok(list.into_iter().map(Into::into).collect()),
+            _ => Err(mismatched()),
         }
     }
 
-    fn list(&mut self) -> String {
-        self.process(ProcessRequest::List)
+    fn poll(&mut self, id: String) -> Result<wit::ProcessInfo, wit::Error> {
+        match self.process(ProcessRequest::Poll(id))? {
+            ProcessReply::Poll(info) => Ok(info.into()),
+            _ => Err(mismatched()),
+        }
     }
 
-    fn poll(&mut self, id: String) -> String {
-        self.process(ProcessRequest::Poll(id))
+    fn log(
+        &mut self,
+        id: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<wit::LogLines, wit::Error> {
+        match self.process(ProcessRequest::Log { id, offset, limit })? {
+            ProcessReply::Log(l) => Ok(wit::LogLines {
+                id: l.id,
+                status: l.status.into(),
+                output: l.output,
+                total_lines: l.total_lines,
+                shown_lines: l.shown_lines,
+            }),
+            _ => Err(mismatched()),
+        }
     }
 
-    fn log(&mut self, id: String, offset: Option<u64>, limit: Option<u64>) -> String {
-        self.process(ProcessRequest::Log { id, offset, limit })
+    fn wait(
+        &mut self,
+        id: String,
+        timeout_secs: Option<u32>,
+    ) -> Result<wit::WaitOutcome, wit::Error> {
+        match self.process(ProcessRequest::Wait { id, timeout_secs })? {
+            ProcessReply::Wait(WaitOutcome::Exited { exit_code, output }) => {
+                Ok(wit::WaitOutcome::Exited(wit::ExitedProcess {
+                    exit_code,
+                    output,
+                }))
+            }
+            ProcessReply::Wait(WaitOutcome::TimedOut {
+                waited_secs,
+                output,
+            }) => Ok(wit::WaitOutcome::TimedOut(wit::StillRunning {
+                waited_secs,
+                output,
+            })),
+            _ => Err(mismatched()),
+        }
     }
 
-    fn wait(&mut self, id: String, timeout_secs: Option<u32>) -> String {
-        self.process(ProcessRequest::Wait { id, timeout_secs })
+    fn kill(&mut self, id: String) -> Result<wit::KillOutcome, wit::Error> {
+        match self.process(ProcessRequest::Kill(id))? {
+            ProcessReply::Kill(KillOutcome::Killed) => Ok(wit::KillOutcome::Killed),
+            ProcessReply::Kill(KillOutcome::AlreadyExited(code)) => {
+                Ok(wit::KillOutcome::AlreadyExited(code))
+            }
+            _ => Err(mismatched()),
+        }
     }
 
-    fn kill(&mut self, id: String) -> String {
-        self.process(ProcessRequest::Kill(id))
+    fn write(&mut self, id: String, data: String) -> Result<wit::WriteOutcome, wit::Error> {
+        write_reply(self.process(ProcessRequest::Write { id, data })?)
     }
 
-    fn write(&mut self, id: String, data: String) -> String {
-        self.process(ProcessRequest::Write { id, data })
+    fn submit(&mut self, id: String, data: String) -> Result<wit::WriteOutcome, wit::Error> {
+        write_reply(self.process(ProcessRequest::Submit { id, data })?)
     }
 
-    fn submit(&mut self, id: String, data: String) -> String {
-        self.process(ProcessRequest::Submit { id, data })
+    fn close(&mut self, id: String) -> Result<(), wit::Error> {
+        match self.process(ProcessRequest::Close(id))? {
+            ProcessReply::Closed => Ok(()),
+            _ => Err(mismatched()),
+        }
     }
+}
 
-    fn close(&mut self, id: String) -> String {
-        self.process(ProcessRequest::Close(id))
+fn write_reply(reply: ProcessReply) -> Result<wit::WriteOutcome, wit::Error> {
+    match reply {
+        ProcessReply::Write(WriteOutcome::Written(n)) => Ok(wit::WriteOutcome::Written(n)),
+        ProcessReply::Write(WriteOutcome::Pending(n)) => Ok(wit::WriteOutcome::Pending(n)),
+        _ => Err(mismatched()),
     }
 }
 
@@ -330,11 +654,13 @@ mod tests {
             stdin: None,
             pty: false,
         };
-        let refused = not_granted();
-        assert_eq!(Host::run(state, request()), refused);
-        assert_eq!(Host::start(state, request()), refused);
-        assert_eq!(Host::list(state), refused);
-        assert_eq!(Host::kill(state, "proc_1".into()), refused);
-        assert_eq!(Host::write(state, "proc_1".into(), "x".into()), refused);
+        let refused = |e: wit::Error| matches!(e, wit::Error::NotGranted);
+        assert!(Host::run(state, request()).is_err_and(refused));
+        assert!(Host::start(state, request()).is_err_and(refused));
+        assert!(Host::list(state).is_err_and(refused));
+        assert!(Host::poll(state, "proc_1".into()).is_err_and(refused));
+        assert!(Host::kill(state, "proc_1".into()).is_err_and(refused));
+        assert!(Host::write(state, "proc_1".into(), "x".into()).is_err_and(refused));
+        assert!(Host::close(state, "proc_1".into()).is_err_and(refused));
     }
 }
