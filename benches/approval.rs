@@ -10,13 +10,6 @@
     missing_docs,
     reason = "criterion_group! generates an undocumented public fn"
 )]
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "benchmark"
-)]
-
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hermetic::approval::Detector;
 use std::hint::black_box;

@@ -5,8 +5,6 @@
     missing_docs,
     reason = "criterion_group! generates an undocumented public fn"
 )]
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark set-up")]
-
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::{CallOptions, Selection};
 use hermetic_tests::fixture;

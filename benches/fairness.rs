@@ -6,8 +6,6 @@
 //! Not criterion: the figure of interest is a tail latency under a concurrent load that
 //! criterion's iteration model cannot hold steady, so this bench (harness = false)
 //! measures percentiles itself and prints them.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark set-up")]
-
 use hermetic::{CallOptions, Registry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

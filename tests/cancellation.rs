@@ -1,13 +1,6 @@
 //! Cancelling calls through `CallOptions::cancel`: a running guest is interrupted at its
 //! next epoch tick and the call ends with a `cancelled` tool error; the time limit and
 //! ordinary results are unchanged by a token.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::{CallOptions, CancelToken, Progress};
 use hermetic_tests::fixture;
 use serde_json::{Value, json};

@@ -1,12 +1,5 @@
 //! The bundled file tools through the real host: behaviour, and containment in the
 //! `workspace` mount (`..`, absolute paths, symlinks pointing out, read-only mounts).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic_tests::{Fixture, call, error_of, fixture};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;

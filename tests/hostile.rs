@@ -1,12 +1,5 @@
 //! The hostile-guest suite: purpose-built components, one forbidden act each, every one
 //! contained, and the host healthy afterwards (the next normal call succeeds).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::policy::TenantPolicy;
 use hermetic::{CallOptions, Registry, Secrets, ToolSource};
 use hermetic_tests::{call, error_of, fixture, guest, options, tools_dir};

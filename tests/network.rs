@@ -3,13 +3,6 @@
 //! resolve to loopback, private and link-local addresses, redirects to ungranted hosts,
 //! oversized and stalled responses, a forged Host header — is refused or cut off, and
 //! the refused servers never see a connection.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::component::ToolSource;
 use hermetic::{CallOptions, Registry};
 use hermetic_tests::{call, error_of, fixture, guest, policy_registry, tools_dir};

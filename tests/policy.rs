@@ -1,12 +1,5 @@
 //! Policy files and tenants over real components: what each tenant sees and gets, and
 //! the per-call limits an operator sets (concurrency, fuel, clocks).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::{CallOptions, Registry};
 use hermetic_tests::{call, error_of, policy_registry, tools_dir};
 use serde_json::{Value, json};

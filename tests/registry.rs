@@ -1,12 +1,5 @@
 //! Registry rules over real components: discovery, registration, availability and
 //! check caching, toolsets, definitions, and the compiled-code cache.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::toolsets::ToolsetDef;
 use hermetic::{ManualClock, Registered, Registry, RegistryError, Selection, ToolSource};
 use hermetic_tests::{call, engine_config, fixture, guest, options, tools_dir};

@@ -1,13 +1,6 @@
 //! Hot reload of tools directories (`hermetic_server::Reloader`): add, remove
 //! and replace components without a restart; broken or unchanged files change nothing;
 //! a call in flight finishes on the version it started with.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::{CallOptions, Progress, Registry};
 use hermetic_server::{ReloadReport, Reloader};
 use hermetic_tests::{guest, options, tools_dir};

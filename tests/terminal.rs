@@ -5,13 +5,6 @@
 //!
 //! A missing backend program is a failure with what to install, never a skip: CI
 //! (`.ci/run`) installs them all.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "tests"
-)]
-
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::config::{DockerConfig, SshConfig};
