@@ -172,7 +172,7 @@ pub struct LoadedTool {
 }
 
 /// The WIT package this host implements (wit/tool.wit). A component built against
-/// another version is refused at load (see [`link_hint`]).
+/// another version is refused at load (see `link_hint`).
 pub const WIT_PACKAGE: &str = "hermetic:tool@0.2.0";
 
 /// The interface the tool world exports.
