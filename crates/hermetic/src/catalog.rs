@@ -6,6 +6,7 @@
 
 use crate::clock::Clock;
 use crate::component::{self, LoadError, LoadedTool, ToolSource};
+use crate::declaration::Declaration;
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::outcome::CallOutcome;
 use crate::policy::{self, EffectiveGrants, OperatorPolicy};
@@ -259,17 +260,7 @@ impl Catalog {
             .terminal
             .grant_bundled
             .then(|| bundled_terminal_policy(&options.policy));
-        let nothing = crate::declaration::Declaration {
-            name: "metadata".into(),
-            toolset: "metadata".into(),
-            description: String::new(),
-            emoji: None,
-            requires_env: Vec::new(),
-            max_result_chars: None,
-            timeout_ms: None,
-            memory_mb: None,
-            capabilities: Default::default(),
-        };
+        let nothing = Declaration::nothing("metadata");
         let metadata_grants = policy::effective(&nothing, &options.policy, None);
         Ok(Self {
             runtime,
@@ -801,6 +792,15 @@ impl Catalog {
     /// What a tool declares and what it is granted, for `hermetic inspect`.
     pub fn inspect(&self, name: &str) -> Option<Value> {
         self.inspect_for(name, "")
+    }
+
+    /// What tool `name` declares, as `tenant` may see it (`None` if the tool is unknown
+    /// or the tenant may not see it). Runs no guest code.
+    pub fn declaration_for(&self, name: &str, tenant: &str) -> Option<Declaration> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        Some(self.entry(name)?.tool.declaration.clone())
     }
 
     /// What a tool declares, what the operator grants it, what the tenant allows, and

@@ -6,6 +6,7 @@
 use crate::catalog::{Catalog, CatalogOptions};
 use crate::clock::{Clock, SystemClock};
 use crate::component::{LoadError, LoadedTool, ToolSource};
+use crate::declaration::Declaration;
 use crate::dispatch::{CallOptions, Dispatcher};
 use crate::engine::{EngineConfig, Runtime};
 use crate::outcome::CallOutcome;
@@ -268,6 +269,11 @@ impl Registry {
     /// [`Catalog::definitions_for`].
     pub fn definitions_for(&self, tenant: &str, selection: &Selection) -> Value {
         self.catalog.definitions_for(tenant, selection)
+    }
+
+    /// [`Catalog::declaration_for`].
+    pub fn declaration_for(&self, name: &str, tenant: &str) -> Option<Declaration> {
+        self.catalog.declaration_for(name, tenant)
     }
 
     /// [`Catalog::inspect`].

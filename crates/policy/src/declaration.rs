@@ -112,6 +112,23 @@ pub enum DeclarationError {
 }
 
 impl Declaration {
+    /// A tool called `name` (in a toolset of the same name) that declares nothing: no
+    /// capabilities, no env, the default limits. What the host grants its own metadata
+    /// calls, and a baseline for tests.
+    pub fn nothing(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            toolset: name.to_owned(),
+            description: String::new(),
+            emoji: None,
+            requires_env: Vec::new(),
+            max_result_chars: None,
+            timeout_ms: None,
+            memory_mb: None,
+            capabilities: Capabilities::default(),
+        }
+    }
+
     /// Parses and validates declaration text.
     ///
     /// # Errors

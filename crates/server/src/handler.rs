@@ -348,7 +348,9 @@ impl ServerHandler for McpHandler {
         // async workers.
         let tools = tokio::task::spawn_blocking(move || {
             let definitions = shared.listed_definitions(&tenant);
-            mcp_tools(&definitions, |name| declaration_of(&shared, &tenant, name))
+            mcp_tools(&definitions, |name| {
+                shared.registry.declaration_for(name, &tenant)
+            })
         })
         .await
         .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
@@ -411,13 +413,6 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
     }
-}
-
-/// The declaration of `name` as `tenant` sees it, through the registry's inspect
-/// view (the registry's one public door to it).
-fn declaration_of(shared: &Shared, tenant: &str, name: &str) -> Option<Declaration> {
-    let mut inspected = shared.registry.inspect_for(name, tenant)?;
-    serde_json::from_value(inspected.get_mut("declaration")?.take()).ok()
 }
 
 /// MCP tool entries from OpenAI function definitions (`[{"type": "function",

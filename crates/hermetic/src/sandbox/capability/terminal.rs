@@ -625,17 +625,7 @@ mod tests {
     #[test]
     fn without_the_grant_every_terminal_function_refuses() {
         let runtime = Runtime::new(crate::EngineConfig::default()).unwrap();
-        let declaration = crate::Declaration {
-            name: "t".into(),
-            toolset: "t".into(),
-            description: String::new(),
-            emoji: None,
-            requires_env: Vec::new(),
-            max_result_chars: None,
-            timeout_ms: None,
-            memory_mb: None,
-            capabilities: Default::default(),
-        };
+        let declaration = crate::Declaration::nothing("t");
         let grants =
             crate::policy::effective(&declaration, &crate::OperatorPolicy::default(), None);
         let mut store = store(
