@@ -11,13 +11,14 @@
 
 mod common;
 
+use common::Reply;
+
 use hermetic::approval::{ApprovalRequest, Approver, RuleId, SessionKey, Tier};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions, Selection};
 use hermetic_server::McpApprover;
 use hermetic_server::audit::{AuditLog, Event};
 use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,27 +26,6 @@ use std::time::{Duration, Instant};
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
 const ADMIN: &str = "hmt_admin_console_token";
-
-/// One HTTP response.
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.head, self.body))
-    }
-}
 
 struct Served {
     http: common::Serving,
@@ -72,30 +52,7 @@ impl Served {
     }
 
     fn request(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> Reply {
-        let mut stream = std::net::TcpStream::connect(&self.http.addr).unwrap();
-        stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            self.http.addr,
-            body.len()
-        )
-        .unwrap();
-        // The server may answer (and close) before reading a body it does not want.
-        let _ = stream.write_all(body);
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let response = String::from_utf8_lossy(&response).into_owned();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        Reply {
-            status: head[9..12].parse().unwrap(),
-            head: head.to_owned(),
-            body: body.to_owned(),
-        }
+        self.http.request(method, path, token, body)
     }
 
     fn get(&self, path: &str) -> Reply {
@@ -307,32 +264,9 @@ fn the_audit_view_is_the_log_s_newest_records_first_and_bounded() {
 
 /// tools/list's names for the default tenant, from a sessionless MCP request.
 fn tools_list(served: &Served) -> Vec<String> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
-        "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}
-        }}
-    })
-    .to_string();
-    let mut stream = std::net::TcpStream::connect(&served.http.addr).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/list\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        served.http.addr,
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").unwrap();
-    let reply: Value = serde_json::from_str(body.trim()).unwrap();
-    reply["result"]["tools"]
-        .as_array()
-        .unwrap()
+    served
+        .http
+        .tools_list()
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()

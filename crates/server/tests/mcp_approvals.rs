@@ -17,7 +17,6 @@ use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::McpApprover;
 use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -63,26 +62,8 @@ impl Running {
 
     /// (status, body) of one request.
     fn request(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
-        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let status = response[9..12].parse().unwrap();
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        let reply = self.http.request(method, path, token, body.as_bytes());
+        (reply.status, reply.body)
     }
 
     /// Waits until the console lists a pending request and returns it.

@@ -14,7 +14,6 @@ use hermetic::policy::network::Destination;
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::{McpServer, ServeOptions};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,35 +21,11 @@ use std::time::Duration;
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// tools/list from a sessionless (2026-07-28) request: name → tool.
-fn tools_list(addr: &str) -> serde_json::Map<String, Value> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
-        "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}
-        }}
-    })
-    .to_string();
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/list\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").unwrap();
-    let reply: Value = serde_json::from_str(body.trim()).unwrap();
-    reply["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {reply}"))
-        .iter()
-        .map(|t| (t["name"].as_str().unwrap().to_owned(), t.clone()))
+fn tools_list(serving: &common::Serving) -> serde_json::Map<String, Value> {
+    serving
+        .tools_list()
+        .into_iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t))
         .collect()
 }
 
@@ -69,7 +44,7 @@ fn bundled_tools_are_listed_with_titles_and_the_annotations_their_declarations_i
         McpServer::new(Arc::new(registry), ServeOptions::default()),
         HANG_GUARD,
     );
-    let tools = tools_list(&serving.addr);
+    let tools = tools_list(&serving);
     // (tool, title, readOnly, destructive, openWorld, what its declaration says)
     let rows = [
         (
