@@ -244,7 +244,51 @@ async def elicit(args: argparse.Namespace) -> dict[str, Any]:
         return {"elicitations": seen, "calls": calls, "protocol": client.session.protocol_version}
 
 
+async def reuse(args: argparse.Namespace) -> dict[str, Any]:
+    """Makes the first `--call` ten times, then the second once with a progress
+    callback, on one connection pool; reports, for each tools/call POST, the response's
+    content type and the client port of the connection it came on (one port: the
+    connection was reused)."""
+    [(name, arguments), (progress_name, progress_arguments)] = calls_of(args)
+    posts: list[dict[str, Any]] = []
+
+    async def observe(response: Any) -> None:
+        try:
+            method = json.loads(response.request.content).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        if response.request.method == "POST" and method == "tools/call":
+            stream = response.extensions.get("network_stream")
+            addr = stream.get_extra_info("client_addr") if stream is not None else None
+            posts.append({
+                "content_type": response.headers.get("content-type", "").split(";")[0],
+                "port": addr[1] if addr else None,
+            })
+
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+    http = create_mcp_http_client(headers=headers)
+    http.event_hooks["response"].append(observe)
+    async with Client(streamable_http_client(args.url, http_client=http), mode=args.mode) as client:
+        results = [outcome(await client.call_tool(name, arguments)) for _ in range(10)]
+        progress: list[float] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append(done)
+
+        with_progress = outcome(
+            await client.call_tool(progress_name, progress_arguments, progress_callback=on_progress)
+        )
+        return {
+            "results": results,
+            "with_progress": with_progress,
+            "progress_reports": len(progress),
+            "posts": posts,
+            "protocol": client.session.protocol_version,
+        }
+
+
 SCENARIOS = {
+    "reuse": reuse,
     "basic": basic,
     "cancel": cancel,
     "abandon": abandon,

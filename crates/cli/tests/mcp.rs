@@ -391,6 +391,53 @@ fn http_modern_client_lists_calls_and_gets_errors_and_progress() {
     assert_eq!(check_basic(&report), "2026-07-28");
 }
 
+/// Runs the `reuse` scenario (ten echo calls, then one call with progress) and checks
+/// that every call on one session (or sessionless) came back right, over one kept-alive
+/// connection, as plain JSON when nothing but the result was on its way, and as an
+/// event stream when progress was. Returns the protocol negotiated.
+fn check_reuse(mode: &str) -> String {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let server = HttpServer::start(&dirs);
+    let mut client = Running::spawn(client_with(
+        "reuse",
+        mode,
+        &Target::Http(&server),
+        &[
+            "--call",
+            r#"echo={"message": "hi"}"#,
+            "--call",
+            r#"progress={"steps": 2}"#,
+        ],
+    ));
+    let report = client.report();
+    let echo = json!({"is_error": false, "text": {"echo": "hi", "tenant": "default"}});
+    assert_eq!(report["results"], json!(vec![echo; 10]), "{report:#}");
+    assert_eq!(report["with_progress"]["text"]["steps"], 2, "{report:#}");
+    assert_eq!(report["progress_reports"], 2, "{report:#}");
+    let posts = report["posts"].as_array().unwrap();
+    assert_eq!(posts.len(), 11, "{report:#}");
+    let kinds: Vec<&str> = posts
+        .iter()
+        .map(|p| p["content_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[..10], ["application/json"; 10], "{report:#}");
+    assert_eq!(kinds[10], "text/event-stream", "{report:#}");
+    let ports: std::collections::BTreeSet<u64> =
+        posts.iter().map(|p| p["port"].as_u64().unwrap()).collect();
+    assert_eq!(ports.len(), 1, "a new connection per call: {report:#}");
+    report["protocol"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn http_legacy_client_keeps_its_connection_and_gets_plain_json_results() {
+    assert!(check_reuse("legacy").as_str() < "2026-07-28");
+}
+
+#[test]
+fn http_modern_client_keeps_its_connection_and_gets_plain_json_results() {
+    assert_eq!(check_reuse("auto"), "2026-07-28");
+}
+
 /// The `cancel` scenario's report: the call was cancelled and the server still answers.
 fn check_cancel_report(report: &Value) {
     assert_eq!(

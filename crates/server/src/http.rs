@@ -123,6 +123,7 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 type Body = BoxBody<Bytes, Infallible>;
 
 pub mod console;
+mod json_reply;
 
 /// The rmcp tower service for `server`: one [`super::McpHandler`] per session (or per
 /// request for sessionless clients), without the front described in the module docs
@@ -622,6 +623,8 @@ impl Front {
         // The session request whose call is cancelled if its response is abandoned.
         let mut watched = None;
         let mut handling: Option<tokio_util::task::task_tracker::TaskTrackerToken> = None;
+        // A session request whose client takes JSON: its answer may come as JSON.
+        let mut json_answer = false;
         let mut response = if post {
             let (parts, body) = request.into_parts();
             let collect = Limited::new(body, MAX_BODY).collect();
@@ -682,6 +685,9 @@ impl Front {
                 };
                 opening = Some(admitted);
             }
+            json_answer = session.is_some()
+                && asked.request.is_some()
+                && json_reply::accepts_json(&parts.headers);
             if let (Some(session), Some(id)) = (&session, asked.request) {
                 watched = Some(Abandon {
                     server: self.server.clone(),
@@ -738,15 +744,21 @@ impl Front {
             // client went away). GET streams are left out: they last as long as
             // their session.
             let sending = handling.take().unwrap_or_else(|| self.responses.token());
-            response = response.map(|body| {
-                Tracked {
-                    inner: body,
-                    _sending: sending,
-                    finished: false,
-                    abandon: watched,
-                }
-                .boxed()
+            let tracked = response.map(|body| Tracked {
+                inner: body,
+                _sending: sending,
+                finished: false,
+                abandon: watched,
             });
+            if json_answer {
+                // The call answered: nothing is left to cancel when the rest of
+                // its stream is dropped unread.
+                return json_reply::prefer_json(tracked, json_reply::JSON_WAIT, |t| {
+                    t.finished = true;
+                })
+                .await;
+            }
+            response = tracked.map(BodyExt::boxed);
         }
         response
     }
