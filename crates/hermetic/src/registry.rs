@@ -306,6 +306,18 @@ impl Registry {
         self.dispatcher.invoke_async(name, args, options).await
     }
 
+    /// [`Dispatcher::invoke_object_async`].
+    pub async fn invoke_object_async(
+        &self,
+        name: String,
+        args: serde_json::Map<String, Value>,
+        options: CallOptions,
+    ) -> CallOutcome {
+        self.dispatcher
+            .invoke_object_async(name, args, options)
+            .await
+    }
+
     /// [`Dispatcher::call_async`].
     pub async fn call_async(&self, name: String, args: String, options: CallOptions) -> String {
         self.dispatcher.call_async(name, args, options).await

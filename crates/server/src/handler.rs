@@ -81,11 +81,18 @@ impl McpHandler {
         let Some((tenant, session)) = self.identity(&context) else {
             return Ok(error_result("unauthenticated: this server requires a bearer token").into());
         };
-        let args = match &request.arguments {
-            Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
-            None => "{}".to_owned(),
-        };
         let audit = self.shared.options.audit.as_deref();
+        let round_wanted = wants_input_round(&context);
+        // The arguments as JSON text only for the audit record and an input round's
+        // binding; the call itself takes the parsed object.
+        let args = if audit.is_some() || round_wanted {
+            match &request.arguments {
+                Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
+                None => "{}".to_owned(),
+            }
+        } else {
+            String::new()
+        };
         if self
             .shared
             .draining
@@ -137,7 +144,9 @@ impl McpHandler {
             .shared
             .live
             .register(&session, context.id.clone(), cancel.0.clone());
-        let round = input_round(&context, &request, &tenant, &session, &name, &args);
+        let round = round_wanted
+            .then(|| input_round(&request, &tenant, &session, &name, &args))
+            .flatten();
         let mut approver =
             super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
                 .with_cancel(cancel.0.clone())
@@ -151,16 +160,11 @@ impl McpHandler {
             .with_cancel(cancel.0.clone())
             .with_approver(Arc::new(approver));
         options.progress = progress;
-        // The arguments are kept for the audit record only when there is one.
-        let (call_args, args) = if audit.is_some() {
-            (args.clone(), args)
-        } else {
-            (args, String::new())
-        };
+        let call_args = request.arguments.unwrap_or_default();
         let call = self
             .shared
             .registry
-            .invoke_async(name.clone(), call_args, options);
+            .invoke_object_async(name.clone(), call_args, options);
         tokio::pin!(call);
         // `ct` fires on notifications/cancelled and when the session ends (the client
         // went away). The guest is interrupted at its next epoch tick and the call
@@ -226,28 +230,30 @@ fn respond(result: &CallOutcome) -> Result<CallToolResponse, McpError> {
     Ok(call_tool_result(result).into())
 }
 
-/// The [`InputRound`] of a 2026-07-28 tools/call whose client declared form
-/// elicitation in the request's `_meta`; `None` for the handshake era (asked by a
-/// server-to-client elicitation instead) and for clients that cannot answer.
+/// Whether a tools/call gets an [`InputRound`]: a 2026-07-28 call whose client
+/// declared form elicitation in the request's `_meta`. Not the handshake era (asked by
+/// a server-to-client elicitation instead), nor clients that cannot answer.
+fn wants_input_round(context: &RequestContext<RoleServer>) -> bool {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    modern
+        && context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            // As rmcp reads a session's capability: neither mode named means form.
+            .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The [`InputRound`] of a tools/call that [`wants_input_round`], bound to its
+/// arguments' JSON text.
 fn input_round(
-    context: &RequestContext<RoleServer>,
     request: &CallToolRequestParams,
     tenant: &str,
     session: &str,
     name: &str,
     args: &str,
 ) -> Option<Arc<InputRound>> {
-    let modern = context
-        .protocol_version()
-        .is_some_and(|v| !v.has_initialize());
-    let form = context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        // As rmcp reads a session's capability: neither mode named means form.
-        .is_some_and(|e| e.form.is_some() || e.url.is_none());
-    if !(modern && form) {
-        return None;
-    }
     InputRound::new(
         tenant,
         session,

@@ -76,6 +76,13 @@ impl CallOptions {
     }
 }
 
+/// A call's arguments as the transport has them: JSON text, or an object it already
+/// parsed.
+enum Arguments<'a> {
+    Text(std::borrow::Cow<'a, str>),
+    Object(serde_json::Map<String, Value>),
+}
+
 static CALL_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Deepest nesting a tool's result may have. serde_json itself refuses more than 128
@@ -185,6 +192,7 @@ impl Dispatcher {
         let Some(tool_slot) = tool.slots().acquire(wait) else {
             return tool_busy(name, tool.slots(), wait);
         };
+        let args = Arguments::Text(args.into());
         self.run(&tool, name, args, options, (tenant_slot, tool_slot))
     }
 
@@ -195,6 +203,28 @@ impl Dispatcher {
         self: &Arc<Self>,
         name: String,
         args: String,
+        options: CallOptions,
+    ) -> CallOutcome {
+        self.invoke_with(name, Arguments::Text(args.into()), options)
+            .await
+    }
+
+    /// [`Dispatcher::invoke_async`] with arguments already parsed, as an MCP server
+    /// gets them: the call neither serialises them nor parses them again.
+    pub async fn invoke_object_async(
+        self: &Arc<Self>,
+        name: String,
+        args: serde_json::Map<String, Value>,
+        options: CallOptions,
+    ) -> CallOutcome {
+        self.invoke_with(name, Arguments::Object(args), options)
+            .await
+    }
+
+    async fn invoke_with(
+        self: &Arc<Self>,
+        name: String,
+        args: Arguments<'static>,
         options: CallOptions,
     ) -> CallOutcome {
         let (tool, wait) = match self.resolve(&name, &options) {
@@ -217,7 +247,7 @@ impl Dispatcher {
         // sees a cancel notification or a client going away (the MCP server's
         // cancellation tests fail with it).
         let dispatcher = Arc::clone(self);
-        let run = move || dispatcher.run(&tool, &name, &args, &options, slots);
+        let run = move || dispatcher.run(&tool, &name, args, &options, slots);
         match tokio::task::spawn_blocking(run).await {
             Ok(outcome) => outcome,
             Err(e) => CallOutcome::ToolError {
@@ -244,7 +274,7 @@ impl Dispatcher {
         &self,
         tool: &Resolved,
         name: &str,
-        args: &str,
+        args: Arguments<'_>,
         options: &CallOptions,
         _slots: (Option<Slot>, Slot),
     ) -> CallOutcome {
@@ -266,9 +296,12 @@ impl Dispatcher {
             message,
         };
 
-        let mut value: Value = match serde_json::from_str(args) {
-            Ok(v) => v,
-            Err(e) => return invalid(format!("not valid JSON ({e})")),
+        let mut value: Value = match args {
+            Arguments::Text(text) => match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(e) => return invalid(format!("not valid JSON ({e})")),
+            },
+            Arguments::Object(map) => Value::Object(map),
         };
         let Some(map) = value.as_object_mut() else {
             return invalid(format!("expected a JSON object, got {}", kind_of(&value)));
