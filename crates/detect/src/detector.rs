@@ -125,7 +125,28 @@ impl Detector {
 
     /// Classifies `command`: which rules it triggers and the simple commands seen.
     pub fn detect(&self, command: &str) -> Detection {
+        self.classify(command, true)
+    }
+
+    /// [`detect`](Self::detect) with every command, plain or not, given to the parser:
+    /// the reference the plain-command shortcut is tested against. Same contract,
+    /// slower.
+    #[doc(hidden)]
+    pub fn detect_parsed(&self, command: &str) -> Detection {
+        self.classify(command, false)
+    }
+
+    /// True when [`detect`](Self::detect) classifies `command` without parsing it (it
+    /// is a plain command once normalized); for the tests and figures of the shortcut.
+    #[doc(hidden)]
+    pub fn skips_parser(&self, command: &str) -> bool {
+        command.len() <= MAX_INPUT_BYTES
+            && super::plain::program(&normalize(command).text).is_some()
+    }
+
+    fn classify(&self, command: &str, plain_shortcut: bool) -> Detection {
         let mut analyzer = Analyzer::new(self);
+        analyzer.plain_shortcut = plain_shortcut;
         if command.len() > MAX_INPUT_BYTES {
             analyzer.hit(RuleId::TooLarge, "(input too long)");
         } else {

@@ -19,7 +19,10 @@
 //! by small interpreters. brush-parser is the only shell tokenizer: the detector never
 //! splits shell text itself (the nesting pre-scan in [`limits`] only bounds what the
 //! parser is given, and a word the parser delimited that is one quoted string with
-//! nothing to expand is unquoted without a second parse).
+//! nothing to expand is unquoted without a second parse), with one exception: a
+//! command made only of bytes that no shell reads as anything but word characters and
+//! blanks (letters, digits, `-_./,:@+%^=~*?[]`, no keyword or assignment first) is
+//! split on blanks, which gives the parser's words; it is then checked like any other.
 //!
 //! ```
 //! use hermetic_detect::{Detector, Tier};
@@ -40,6 +43,7 @@ mod net;
 mod normalize;
 mod opts;
 mod paths;
+mod plain;
 pub mod rules;
 mod sed;
 mod walk;

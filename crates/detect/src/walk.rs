@@ -84,6 +84,9 @@ pub(crate) struct Analyzer<'d> {
     pub bare_shell_at: usize,
     /// The analysis stopped early (a limit was hit).
     pub stopped: bool,
+    /// Plain commands skip the parser (see `plain`); off only to check that shortcut
+    /// against the parser.
+    pub plain_shortcut: bool,
 }
 
 impl<'d> Analyzer<'d> {
@@ -99,6 +102,7 @@ impl<'d> Analyzer<'d> {
             count: 0,
             bare_shell_at: 0,
             stopped: false,
+            plain_shortcut: true,
         }
     }
 
@@ -189,7 +193,8 @@ impl<'d> Analyzer<'d> {
         }
     }
 
-    /// Parses and analyzes `text` as shell code.
+    /// Parses and analyzes `text` as shell code (a plain command is split without the
+    /// parser, into the program the parser would build).
     pub(crate) fn analyze_code(&mut self, text: &str, cx: &Cx) -> Summary {
         if self.stopped {
             return Summary::default();
@@ -199,7 +204,12 @@ impl<'d> Analyzer<'d> {
             self.stopped = true;
             return Summary::default();
         }
-        let program = match parse_program(text) {
+        let plain = if self.plain_shortcut {
+            super::plain::program(text)
+        } else {
+            None
+        };
+        let program = match plain.or_else(|| parse_program(text)) {
             Some(p) => p,
             None => {
                 self.hit(RuleId::Unparseable, text);
