@@ -9,7 +9,7 @@
 //! process's CPU time, hence `harness = false`).
 //!
 //! `cargo bench -p hermetic-cli --bench mcp_stdio` (HERMETIC_BENCH_CALLS sets the
-//! number of calls, default 3000).
+//! number of calls, default 3000; HERMETIC_BENCH_BIN another hermetic binary to run).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -191,7 +191,10 @@ fn main() {
 
     let mut floor = Command::new(std::env::current_exe().unwrap());
     floor.env(FLOOR_ENV, "1");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    // HERMETIC_BENCH_BIN: another build of hermetic to measure (e.g. to compare two).
+    let bin = std::env::var_os("HERMETIC_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermetic").into());
+    let mut server = Command::new(bin);
     server
         .args(["serve", "--stdio", "--no-bundled", "--tools-dir"])
         .arg(tools.path())
