@@ -649,7 +649,7 @@ impl Front {
             };
             // Parsed here as well as in rmcp (which answers an unparseable body with a
             // bare 415 and no JSON-RPC error for its id), to know what it asks for.
-            let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&body) {
+            let message = match super::jsonrpc::parse_message(&body) {
                 Ok(message) => message,
                 Err(e) => {
                     return match super::jsonrpc::failure_response(&body, &e.to_string()) {

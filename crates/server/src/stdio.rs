@@ -217,7 +217,7 @@ where
                     if text.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+                    match super::jsonrpc::parse_message(text) {
                         Ok(message) => {
                             // Keep the buffer's capacity for the next line.
                             self.line = line;
