@@ -12,8 +12,7 @@
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
-    ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions,
-    Scheme,
+    ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
 };
 use wasip2::io::streams::StreamError;
 
@@ -191,20 +190,31 @@ fn send_once(url: &str, max_bytes: usize) -> Result<Response, HttpError> {
     let parts = split(url).ok_or_else(|| HttpError::BadUrl(url.to_owned()))?;
     let headers = Fields::new();
     let _ = headers.append("user-agent", b"hermetic-tool/0.1");
-    let _ = headers.append("accept", b"text/html,text/plain,application/json;q=0.9,*/*;q=0.5");
+    let _ = headers.append(
+        "accept",
+        b"text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
+    );
     let request = OutgoingRequest::new(headers);
     let bad = || HttpError::BadUrl(url.to_owned());
     request.set_method(&Method::Get).map_err(|()| bad())?;
     request
-        .set_scheme(Some(if parts.https { &Scheme::Https } else { &Scheme::Http }))
+        .set_scheme(Some(if parts.https {
+            &Scheme::Https
+        } else {
+            &Scheme::Http
+        }))
         .map_err(|()| bad())?;
-    request.set_authority(Some(parts.authority)).map_err(|()| bad())?;
-    request.set_path_with_query(Some(&parts.path)).map_err(|()| bad())?;
+    request
+        .set_authority(Some(parts.authority))
+        .map_err(|()| bad())?;
+    request
+        .set_path_with_query(Some(&parts.path))
+        .map_err(|()| bad())?;
     let body = request.body().map_err(|()| bad())?;
     OutgoingBody::finish(body, None).map_err(|e| classify(url, &e))?;
 
-    let future = outgoing_handler::handle(request, None::<RequestOptions>)
-        .map_err(|e| classify(url, &e))?;
+    let future =
+        outgoing_handler::handle(request, None::<RequestOptions>).map_err(|e| classify(url, &e))?;
     future.subscribe().block();
     let response = match future.get() {
         Some(Ok(Ok(response))) => response,
@@ -216,7 +226,12 @@ fn send_once(url: &str, max_bytes: usize) -> Result<Response, HttpError> {
         .headers()
         .entries()
         .into_iter()
-        .map(|(n, v)| (n.to_ascii_lowercase(), String::from_utf8_lossy(&v).into_owned()))
+        .map(|(n, v)| {
+            (
+                n.to_ascii_lowercase(),
+                String::from_utf8_lossy(&v).into_owned(),
+            )
+        })
         .collect();
     let incoming = response
         .consume()
@@ -321,16 +336,31 @@ mod tests {
 
     #[test]
     fn query_values_are_percent_encoded() {
-        assert_eq!(encode_query_value("São Paulo&x=1"), "S%C3%A3o%20Paulo%26x%3D1");
+        assert_eq!(
+            encode_query_value("São Paulo&x=1"),
+            "S%C3%A3o%20Paulo%26x%3D1"
+        );
     }
 
     #[test]
     fn redirect_locations_resolve_against_the_sender() {
         let base = "http://a.example.com:8080/docs/page?x=1";
-        assert_eq!(resolve(base, "https://b.example.com/").as_deref(), Some("https://b.example.com/"));
-        assert_eq!(resolve(base, "//c.example.com/p").as_deref(), Some("http://c.example.com/p"));
-        assert_eq!(resolve(base, "/root").as_deref(), Some("http://a.example.com:8080/root"));
-        assert_eq!(resolve(base, "next").as_deref(), Some("http://a.example.com:8080/docs/next"));
+        assert_eq!(
+            resolve(base, "https://b.example.com/").as_deref(),
+            Some("https://b.example.com/")
+        );
+        assert_eq!(
+            resolve(base, "//c.example.com/p").as_deref(),
+            Some("http://c.example.com/p")
+        );
+        assert_eq!(
+            resolve(base, "/root").as_deref(),
+            Some("http://a.example.com:8080/root")
+        );
+        assert_eq!(
+            resolve(base, "next").as_deref(),
+            Some("http://a.example.com:8080/docs/next")
+        );
         assert!(split("ftp://x").is_none());
         assert!(split("http://user@evil.example.com/").is_none());
         let p = split("https://x.example.com?q#f").unwrap_or_else(|| unreachable!());

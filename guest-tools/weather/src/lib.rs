@@ -66,8 +66,8 @@ impl Tool for Weather {
             http::encode_query_value(key.trim()),
             http::encode_query_value(&location)
         );
-        let response =
-            http::get(&url, MAX_RESPONSE_BYTES).map_err(|e| ToolError::new(redact(&e.to_string(), &key)))?;
+        let response = http::get(&url, MAX_RESPONSE_BYTES)
+            .map_err(|e| ToolError::new(redact(&e.to_string(), &key)))?;
         let data: Value = hermetic_sdk::serde_json::from_slice(&response.body).map_err(|_| {
             ToolError::new(format!(
                 "weatherapi.com answered HTTP {} with a body that is not JSON",
@@ -102,7 +102,9 @@ fn summarize(status: u16, data: &Value, units: &str) -> hermetic_sdk::Result<Val
         return Err(ToolError::new(format!("weatherapi.com: {message}")));
     }
     if !(200..300).contains(&status) {
-        return Err(ToolError::new(format!("weatherapi.com answered HTTP {status}")));
+        return Err(ToolError::new(format!(
+            "weatherapi.com answered HTTP {status}"
+        )));
     }
     let current = &data["current"];
     let temperature = if units == "imperial" {
@@ -111,7 +113,9 @@ fn summarize(status: u16, data: &Value, units: &str) -> hermetic_sdk::Result<Val
         &current["temp_c"]
     };
     if !temperature.is_number() {
-        return Err(ToolError::new("weatherapi.com's answer has no current temperature"));
+        return Err(ToolError::new(
+            "weatherapi.com's answer has no current temperature",
+        ));
     }
     Ok(json!({
         "location": data["location"]["name"],
@@ -194,10 +198,20 @@ mod tests {
             json!({"location": "London", "temperature": 51.8, "units": "imperial",
                    "condition": "Light rain", "humidity": 82})
         );
-        let err = summarize(400, &json!({"error": {"code": 1006, "message": "No matching location found."}}), "metric");
-        assert_eq!(err.unwrap_err().0, "weatherapi.com: No matching location found.");
+        let err = summarize(
+            400,
+            &json!({"error": {"code": 1006, "message": "No matching location found."}}),
+            "metric",
+        );
+        assert_eq!(
+            err.unwrap_err().0,
+            "weatherapi.com: No matching location found."
+        );
         assert!(summarize(200, &json!({}), "metric").is_err());
-        assert_eq!(redact("GET https://x/?key=a%20b failed", "a b"), "GET https://x/?key=[REDACTED] failed");
+        assert_eq!(
+            redact("GET https://x/?key=a%20b failed", "a b"),
+            "GET https://x/?key=[REDACTED] failed"
+        );
     }
 
     #[test]

@@ -11,9 +11,34 @@ const SKIPPED: [&str; 8] = [
 ];
 /// Elements that start a new line.
 const BLOCKS: [&str; 28] = [
-    "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
-    "footer", "nav", "aside", "main", "h1", "h2", "h3", "h4", "h5", "h6", "pre",
-    "blockquote", "hr", "dt", "dd", "figure", "form",
+    "p",
+    "div",
+    "br",
+    "li",
+    "ul",
+    "ol",
+    "tr",
+    "table",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "main",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "hr",
+    "dt",
+    "dd",
+    "figure",
+    "form",
 ];
 
 /// The page's `<title>` and its text.

@@ -88,7 +88,10 @@ fn results_errors(out: &Value) -> Vec<&str> {
 
 /// One page's entry: HTML reduced to text, other text passed through, binary refused.
 fn extract(page: &http::Response) -> Value {
-    let content_type = page.header("content-type").unwrap_or("").to_ascii_lowercase();
+    let content_type = page
+        .header("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let body = String::from_utf8_lossy(&page.body);
     let error = if (200..300).contains(&page.status) {
         Value::Null
@@ -159,7 +162,11 @@ mod tests {
 
     #[test]
     fn html_is_reduced_and_other_text_passes_through() {
-        let v = extract(&page("text/html; charset=utf-8", 200, "<title>T</title><p>Hello &amp; bye</p>"));
+        let v = extract(&page(
+            "text/html; charset=utf-8",
+            200,
+            "<title>T</title><p>Hello &amp; bye</p>",
+        ));
         assert_eq!(v["title"], "T");
         assert_eq!(v["content"], "Hello & bye");
         assert!(v["error"].is_null());
