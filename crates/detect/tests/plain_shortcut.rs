@@ -10,29 +10,11 @@
     reason = "tests"
 )]
 
+mod common;
+use common::{LABELLED, commands};
 use hermetic_detect::Detector;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use std::path::PathBuf;
-
-const LABELLED: [&str; 3] = [
-    "../../../shared/corpus/approval.jsonl",
-    "tests/approval_extra.jsonl",
-    "tests/unseen.jsonl",
-];
-
-fn commands(relative: &str) -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["command"].as_str().unwrap().to_owned()
-        })
-        .collect()
-}
 
 #[test]
 fn every_labelled_command_gets_the_parsers_detection() {

@@ -11,31 +11,16 @@
     reason = "tests"
 )]
 
+mod common;
+use common::{LABELLED, commands};
 use hermetic_detect::Detector;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
-
-fn commands(relative: &str) -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
-    let text = std::fs::read_to_string(&path).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["command"].as_str().unwrap().to_owned()
-        })
-        .collect()
-}
 
 #[test]
 fn detect_time_per_command_is_printed() {
     let detector = Detector::default();
-    for file in [
-        "../../../shared/corpus/approval.jsonl",
-        "tests/approval_extra.jsonl",
-        "tests/unseen.jsonl",
-    ] {
+    for file in LABELLED {
         let commands = commands(file);
         // Warm up (the parser's lazily built options, the allocator).
         for c in &commands {
