@@ -19,10 +19,11 @@
     reason = "benchmark set-up: a failure is a failed run"
 )]
 
+mod common;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -244,13 +245,7 @@ impl Server {
 
     /// User + system CPU time the server has used so far.
     fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        // Fields after the parenthesised command name; utime and stime are 14 and 15.
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let fields: Vec<&str> = after.split(' ').collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        // USER_HZ is 100 on Linux.
-        Duration::from_millis(ticks * 10)
+        common::cpu(self.child.id())
     }
 }
 
@@ -327,45 +322,15 @@ fn main() {
         return;
     }
     // `cargo bench` passes `--bench`; nothing else to parse.
-    let calls: usize = std::env::var("HERMETIC_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let tools = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        tools.path().join("echo.wasm"),
-    )
-    .unwrap();
-
-    let mut floor = Command::new(std::env::current_exe().unwrap());
-    floor.env(FLOOR_ENV, "1");
-    // HERMETIC_BENCH_BIN: another build of hermetic to measure (e.g. to compare two).
-    let bin = std::env::var_os("HERMETIC_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermetic").into());
-    let mut server = Command::new(bin);
-    server
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--no-bundled",
-            "--tools-dir",
-        ])
-        .arg(tools.path())
-        .current_dir(tools.path())
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        );
-
-    let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let calls = common::calls(3000);
+    let tools = common::echo_tools();
+    let floor = common::floor_command(FLOOR_ENV);
+    let server = common::hermetic_serve(&["--http", "127.0.0.1:0"], tools.path());
     println!(
         "MCP streamable HTTP, one session: {calls} sequential tools/call of echo on one keep-alive \
-         connection, then {} on {CONNECTIONS} connections at once; raw client; {cores} cores, load {}",
+         connection, then {} on {CONNECTIONS} connections at once; raw client; {}",
         calls * 20 / CONNECTIONS * CONNECTIONS,
-        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+        common::machine()
     );
     let floor = measure(floor, calls);
     let hermetic = measure(server, calls);
