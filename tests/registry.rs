@@ -437,3 +437,53 @@ fn a_corrupt_cache_entry_is_ignored_and_recompiled() {
         "ok"
     );
 }
+
+/// A registry over the bundled tools with `engine`'s fuel setting and no disk cache.
+fn bundled_without_cache(fuel: bool) -> (tempfile::TempDir, Registry) {
+    let (ws, mut options) = options();
+    options.engine.cache_dir = None;
+    options.engine.fuel = fuel;
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.add_bundled(), vec![]);
+    (ws, registry)
+}
+
+#[test]
+fn bundled_tools_load_from_the_code_the_build_compiled() {
+    let (ws, registry) = bundled_without_cache(false);
+    let stats = registry.runtime().compile_stats();
+    assert_eq!(stats.precompiled, hermetic::bundled_tools().len() as u64);
+    assert_eq!((stats.compiled, stats.cache_hits), (0, 0));
+    std::fs::write(ws.path().join("a.txt"), "precompiled\n").unwrap();
+    let read = call(&registry, "read_file", json!({"path": "a.txt"}));
+    assert!(
+        read["content"].as_str().unwrap().contains("precompiled"),
+        "{read}"
+    );
+}
+
+#[test]
+fn bundled_code_built_for_other_settings_is_refused_and_the_tool_compiled() {
+    // Fuel metering changes the code; the build's code is for the default engine.
+    let (_ws, registry) = bundled_without_cache(true);
+    let stats = registry.runtime().compile_stats();
+    assert_eq!(stats.precompiled, 0);
+    assert_eq!(stats.compiled, hermetic::bundled_tools().len() as u64);
+}
+
+#[test]
+fn other_bytes_under_a_bundled_name_do_not_get_the_bundled_code() {
+    let (_ws, mut options) = options();
+    options.engine.cache_dir = None;
+    let registry = Registry::new(options).unwrap();
+    let echo = std::fs::read(guest("echo")).unwrap();
+    registry
+        .add(&echo, ToolSource::Bundled("read_file".into()))
+        .unwrap();
+    let stats = registry.runtime().compile_stats();
+    assert_eq!((stats.precompiled, stats.compiled), (0, 1));
+    assert_eq!(
+        call(&registry, "echo", json!({"message": "mine"}))["echo"],
+        "mine"
+    );
+}

@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "src/compile_settings.rs"]
+mod compile_settings;
+
 /// The tools embedded in the `hermetic` binary (crate names in guest-tools/).
 const BUNDLED: &[&str] = &[
     "read_file",
@@ -96,13 +99,51 @@ fn run() -> Result<(), String> {
         ));
     }
     bundled.push_str("];\n");
-    let out = PathBuf::from(env("OUT_DIR")?).join("bundled.rs");
+    let out_dir = PathBuf::from(env("OUT_DIR")?);
+    bundled.push_str(&precompile(&wasm_dir, &out_dir)?);
+    let out = out_dir.join("bundled.rs");
     std::fs::write(&out, bundled).map_err(|e| format!("writing {}: {e}", out.display()))?;
     println!(
         "cargo::rustc-env=HERMETIC_GUEST_BUILD_DIR={}",
         wasm_dir.display()
     );
     Ok(())
+}
+
+/// Compiles the bundled tools to native code with the runtime's settings
+/// (`src/compile_settings.rs`), so a fresh install never compiles them at start, and
+/// returns the `PRECOMPILED` table: (crate name, code). Empty when building for another
+/// target than this machine: the code is this machine's.
+fn precompile(wasm_dir: &Path, out_dir: &Path) -> Result<String, String> {
+    let mut table = String::from(
+        "/// Bundled tools compiled at build time: (crate name, SHA-256 of the component,\n\
+         /// code for the default engine).\n\
+         pub static PRECOMPILED: &[(&str, &str, &[u8])] = &[\n",
+    );
+    if env("TARGET")? == env("HOST")? {
+        let mut config = wasmtime::Config::new();
+        compile_settings::apply(&mut config, false);
+        let engine = wasmtime::Engine::new(&config)
+            .map_err(|e| format!("building the engine that precompiles the tools: {e:#}"))?;
+        for name in BUNDLED {
+            let wasm = wasm_dir.join(format!("{name}.wasm"));
+            let bytes =
+                std::fs::read(&wasm).map_err(|e| format!("reading {}: {e}", wasm.display()))?;
+            let code = engine
+                .precompile_component(&bytes)
+                .map_err(|e| format!("precompiling {}: {e:#}", wasm.display()))?;
+            let path = out_dir.join(format!("{name}.cwasm"));
+            std::fs::write(&path, code).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            use sha2::Digest;
+            let digest = format!("{:x}", sha2::Sha256::digest(&bytes));
+            table.push_str(&format!(
+                "    ({name:?}, {digest:?}, include_bytes!({:?})),\n",
+                path.display().to_string()
+            ));
+        }
+    }
+    table.push_str("];\n");
+    Ok(table)
 }
 
 fn env(name: &str) -> Result<String, String> {

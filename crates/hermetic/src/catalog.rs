@@ -439,10 +439,13 @@ impl Catalog {
 
     /// Registers the tools embedded in this binary. Returns what was skipped.
     pub fn add_bundled(&self) -> Vec<LoadProblem> {
-        crate::bundled::BUNDLED
-            .iter()
-            .filter_map(|(name, bytes)| self.add(bytes, ToolSource::Bundled((*name).into())).err())
-            .collect()
+        let loaded = self.load_each(crate::bundled::BUNDLED, |(name, bytes)| {
+            let source = ToolSource::Bundled((*name).into());
+            let label = source.to_string();
+            self.load(bytes, source)
+                .map_err(|e| LoadProblem::new(label, &e))
+        });
+        self.register_all(loaded)
     }
 
     /// Registers every `*.wasm` in a directory (sorted by file name, not recursive).
@@ -462,18 +465,71 @@ impl Catalog {
             .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
             .collect();
         files.sort();
+        let loaded = self.load_each(&files, |path| {
+            let label = || path.display().to_string();
+            let bytes = component::read_file(path).map_err(|e| LoadProblem::new(label(), &e))?;
+            self.load(&bytes, ToolSource::File(path.clone()))
+                .map_err(|e| LoadProblem::new(label(), &e))
+        });
+        Ok(self.register_all(loaded))
+    }
+
+    /// Runs `load` over `items` on up to one thread per core (loading is CPU work:
+    /// decoding or compiling code, instantiating for `schema()`), the calling thread
+    /// included, and returns the results in `items`' order.
+    fn load_each<T: Sync>(
+        &self,
+        items: &[T],
+        load: impl Fn(&T) -> Result<LoadedTool, LoadProblem> + Sync,
+    ) -> Vec<Result<LoadedTool, LoadProblem>> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let helpers = cores.min(items.len()).saturating_sub(1);
+        if helpers == 0 {
+            return items.iter().map(load).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let done = Mutex::new(Vec::with_capacity(items.len()));
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let result = load(item);
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((i, result));
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                // Without a thread the calling one does that share of the work.
+                let _ = std::thread::Builder::new()
+                    .name("hermetic-load".into())
+                    .spawn_scoped(scope, work);
+            }
+            work();
+        });
+        let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+        done.sort_unstable_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, result)| result).collect()
+    }
+
+    /// Registers loaded tools in order (the first of a name keeps it, as when they are
+    /// added one by one); returns what was skipped.
+    fn register_all(&self, loaded: Vec<Result<LoadedTool, LoadProblem>>) -> Vec<LoadProblem> {
         let mut problems = Vec::new();
-        for path in files {
-            let outcome = component::read_file(&path)
-                .map_err(|e| LoadProblem::new(path.display().to_string(), &e))
-                .and_then(|bytes| self.add(&bytes, ToolSource::File(path.clone())));
+        for result in loaded {
+            let outcome = result.and_then(|tool| {
+                let label = tool.source.to_string();
+                self.register(tool).map_err(|e| LoadProblem::new(label, &e))
+            });
             if let Err(problem) = outcome {
                 // The caller reports it (the CLI and the server print problems once).
                 tracing::debug!(source = %problem.source, "skipped: {}", problem.reason);
                 problems.push(problem);
             }
         }
-        Ok(problems)
+        problems
     }
 
     fn entry(&self, name: &str) -> Option<Arc<Entry>> {

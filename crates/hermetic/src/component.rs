@@ -200,7 +200,6 @@ pub fn load(
     source: ToolSource,
     metadata_grants: &EffectiveGrants,
 ) -> Result<LoadedTool, LoadError> {
-    use sha2::Digest;
     if bytes.len() > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge(bytes.len()));
     }
@@ -280,7 +279,7 @@ pub fn load(
         validator,
         pre,
         source,
-        digest: format!("{:x}", sha2::Sha256::digest(bytes)),
+        digest: compiled.digest,
         name,
         handle_export,
     })

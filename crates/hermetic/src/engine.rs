@@ -88,15 +88,19 @@ pub struct Runtime {
     ticker_stop: Arc<AtomicBool>,
     compiled: AtomicU64,
     cache_hits: AtomicU64,
+    precompiled: AtomicU64,
 }
 
-/// How many components were compiled and how many were loaded from the cache.
+/// How many components were compiled, loaded from the cache, or loaded from the code
+/// the build compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompileStats {
     /// Compiled by Cranelift.
     pub compiled: u64,
     /// Loaded from the on-disk cache.
     pub cache_hits: u64,
+    /// Bundled tools loaded from the code the build compiled.
+    pub precompiled: u64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -126,17 +130,17 @@ impl Runtime {
             config.cache_dir = None;
         }
         let mut wasm = Config::new();
-        wasm.epoch_interruption(true);
-        wasm.consume_fuel(config.fuel);
-        // Deep recursion in a guest must trap, not overflow the host stack.
-        wasm.max_wasm_stack(1 << 20);
+        crate::compile_settings::apply(&mut wasm, config.fuel);
         if config.pooling {
             let mut pool = PoolingAllocationConfig::new();
             pool.total_component_instances(config.max_instances)
                 .total_core_instances(config.max_instances.saturating_mul(2))
                 .total_memories(config.max_instances.saturating_mul(2))
                 .total_tables(config.max_instances.saturating_mul(2))
-                .total_stacks(config.max_instances)
+                // Pooled stacks are fiber stacks, for wasmtime's async calls, which the
+                // host does not make (calls run on the calling thread's stack); setting
+                // up 1000 of them, a guard page each, was most of an empty start (~8 ms).
+                .total_stacks(0)
                 .max_memory_size(config.max_memory_bytes)
                 // Resetting a slot by zeroing resident pages is cheaper than madvise +
                 // page faults on the next call (measured: ~23 µs → ~8 µs per call).
@@ -176,6 +180,7 @@ impl Runtime {
             ticker_stop,
             compiled: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
+            precompiled: AtomicU64::new(0),
         })
     }
 
@@ -199,6 +204,7 @@ impl Runtime {
         CompileStats {
             compiled: self.compiled.load(Ordering::Relaxed),
             cache_hits: self.cache_hits.load(Ordering::Relaxed),
+            precompiled: self.precompiled.load(Ordering::Relaxed),
         }
     }
 
@@ -219,6 +225,14 @@ impl Runtime {
     /// [`EngineError::Compile`] if the bytes do not compile. Cache I/O failures are
     /// logged and fall back to compiling.
     pub fn compile(&self, bytes: &[u8]) -> Result<Compiled, EngineError> {
+        if let Some((component, digest)) = self.precompiled(bytes) {
+            self.precompiled.fetch_add(1, Ordering::Relaxed);
+            return Ok(Compiled {
+                component,
+                digest: digest.to_owned(),
+                cache_path: None,
+            });
+        }
         let key = format!("{:x}", Sha256::digest(bytes));
         let cached = self
             .config
@@ -233,6 +247,7 @@ impl Runtime {
                     self.cache_hits.fetch_add(1, Ordering::Relaxed);
                     return Ok(Compiled {
                         component,
+                        digest: key,
                         cache_path: None,
                     });
                 }
@@ -246,8 +261,32 @@ impl Runtime {
         self.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(Compiled {
             component,
+            digest: key,
             cache_path: cached,
         })
+    }
+
+    /// The build's native code (and digest) for `bytes` when they are a bundled tool's (the same
+    /// bytes, not just the same name) and the code fits this engine; `None` otherwise
+    /// (wasmtime refuses code built with other settings or for another CPU, and the
+    /// tool is then compiled as any other).
+    fn precompiled(&self, bytes: &[u8]) -> Option<(Component, &'static str)> {
+        let (name, _) = crate::bundled::BUNDLED
+            .iter()
+            .find(|(_, wasm)| std::ptr::eq(*wasm, bytes) || *wasm == bytes)?;
+        let (_, digest, code) = crate::bundled::PRECOMPILED
+            .iter()
+            .find(|(n, _, _)| n == name)?;
+        match load_precompiled(&self.engine, code) {
+            Ok(component) => Some((component, digest)),
+            Err(e) => {
+                tracing::debug!(
+                    tool = name,
+                    "compiling instead of using the build's code: {e:#}"
+                );
+                None
+            }
+        }
     }
 
     /// Writes freshly compiled code to the cache. Called only once the component was
@@ -266,6 +305,8 @@ impl Runtime {
 pub struct Compiled {
     /// The component.
     pub component: Component,
+    /// SHA-256 of the component's bytes, in hex.
+    pub digest: String,
     /// Cache entry to write on [`Runtime::commit`] (`None`: loaded from the cache, or
     /// no cache).
     cache_path: Option<PathBuf>,
@@ -321,6 +362,18 @@ fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was produced by `Component::serialize` of an engine with the
     // same compatibility digest (it is in the file name), see the function docs.
     unsafe { Component::deserialize_file(engine, path) }
+}
+
+/// Loads code the build script compiled (`build.rs`, `PRECOMPILED`).
+#[allow(
+    unsafe_code,
+    reason = "wasmtime's precompiled-code loading is unsafe by contract; see below"
+)]
+fn load_precompiled(engine: &Engine, code: &'static [u8]) -> wasmtime::Result<Component> {
+    // SAFETY: the bytes are embedded in this binary, produced by `precompile_component`
+    // of wasmtime at the version this crate pins, in our own build script; wasmtime
+    // still checks their header against this engine's version and settings.
+    unsafe { Component::deserialize(engine, code) }
 }
 
 fn store_cached(component: &Component, path: &Path) -> std::io::Result<()> {

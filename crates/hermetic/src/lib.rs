@@ -22,6 +22,7 @@
 mod bindings;
 mod call;
 mod catalog;
+mod compile_settings;
 pub mod component;
 mod dispatch;
 mod engine;

@@ -31,7 +31,9 @@ pub(crate) fn parse_message(text: &[u8]) -> Result<ClientJsonRpcMessage, serde_j
 /// The direct read of [`parse_message`]: `None` unless `text` is a tools/call request
 /// it may read.
 fn tools_call(text: &[u8]) -> Option<ClientJsonRpcMessage> {
-    let contains = |needle: &[u8]| text.windows(needle.len()).any(|w| w == needle);
+    // A body may be up to the transport's limit (16 MiB): one fast scan per word, not a
+    // slice compare per byte.
+    let contains = |needle: &[u8]| memchr::memmem::find(text, needle).is_some();
     if !contains(b"\"tools/call\"") || contains(b"\"result\"") || contains(b"\"error\"") {
         return None;
     }

@@ -1,4 +1,5 @@
 //! What the MCP benches share: the server under test, its CPU time, the machine line.
+#![allow(dead_code, reason = "each bench uses a part of it")]
 
 use std::path::Path;
 use std::process::Command;
