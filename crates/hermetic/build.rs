@@ -112,8 +112,10 @@ fn run() -> Result<(), String> {
 
 /// Compiles the bundled tools to native code with the runtime's settings
 /// (`src/compile_settings.rs`), so a fresh install never compiles them at start, and
-/// returns the `PRECOMPILED` table: (crate name, code). Empty when building for another
-/// target than this machine: the code is this machine's.
+/// returns the `PRECOMPILED` table: (crate name, SHA-256 of the component, code). Empty
+/// when building for another target than this machine: the code would be this
+/// machine's. (Code built on a CPU with features the running one lacks is refused by
+/// wasmtime at start, and the tool compiled there instead.)
 fn precompile(wasm_dir: &Path, out_dir: &Path) -> Result<String, String> {
     let mut table = String::from(
         "/// Bundled tools compiled at build time: (crate name, SHA-256 of the component,\n\
