@@ -35,13 +35,6 @@ use std::time::{Duration, Instant};
 /// MCP sessions of the memory run.
 const SESSIONS: usize = 1000;
 
-/// The hermetic binary under test.
-fn hermetic() -> Command {
-    let bin = std::env::var_os("HERMETIC_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermetic").into());
-    Command::new(bin)
-}
-
 /// Spawns `server` (an MCP stdio server), sends the handshake and `call` in one write,
 /// and returns the time until the call's result came back.
 fn first_result(mut server: Command, call: &Value) -> Duration {
@@ -116,7 +109,7 @@ fn start_figures(runs: usize) {
     let echo = json!({"name": "echo", "arguments": {"message": "hi"}});
     let tools = common::echo_tools();
     let serve = |cache: &Path, bundled: bool| {
-        let mut server = hermetic();
+        let mut server = common::hermetic();
         server
             .args(["serve", "--stdio"])
             .current_dir(workspace.path())
@@ -164,7 +157,7 @@ fn memory_figures() {
         ),
     )
     .unwrap();
-    let mut command = hermetic();
+    let mut command = common::hermetic();
     command
         .args(["serve", "--http", "127.0.0.1:0", "--policy"])
         .arg(&policy)

@@ -27,9 +27,7 @@ pub fn echo_tools() -> tempfile::TempDir {
 /// `hermetic serve TRANSPORT… --no-bundled --tools-dir TOOLS` with the suites' compiled-code
 /// cache; `HERMETIC_BENCH_BIN` names another build to run (e.g. to compare two).
 pub fn hermetic_serve(transport: &[&str], tools: &Path) -> Command {
-    let bin = std::env::var_os("HERMETIC_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermetic").into());
-    let mut server = Command::new(bin);
+    let mut server = hermetic();
     server
         .arg("serve")
         .args(transport)
@@ -41,6 +39,13 @@ pub fn hermetic_serve(transport: &[&str], tools: &Path) -> Command {
             Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
         );
     server
+}
+
+/// The hermetic binary under test: this package's, or `HERMETIC_BENCH_BIN`.
+pub fn hermetic() -> Command {
+    let bin = std::env::var_os("HERMETIC_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hermetic").into());
+    Command::new(bin)
 }
 
 /// This bench re-executed with `env` set (how each bench becomes its floor server).
