@@ -487,3 +487,34 @@ fn other_bytes_under_a_bundled_name_do_not_get_the_bundled_code() {
         "mine"
     );
 }
+
+#[test]
+fn the_build_code_of_bundled_tools_goes_to_the_cache_and_later_starts_map_it() {
+    let cache = tempfile::TempDir::new().unwrap();
+    let start = || {
+        let (ws, mut options) = options();
+        options.engine.cache_dir = Some(cache.path().to_path_buf());
+        let registry = Registry::new(options).unwrap();
+        assert_eq!(registry.add_bundled(), vec![]);
+        (ws, registry)
+    };
+    let bundled = hermetic::bundled_tools().len() as u64;
+    let (_ws1, first) = start();
+    let stats = first.runtime().compile_stats();
+    assert_eq!(
+        (stats.precompiled, stats.cache_hits, stats.compiled),
+        (bundled, 0, 0)
+    );
+    let (ws2, second) = start();
+    let stats = second.runtime().compile_stats();
+    assert_eq!(
+        (stats.precompiled, stats.cache_hits, stats.compiled),
+        (0, bundled, 0)
+    );
+    std::fs::write(ws2.path().join("a.txt"), "mapped\n").unwrap();
+    let read = call(&second, "read_file", json!({"path": "a.txt"}));
+    assert!(
+        read["content"].as_str().unwrap().contains("mapped"),
+        "{read}"
+    );
+}

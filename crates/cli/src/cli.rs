@@ -76,8 +76,8 @@ struct HostArgs {
     #[arg(long = "allow-override", value_name = "NAME")]
     allow_override: Vec<String>,
 
-    /// Do not read or write the compiled-code cache (the bundled tools still use the
-    /// code the build compiled).
+    /// Do not read or write the compiled-code cache (the bundled tools then load the
+    /// code the build compiled, copied out of the binary at every start).
     #[arg(long)]
     no_cache: bool,
 }

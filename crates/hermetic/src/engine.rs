@@ -216,24 +216,23 @@ impl Runtime {
             .max(1)
     }
 
-    /// Compiles a component, or loads its compiled code from the cache.
+    /// Compiles a component, or loads its compiled code from the cache, or, for a
+    /// bundled tool, from the code the build compiled.
     ///
     /// The cache key is the SHA-256 of the component bytes plus a digest of the engine's
-    /// compilation settings, so a changed engine never loads stale code.
+    /// compilation settings, so a changed engine never loads stale code. A bundled
+    /// tool's code goes to the cache too: loading a file maps it, where the embedded
+    /// code must be copied (~7 MiB for the bundled tools, and the time to copy it).
     ///
     /// # Errors
     /// [`EngineError::Compile`] if the bytes do not compile. Cache I/O failures are
     /// logged and fall back to compiling.
     pub fn compile(&self, bytes: &[u8]) -> Result<Compiled, EngineError> {
-        if let Some((component, digest)) = self.precompiled(bytes) {
-            self.precompiled.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled {
-                component,
-                digest: digest.to_owned(),
-                cache_path: None,
-            });
-        }
-        let key = format!("{:x}", Sha256::digest(bytes));
+        let bundled = bundled_code(bytes);
+        let key = match bundled {
+            Some((_, digest, _)) => digest.to_owned(),
+            None => format!("{:x}", Sha256::digest(bytes)),
+        };
         let cached = self
             .config
             .cache_dir
@@ -256,6 +255,26 @@ impl Runtime {
                 }
             }
         }
+        if let Some((name, _, code)) = bundled {
+            // wasmtime refuses code built with other settings or for another CPU; the
+            // tool is then compiled as any other.
+            match load_precompiled(&self.engine, code) {
+                Ok(component) => {
+                    self.precompiled.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Compiled {
+                        component,
+                        digest: key,
+                        cache_path: cached,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        tool = name,
+                        "compiling instead of using the build's code: {e:#}"
+                    )
+                }
+            }
+        }
         let component = Component::new(&self.engine, bytes)
             .map_err(|e| EngineError::Compile(format!("{e:#}")))?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
@@ -264,29 +283,6 @@ impl Runtime {
             digest: key,
             cache_path: cached,
         })
-    }
-
-    /// The build's native code (and digest) for `bytes` when they are a bundled tool's (the same
-    /// bytes, not just the same name) and the code fits this engine; `None` otherwise
-    /// (wasmtime refuses code built with other settings or for another CPU, and the
-    /// tool is then compiled as any other).
-    fn precompiled(&self, bytes: &[u8]) -> Option<(Component, &'static str)> {
-        let (name, _) = crate::bundled::BUNDLED
-            .iter()
-            .find(|(_, wasm)| std::ptr::eq(*wasm, bytes) || *wasm == bytes)?;
-        let (_, digest, code) = crate::bundled::PRECOMPILED
-            .iter()
-            .find(|(n, _, _)| n == name)?;
-        match load_precompiled(&self.engine, code) {
-            Ok(component) => Some((component, digest)),
-            Err(e) => {
-                tracing::debug!(
-                    tool = name,
-                    "compiling instead of using the build's code: {e:#}"
-                );
-                None
-            }
-        }
     }
 
     /// Writes freshly compiled code to the cache. Called only once the component was
@@ -362,6 +358,18 @@ fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was produced by `Component::serialize` of an engine with the
     // same compatibility digest (it is in the file name), see the function docs.
     unsafe { Component::deserialize_file(engine, path) }
+}
+
+/// The build's (name, digest, code) for `bytes` when they are a bundled tool's: the
+/// same bytes, not just the same name.
+fn bundled_code(bytes: &[u8]) -> Option<(&'static str, &'static str, &'static [u8])> {
+    let (name, _) = crate::bundled::BUNDLED
+        .iter()
+        .find(|(_, wasm)| std::ptr::eq(*wasm, bytes) || *wasm == bytes)?;
+    crate::bundled::PRECOMPILED
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .copied()
 }
 
 /// Loads code the build script compiled (`build.rs`, `PRECOMPILED`).
