@@ -4,9 +4,10 @@
 //! over many iterations, so before the criterion groups run, the bench times every
 //! corpus command on its own (25 rounds) and prints the median, p90 and mean of those
 //! per-command times, for the shared corpus and for every labelled command (the
-//! corpus, our extra cases and the held-out `unseen.jsonl`). Then `detect/corpus_command` runs one corpus command per
-//! iteration, cycling through all of them (its time is the mean per command), and
-//! `detect/whole_corpus` runs every command per iteration.
+//! corpus, our extra cases and the held-out `unseen.jsonl`). Then
+//! `detect/corpus_command` runs one corpus command per iteration, cycling through all
+//! of them (its time is the mean per command), and `detect/whole_corpus` runs every
+//! command per iteration.
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented public fn"

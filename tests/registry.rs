@@ -438,7 +438,7 @@ fn a_corrupt_cache_entry_is_ignored_and_recompiled() {
     );
 }
 
-/// A registry over the bundled tools with `engine`'s fuel setting and no disk cache.
+/// A registry over the bundled tools, fuel metering on if `fuel`, no disk cache.
 fn bundled_without_cache(fuel: bool) -> (tempfile::TempDir, Registry) {
     let (ws, mut options) = options();
     options.engine.cache_dir = None;

@@ -4,6 +4,7 @@
 //! The guests go to `<target>/guest-tools`, shared by every host profile, so debug and
 //! release builds of the host do not compile the guests twice.
 
+use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -136,7 +137,6 @@ fn precompile(wasm_dir: &Path, out_dir: &Path) -> Result<String, String> {
                 .map_err(|e| format!("precompiling {}: {e:#}", wasm.display()))?;
             let path = out_dir.join(format!("{name}.cwasm"));
             std::fs::write(&path, code).map_err(|e| format!("writing {}: {e}", path.display()))?;
-            use sha2::Digest;
             let digest = format!("{:x}", sha2::Sha256::digest(&bytes));
             table.push_str(&format!(
                 "    ({name:?}, {digest:?}, include_bytes!({:?})),\n",

@@ -166,15 +166,18 @@ fn memory_figures() {
         ),
     )
     .unwrap();
-    let mut command = common::hermetic();
-    command
-        .args(["serve", "--http", "127.0.0.1:0", "--policy"])
-        .arg(&policy)
-        .current_dir(dir.path())
-        .env("HERMETIC_CACHE_DIR", dir.path().join("cache"));
+    let serve = || {
+        let mut command = common::hermetic();
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--policy"])
+            .arg(&policy)
+            .current_dir(dir.path())
+            .env("HERMETIC_CACHE_DIR", dir.path().join("cache"));
+        command
+    };
     // The first start puts the bundled tools' code in the cache; measure a later one.
-    drop(http::Server::spawn(clone(&command)));
-    let server = http::Server::spawn(command);
+    drop(http::Server::spawn(serve()));
+    let server = http::Server::spawn(serve());
     std::thread::sleep(Duration::from_secs(1));
     let pid = server.child.id();
     let (rss, peak) = memory(pid);
@@ -191,22 +194,6 @@ fn memory_figures() {
         sessions.len(),
         opened.as_secs_f64()
     );
-}
-
-/// Another command with `command`'s program, arguments, directory and environment.
-fn clone(command: &Command) -> Command {
-    let mut copy = Command::new(command.get_program());
-    copy.args(command.get_args());
-    if let Some(dir) = command.get_current_dir() {
-        copy.current_dir(dir);
-    }
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(value) => copy.env(key, value),
-            None => copy.env_remove(key),
-        };
-    }
-    copy
 }
 
 fn main() {

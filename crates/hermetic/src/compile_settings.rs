@@ -3,7 +3,8 @@
 //! (`build.rs` includes this file), so the embedded code fits the engine that loads
 //! it. wasmtime checks the fit again when it loads the code (any drift, e.g. another
 //! CPU, means the tool is compiled at start instead); the
-//! `bundled_code_fits_the_default_engine` test fails on drift.
+//! `bundled_tools_load_from_the_code_the_build_compiled` test (tests/registry.rs)
+//! fails on drift.
 //!
 //! Only wasmtime and std here: the build script has nothing else.
 
