@@ -68,143 +68,180 @@ impl McpHandler {
         Some((tenant, session))
     }
 
-    /// tools/call: runs the tool with the request's tenant and session, forwards its
-    /// progress when the client asked for it, and cancels it when the request is
-    /// cancelled, its session ends, or this future is dropped.
+    /// tools/call from rmcp: who asks and what the client can receive during the call
+    /// come from the request's context.
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let started = std::time::Instant::now();
-        let name = request.name.to_string();
         let Some((tenant, session)) = self.identity(&context) else {
             return Ok(error_result("unauthenticated: this server requires a bearer token").into());
         };
-        let audit = self.shared.options.audit.as_deref();
-        let round_wanted = wants_input_round(&context);
-        // The arguments as JSON text only for the audit record and an input round's
-        // binding; the call itself takes the parsed object.
-        let args = if audit.is_some() || round_wanted {
-            match &request.arguments {
-                Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
-                None => "{}".to_owned(),
-            }
-        } else {
-            String::new()
+        let site = CallSite {
+            tenant,
+            session,
+            request: context.id.clone(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (context.peer.clone(), token)),
+            round_wanted: wants_input_round(&context),
+            peer: Some(context.peer.clone()),
+            cancelled: Some(context.ct.clone()),
         };
-        if self
-            .shared
-            .draining
-            .load(std::sync::atomic::Ordering::SeqCst)
-        {
-            let result = "the server is shutting down; retry on another server or later";
-            if let Some(audit) = audit {
-                audit.record_or_log(&super::audit::Event {
-                    kind: "decision",
-                    tenant: &tenant,
-                    session: &session,
-                    tool: &name,
-                    outcome: "shutting_down",
-                    ..Default::default()
-                });
-            }
-            return Ok(error_result(result).into());
+        call_tool(&self.shared, request, site).await
+    }
+}
+
+/// Where a tools/call comes from, as the call needs it: who asks, and what the client
+/// can receive while it runs.
+pub(crate) struct CallSite {
+    /// The caller's tenant.
+    pub(crate) tenant: Arc<str>,
+    /// Its session ("" for none).
+    pub(crate) session: String,
+    /// The request's id (a transport cancels the call by it).
+    pub(crate) request: rmcp::model::RequestId,
+    /// Where to send progress, when the client asked for it.
+    pub(crate) progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    /// Whether the call may answer with an input round ([`wants_input_round`]).
+    pub(crate) round_wanted: bool,
+    /// The session's peer, for approvals asked of the client (elicitation); without
+    /// one they go to the approval broker only.
+    pub(crate) peer: Option<Peer<RoleServer>>,
+    /// Fires when the request is cancelled or its session ends (rmcp's token).
+    pub(crate) cancelled: Option<tokio_util::sync::CancellationToken>,
+}
+
+/// tools/call: runs the tool with the caller's tenant and session, forwards its
+/// progress when the client asked for it, and cancels it when the request is
+/// cancelled, its session ends, or this future is dropped. Audited. Shared by rmcp's
+/// handler and the HTTP front's direct path for plain calls.
+pub(crate) async fn call_tool(
+    shared: &Arc<Shared>,
+    request: CallToolRequestParams,
+    site: CallSite,
+) -> Result<CallToolResponse, McpError> {
+    let started = std::time::Instant::now();
+    let name = request.name.to_string();
+    let CallSite {
+        tenant,
+        session,
+        request: request_id,
+        progress,
+        round_wanted,
+        peer,
+        cancelled,
+    } = site;
+    let audit = shared.options.audit.as_deref();
+    // The arguments as JSON text only for the audit record and an input round's
+    // binding; the call itself takes the parsed object.
+    let args = if audit.is_some() || round_wanted {
+        match &request.arguments {
+            Some(map) => serde_json::to_string(map).unwrap_or_else(|_| "{}".to_owned()),
+            None => "{}".to_owned(),
         }
-        if !self.shared.may_call(&name) {
-            // Same answer as for a tool that does not exist: a selection never reveals
-            // what lies outside it.
-            let result = CallOutcome::UnknownTool { name: name.clone() };
-            if let Some(audit) = audit {
-                record_call(
-                    audit,
-                    &self.shared,
-                    &tenant,
-                    &session,
-                    &name,
-                    &args,
-                    &result,
-                    None,
-                    started,
-                );
-            }
-            return respond(&result);
+    } else {
+        String::new()
+    };
+    if shared.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        let result = "the server is shutting down; retry on another server or later";
+        if let Some(audit) = audit {
+            audit.record_or_log(&super::audit::Event {
+                kind: "decision",
+                tenant: &tenant,
+                session: &session,
+                tool: &name,
+                outcome: "shutting_down",
+                ..Default::default()
+            });
         }
-        let (progress, forwarder) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, task) = forward_progress(context.peer.clone(), token);
-                (Some(sink), Some(task))
-            }
-            None => (None, None),
-        };
-        let cancel = CancelOnDrop(CancelToken::new());
-        // Lets the transport cancel this call at once: when the client's stream for it
-        // goes away, its session is deleted, or a shutdown's grace ran out.
-        let _live = self
-            .shared
-            .live
-            .register(&session, context.id.clone(), cancel.0.clone());
-        let round = round_wanted
-            .then(|| input_round(&request, &tenant, &session, &name, &args))
-            .flatten();
-        let mut approver =
-            super::approvals::McpApprover::new(Some(&context.peer), self.shared.broker.clone())
-                .with_cancel(cancel.0.clone())
-                .with_tool(&name);
-        if let Some(round) = &round {
-            approver = approver.with_round(round.clone());
+        return Ok(error_result(result).into());
+    }
+    if !shared.may_call(&name) {
+        // Same answer as for a tool that does not exist: a selection never reveals
+        // what lies outside it.
+        let result = CallOutcome::UnknownTool { name: name.clone() };
+        if let Some(audit) = audit {
+            record_call(
+                audit, shared, &tenant, &session, &name, &args, &result, None, started,
+            );
         }
-        let mut options = CallOptions::default()
-            .with_tenant(tenant.to_string())
-            .with_session(session.clone())
-            .with_cancel(cancel.0.clone())
-            .with_approver(Arc::new(approver));
-        options.progress = progress;
-        let call_args = request.arguments.unwrap_or_default();
-        let call = self
-            .shared
-            .registry
-            .invoke_object_async(name.clone(), call_args, options);
-        tokio::pin!(call);
-        // `ct` fires on notifications/cancelled and when the session ends (the client
-        // went away). The guest is interrupted at its next epoch tick and the call
-        // returns the "cancelled" error, so no sandbox outlives its request.
-        let result = tokio::select! {
+        return respond(&result);
+    }
+    let (progress, forwarder) = match progress {
+        Some((peer, token)) => {
+            let (sink, task) = forward_progress(peer, token);
+            (Some(sink), Some(task))
+        }
+        None => (None, None),
+    };
+    let cancel = CancelOnDrop(CancelToken::new());
+    // Lets the transport cancel this call at once: when the client's stream for it
+    // goes away, its session is deleted, or a shutdown's grace ran out.
+    let _live = shared.live.register(&session, request_id, cancel.0.clone());
+    let round = round_wanted
+        .then(|| input_round(&request, &tenant, &session, &name, &args))
+        .flatten();
+    let mut approver = super::approvals::McpApprover::new(peer.as_ref(), shared.broker.clone())
+        .with_cancel(cancel.0.clone())
+        .with_tool(&name);
+    if let Some(round) = &round {
+        approver = approver.with_round(round.clone());
+    }
+    let mut options = CallOptions::default()
+        .with_tenant(tenant.to_string())
+        .with_session(session.clone())
+        .with_cancel(cancel.0.clone())
+        .with_approver(Arc::new(approver));
+    options.progress = progress;
+    let call_args = request.arguments.unwrap_or_default();
+    let call = shared
+        .registry
+        .invoke_object_async(name.clone(), call_args, options);
+    tokio::pin!(call);
+    // `cancelled` fires on notifications/cancelled and when the session ends (the
+    // client went away). The guest is interrupted at its next epoch tick and the call
+    // returns the "cancelled" error, so no sandbox outlives its request.
+    let result = match cancelled {
+        Some(ct) => tokio::select! {
             result = &mut call => result,
-            () = context.ct.cancelled() => {
+            () = ct.cancelled() => {
                 cancel.0.cancel();
                 let result = call.await;
                 tracing::info!(tool = %name, "call cancelled by the client: {}", result.to_json());
                 result
             }
-        };
-        // The call has returned, so its sink is dropped: the forwarder drains what is
-        // buffered and ends, and every progress notification precedes the result.
-        if let Some(task) = forwarder
-            && let Err(e) = task.await
-        {
-            tracing::warn!("progress forwarding failed: {e}");
-        }
-        // A 2026-07-28 call that asked the user: this leg's result (the command did not
-        // run) gives way to the question; the client retries with the answer.
-        let input_required = round.as_deref().and_then(InputRound::input_required);
-        if let Some(audit) = audit {
-            record_call(
-                audit,
-                &self.shared,
-                &tenant,
-                &session,
-                &name,
-                &args,
-                &result,
-                input_required.is_some().then_some("input_required"),
-                started,
-            );
-        }
-        match input_required {
-            Some(input) => Ok(input.into()),
-            None => respond(&result),
-        }
+        },
+        None => call.await,
+    };
+    // The call has returned, so its sink is dropped: the forwarder drains what is
+    // buffered and ends, and every progress notification precedes the result.
+    if let Some(task) = forwarder
+        && let Err(e) = task.await
+    {
+        tracing::warn!("progress forwarding failed: {e}");
+    }
+    // A 2026-07-28 call that asked the user: this leg's result (the command did not
+    // run) gives way to the question; the client retries with the answer.
+    let input_required = round.as_deref().and_then(InputRound::input_required);
+    if let Some(audit) = audit {
+        record_call(
+            audit,
+            shared,
+            &tenant,
+            &session,
+            &name,
+            &args,
+            &result,
+            input_required.is_some().then_some("input_required"),
+            started,
+        );
+    }
+    match input_required {
+        Some(input) => Ok(input.into()),
+        None => respond(&result),
     }
 }
 

@@ -54,7 +54,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -123,6 +123,7 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 type Body = BoxBody<Bytes, Infallible>;
 
 pub mod console;
+mod direct;
 mod json_reply;
 
 /// The rmcp tower service for `server`: one [`super::McpHandler`] per session (or per
@@ -183,6 +184,9 @@ type Pruned = Vec<(Arc<str>, Box<str>)>;
 #[derive(Default)]
 struct Owners {
     owner: HashMap<Box<str>, Arc<str>>,
+    /// When each session's rmcp worker last saw a message from the front: calls
+    /// answered by [`direct`] do not reach it, and an idle worker ends its session.
+    touched: HashMap<Box<str>, Instant>,
     by_tenant: HashMap<Arc<str>, TenantSessions>,
     /// Size after the last full pruning: prune again when it doubles (amortised O(1)).
     pruned_at: usize,
@@ -251,7 +255,10 @@ impl SessionOwners {
         let live = self.manager.sessions.read().await;
         let mut state = self.lock();
         let Owners {
-            owner, by_tenant, ..
+            owner,
+            touched,
+            by_tenant,
+            ..
         } = &mut *state;
         let t = by_tenant.entry(tenant.clone()).or_default();
         let dead: Vec<Box<str>> = t
@@ -265,6 +272,7 @@ impl SessionOwners {
         for id in dead {
             t.ids.remove(&id);
             owner.remove(&id);
+            touched.remove(&id);
             pruned.push((tenant.clone(), id));
         }
         if t.ids.len() + t.opening < self.max_per_tenant {
@@ -280,6 +288,7 @@ impl SessionOwners {
         let due = {
             let mut state = self.lock();
             state.owner.insert(Box::from(id), tenant.clone());
+            state.touched.insert(Box::from(id), Instant::now());
             state
                 .by_tenant
                 .entry(tenant)
@@ -295,6 +304,7 @@ impl SessionOwners {
         let mut state = self.lock();
         let Owners {
             owner,
+            touched,
             by_tenant,
             pruned_at,
         } = &mut *state;
@@ -307,6 +317,7 @@ impl SessionOwners {
             keep
         });
         drop(live);
+        touched.retain(|id, _| owner.contains_key(id));
         for (tenant, id) in &pruned {
             if let Some(t) = by_tenant.get_mut(tenant) {
                 t.ids.remove(id);
@@ -319,12 +330,62 @@ impl SessionOwners {
 
     fn unbind(&self, id: &str) {
         let mut state = self.lock();
+        state.touched.remove(id);
         if let Some(tenant) = state.owner.remove(id)
             && let Some(t) = state.by_tenant.get_mut(&tenant)
         {
             t.ids.remove(id);
             if t.ids.is_empty() && t.opening == 0 {
                 state.by_tenant.remove(&tenant);
+            }
+        }
+    }
+}
+
+impl SessionOwners {
+    /// Whether rmcp still holds session `id` (it may have idled out or closed).
+    async fn is_live(&self, id: &str) -> bool {
+        self.manager.sessions.read().await.contains_key(id)
+    }
+
+    /// Tells session `id`'s rmcp worker that the session is in use, at most four
+    /// times per idle limit: calls answered by [`direct`] never reach it, and a worker
+    /// that hears nothing for `session_idle_timeout_secs` ends the session under a
+    /// client still calling. The message is `notifications/roots/list_changed`, which the
+    /// handler ignores (this server asks for no roots).
+    async fn keep_alive(&self, id: &str) {
+        // A quarter of the idle limit: the worker hears from the session well before
+        // it would end it.
+        let every = self
+            .manager
+            .session_config
+            .keep_alive
+            .map_or(Duration::MAX, |limit| limit / 4);
+        let due = {
+            let mut state = self.lock();
+            let now = Instant::now();
+            match state.touched.get_mut(id) {
+                Some(at) if now.duration_since(*at) < every => false,
+                Some(at) => {
+                    *at = now;
+                    true
+                }
+                None => {
+                    state.touched.insert(Box::from(id), now);
+                    false
+                }
+            }
+        };
+        if due {
+            use rmcp::model::{ClientNotification, RootsListChangedNotification};
+            use rmcp::transport::streamable_http_server::session::SessionManager;
+            let touch = ClientJsonRpcMessage::notification(
+                ClientNotification::RootsListChangedNotification(
+                    RootsListChangedNotification::default(),
+                ),
+            );
+            if let Err(e) = self.manager.accept_message(&Arc::from(id), touch).await {
+                tracing::debug!(session = id, "could not keep the session alive: {e}");
             }
         }
     }
@@ -661,12 +722,35 @@ impl Front {
                     };
                 }
             };
-            let asked = Asked::of(&message);
-            if let Some(tool) = asked.tool
+            if let Some(tool) = Asked::of(&message).tool
                 && let Some(response) = self.rate_limit(&tenant, tool, session.as_deref())
             {
                 return response;
             }
+            let mut message = message;
+            if let Some(id) = &session {
+                self.cancel_direct(id, &message);
+                if json_reply::accepts_json(&parts.headers) && self.sessions.is_live(id).await {
+                    match direct::plain_call(message, &self.server, &tenant.id) {
+                        Ok((request, params)) => {
+                            self.sessions.keep_alive(id).await;
+                            let sending = self.responses.token();
+                            let (tenant, session) = (tenant.id.clone(), id.clone());
+                            return direct::answer(
+                                &self.server,
+                                tenant,
+                                session,
+                                request,
+                                params,
+                                sending,
+                            )
+                            .await;
+                        }
+                        Err(back) => message = back,
+                    }
+                }
+            }
+            let asked = Asked::of(&message);
             if asked.initialize && session.is_none() {
                 if let Err(wait) = tenant.sessions.check() {
                     return too_many_requests(
@@ -761,6 +845,18 @@ impl Front {
             response = tracked.map(BodyExt::boxed);
         }
         response
+    }
+
+    /// A `notifications/cancelled` reaches the calls [`direct`] runs (rmcp, which gets
+    /// it too, knows only its own).
+    fn cancel_direct(&self, session: &str, message: &ClientJsonRpcMessage) {
+        use rmcp::model::ClientNotification;
+        if let ClientJsonRpcMessage::Notification(notification) = message
+            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+            && let Some(request) = &cancelled.params.request_id
+        {
+            self.server.shared.live.cancel_request(session, request);
+        }
     }
 
     /// Ends the terminals (background processes, containers) of sessions that idled

@@ -273,6 +273,100 @@ fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
     }
 }
 
+// ── Plain session calls, answered by the front without rmcp's session worker ──────
+
+#[test]
+fn a_plain_session_call_gets_the_answer_the_session_worker_gives() {
+    let running = Running::start(ServerPolicy::default());
+    let session = running.open_session().unwrap();
+    for (id, tool) in [(7, "echo"), (8, "no_such_tool")] {
+        let plain = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"message": "hi"}}});
+        let (status, head, body) = running.exchange(Some(&session), true, &plain.to_string());
+        assert_eq!(status, 200, "{body}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let direct: Value = serde_json::from_str(&body).unwrap();
+        // A progress token sends the same call through rmcp (echo reports no
+        // progress, so its answer is plain JSON too).
+        let mut tracked = plain.clone();
+        tracked["params"]["_meta"] = json!({"progressToken": "p"});
+        let (status, _, body) = running.exchange(Some(&session), true, &tracked.to_string());
+        assert_eq!(status, 200, "{body}");
+        let through_rmcp: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(direct, through_rmcp);
+    }
+    let (_, _, body) = running.exchange(
+        Some(&session),
+        true,
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}}})
+        .to_string(),
+    );
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["id"], 9);
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi"),
+        "{answer}"
+    );
+    running.stop();
+}
+
+#[test]
+fn a_long_plain_call_streams_keep_alives_and_notifications_cancelled_ends_it() {
+    let running = Running::start(ServerPolicy::default());
+    let session = running.open_session().unwrap();
+    let mut stream = running.connect();
+    running.post(
+        &mut stream,
+        Some(&session),
+        true,
+        &call(1, "spin_long", false),
+    );
+    running.wait_for_calls(1);
+    // No result within the JSON wait: the answer becomes an event stream.
+    let mut buf = Vec::new();
+    let header_end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        assert!(read_more(&mut stream, &mut buf), "closed before a response");
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "test"}});
+    let (status, _, body) = running.exchange(Some(&session), true, &cancel.to_string());
+    assert_eq!(status, 202, "{body}");
+    let took = running.time_until_idle();
+    assert!(
+        took < AT_ONCE,
+        "the call ran on for {took:?} after it was cancelled"
+    );
+    // The stream ends with the call's answer: the "cancelled" error result.
+    let event = loop {
+        let text = String::from_utf8_lossy(&buf[header_end..]).into_owned();
+        if let Some(start) = text.find("data: ")
+            && let Some(len) = text[start..].find("\n\n")
+        {
+            break text[start + 6..start + len].to_owned();
+        }
+        assert!(
+            read_more(&mut stream, &mut buf),
+            "the stream ended unanswered"
+        );
+    };
+    let answer: Value = serde_json::from_str(&event).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cancel"), "{text}");
+    running.stop();
+}
+
 // ── 8. A client that goes away cancels its call ──────────────────────────────────
 
 #[test]
@@ -395,6 +489,34 @@ fn an_idle_session_ends_after_session_idle_timeout_secs() {
         // Each request is traffic and restarts the clock: wait well past it.
         std::thread::sleep(Duration::from_secs(3));
     }
+    running.stop();
+}
+
+#[test]
+fn a_session_used_only_by_plain_calls_stays_alive_and_still_idles_out() {
+    let running = Running::start(ServerPolicy {
+        session_idle_timeout_secs: Some(1),
+        ..ServerPolicy::default()
+    });
+    let session = running.open_session().unwrap();
+    let echo = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}}})
+        .to_string()
+    };
+    // Plain calls are answered by the front, not the session's rmcp worker: they
+    // must still count as traffic, or the session would end under its client.
+    let start = Instant::now();
+    let mut id = 0;
+    while start.elapsed() < Duration::from_secs(4) {
+        id += 1;
+        let (status, _, body) = running.exchange(Some(&session), true, &echo(id));
+        assert_eq!(status, 200, "call {id} after {:?}: {body}", start.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, _, body) = running.exchange(Some(&session), true, &echo(id + 1));
+    assert_eq!(status, 404, "the session never idled out: {body}");
     running.stop();
 }
 
