@@ -1088,7 +1088,12 @@ fn text(status: StatusCode, body: &str) -> Response<Body> {
 }
 
 fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    json_bytes(status, value.to_string().into_bytes())
+}
+
+/// A response of JSON already serialised.
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

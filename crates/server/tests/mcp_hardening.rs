@@ -200,18 +200,24 @@ fn call(id: u64, tool: &str, stateless: bool) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
 }
 
-/// Reads one HTTP/1.1 response (Content-Length, chunked, or to the end).
-fn response(stream: &mut TcpStream) -> (u16, String, String) {
-    let mut buf = Vec::new();
+/// Reads a response's head (lower-cased) off `stream`; `buf` keeps what came after it.
+fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> String {
     let header_end = loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break end + 4;
         }
-        assert!(read_more(stream, &mut buf), "closed before a response");
+        assert!(read_more(stream, buf), "closed before a response");
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
-    let status: u16 = head[9..12].parse().unwrap();
     buf.drain(..header_end);
+    head
+}
+
+/// Reads one HTTP/1.1 response (Content-Length, chunked, or to the end).
+fn response(stream: &mut TcpStream) -> (u16, String, String) {
+    let mut buf = Vec::new();
+    let head = read_head(stream, &mut buf);
+    let status: u16 = head[9..12].parse().unwrap();
     let length = head
         .lines()
         .find_map(|l| l.strip_prefix("content-length:"))
@@ -328,13 +334,7 @@ fn a_long_plain_call_streams_keep_alives_and_notifications_cancelled_ends_it() {
     running.wait_for_calls(1);
     // No result within the JSON wait: the answer becomes an event stream.
     let mut buf = Vec::new();
-    let header_end = loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
-        }
-        assert!(read_more(&mut stream, &mut buf), "closed before a response");
-    };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
+    let head = read_head(&mut stream, &mut buf);
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -348,7 +348,7 @@ fn a_long_plain_call_streams_keep_alives_and_notifications_cancelled_ends_it() {
     );
     // The stream ends with the call's answer: the "cancelled" error result.
     let event = loop {
-        let text = String::from_utf8_lossy(&buf[header_end..]).into_owned();
+        let text = String::from_utf8_lossy(&buf).into_owned();
         if let Some(start) = text.find("data: ")
             && let Some(len) = text[start..].find("\n\n")
         {

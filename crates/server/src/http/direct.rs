@@ -16,7 +16,7 @@ use super::json_reply::JSON_WAIT;
 use super::{Body, McpServer};
 use crate::handler::{CallSite, call_tool};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use rmcp::ErrorData as McpError;
@@ -93,7 +93,7 @@ pub(super) async fn answer(
     let mut call = Box::pin(shared.calls.track_future(call));
     if let Ok(result) = tokio::time::timeout(JSON_WAIT, &mut call).await {
         drop(sending);
-        return json_response(&id, result);
+        return super::json_bytes(StatusCode::OK, message_bytes(&id, result));
     }
     // A long call: stream, so the client sees keep-alives while it runs.
     let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(2);
@@ -155,16 +155,6 @@ fn message_bytes(id: &RequestId, result: Result<CallToolResponse, McpError>) -> 
         );
         serde_json::to_vec(&error).unwrap_or_default()
     })
-}
-
-fn json_response(id: &RequestId, result: Result<CallToolResponse, McpError>) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(message_bytes(id, result))).boxed());
-    *response.status_mut() = StatusCode::OK;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 /// A response body fed by a channel; dropping it closes the channel.
