@@ -297,3 +297,186 @@ async fn futures_join_all<F: std::future::Future<Output = String>>(futures: Vec<
     }
     out
 }
+
+// ── Calls on a fiber: plain tools start on the caller's task ─────────────────────
+
+/// A plain tool's call (nothing that blocks: no mounts, network or terminal) runs on
+/// the caller's task: it is answered while the runtime's only blocking thread is held,
+/// which a call handed to a blocking thread would wait for.
+#[test]
+fn a_short_call_of_a_plain_tool_needs_no_blocking_thread() {
+    let f = fixture(false, &["echo"]);
+    // A listing (here a first call) caches the check() answer the fiber path reads.
+    assert!(
+        f.registry
+            .invoke("echo", r#"{"message": "warm"}"#, &CallOptions::default())
+            .is_success()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (started, running) = tokio::sync::oneshot::channel();
+        let blocker = tokio::task::spawn_blocking(move || {
+            let _ = started.send(());
+            let _ = held.recv();
+        });
+        running.await.unwrap();
+        let call = f.registry.invoke_async(
+            "echo".into(),
+            r#"{"message": "on the caller's task"}"#.into(),
+            CallOptions::default(),
+        );
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), call).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        let outcome = outcome.expect("the call waited for the held blocking thread");
+        let hermetic::CallOutcome::Success(text) = outcome else {
+            panic!("{outcome:?}");
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["echo"], "on the caller's task");
+    });
+}
+
+/// Every way a plain tool's call can end comes out the same on the fiber path
+/// (`invoke_async`) as on the blocking one (`invoke`): results, the tool's errors,
+/// traps, and each limit.
+#[test]
+fn calls_on_a_fiber_end_as_blocking_calls_do() {
+    let f = fixture(
+        false,
+        &[
+            "echo",
+            "fail",
+            "membomb",
+            "recurse",
+            "flood",
+            "liar",
+            "progress",
+            "clock",
+            "spin",
+            "memory_probe",
+        ],
+    );
+    let cases = [
+        ("echo", json!({"message": "hi"})),
+        ("echo", json!({"message": 7})),
+        ("fail", json!({"mode": "error"})),
+        ("fail", json!({"mode": "trap"})),
+        ("fail", json!({"mode": "invalid_json"})),
+        ("fail", json!({"mode": "huge"})),
+        ("membomb", json!({})),
+        ("recurse", json!({})),
+        ("flood", json!({"mb": 4})),
+        ("liar", json!({"mode": "array"})),
+        ("liar", json!({"mode": "deep"})),
+        ("liar", json!({"mode": "deep_object"})),
+        ("spin", json!({})),
+        (
+            "memory_probe",
+            json!({"write": "secret", "scan_after_write": true}),
+        ),
+        ("memory_probe", json!({})),
+    ];
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (tool, args) in cases {
+        let blocking = f
+            .registry
+            .invoke(tool, &args.to_string(), &CallOptions::default());
+        let on_fiber = runtime.block_on(f.registry.invoke_async(
+            tool.into(),
+            args.to_string(),
+            CallOptions::default(),
+        ));
+        assert_eq!(on_fiber, blocking, "{tool} {args}");
+    }
+    // Progress reaches the caller's sink the same way (the result names its call).
+    let reports = |on_fiber: bool| {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let options = CallOptions::default().with_progress(Arc::new(move |p: Progress| {
+            sink.lock().unwrap().push((p.done, p.total, p.message));
+        }));
+        let outcome = if on_fiber {
+            runtime.block_on(f.registry.invoke_async(
+                "progress".into(),
+                r#"{"steps": 3}"#.into(),
+                options,
+            ))
+        } else {
+            f.registry.invoke("progress", r#"{"steps": 3}"#, &options)
+        };
+        assert!(outcome.is_success(), "{outcome:?}");
+        seen.lock().unwrap().clone()
+    };
+    let blocking = reports(false);
+    assert_eq!(blocking.len(), 3, "{blocking:?}");
+    assert_eq!(reports(true), blocking);
+    // The clock differs between two calls; its shape does not.
+    let clock = runtime.block_on(f.registry.invoke_async(
+        "clock".into(),
+        "{}".into(),
+        CallOptions::default(),
+    ));
+    assert!(clock.is_success(), "{clock:?}");
+}
+
+/// A guest asleep in a host call on a fiber, out of the epoch interrupt's reach, still
+/// ends at its deadline and at once when cancelled (the blocking path's twins are in
+/// hardening.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_sleeping_on_a_fiber_ends_at_its_deadline_and_when_cancelled() {
+    use hermetic::{CallOutcome, LimitKind};
+    use std::time::{Duration, Instant};
+    let f = fixture(false, &["sleeper"]);
+    let registry = Arc::new(f.registry);
+    let slept = registry
+        .invoke_async(
+            "sleeper".into(),
+            r#"{"secs": 0}"#.into(),
+            CallOptions::default(),
+        )
+        .await;
+    assert!(slept.is_success(), "{slept:?}");
+    let started = Instant::now();
+    let outcome = registry
+        .invoke_async("sleeper".into(), "{}".into(), CallOptions::default())
+        .await;
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            outcome,
+            CallOutcome::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    // The declared deadline is 2 s; the guest asked to sleep for an hour.
+    assert!(took >= Duration::from_millis(1900), "took {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+
+    let token = hermetic::CancelToken::new();
+    let options = CallOptions::default().with_cancel(token.clone());
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel();
+    });
+    let started = Instant::now();
+    let outcome = registry
+        .invoke_async("sleeper".into(), "{}".into(), options)
+        .await;
+    let took = started.elapsed();
+    canceller.await.unwrap();
+    assert_eq!(outcome, CallOutcome::Cancelled);
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+}

@@ -579,6 +579,18 @@ impl Catalog {
         Some(self.entry(name)?.scope(tenant)?.grants.clone())
     }
 
+    /// Whether `tenant`'s calls of `name` are granted the terminal (and so may ask for
+    /// an approval while they run); `false` when the tool is unknown or hidden from
+    /// the tenant. [`Catalog::grants_for`] without cloning the grants: transports ask
+    /// it per call.
+    pub fn uses_terminal(&self, name: &str, tenant: &str) -> bool {
+        self.tenant_sees(tenant, name)
+            && self
+                .entry(name)
+                .and_then(|entry| entry.scope(tenant).map(|scope| scope.grants.terminal))
+                .unwrap_or(false)
+    }
+
     /// [`Catalog::availability`] for a tenant; `None` also when the tenant may not see
     /// the tool or does not exist.
     pub fn availability_for(&self, name: &str, tenant: &str) -> Option<Availability> {
@@ -625,6 +637,20 @@ impl Catalog {
                     .unwrap_or_else(|| "check() returned false".to_owned()),
             )
         }
+    }
+
+    /// [`Catalog::check_failure`] from the cache alone: `None` when `check()` would
+    /// have to run (never run, or older than [`CHECK_TTL`]). For callers that must not
+    /// run guest code synchronously (an async task).
+    pub(crate) fn cached_check_failure(&self, tool: &Resolved) -> Option<Option<String>> {
+        let state = tool.scope.check.lock().unwrap_or_else(|p| p.into_inner());
+        let availability = state.fresh(self.clock.now())?;
+        Some((!availability.available).then(|| {
+            availability
+                .reason
+                .clone()
+                .unwrap_or_else(|| "check() returned false".to_owned())
+        }))
     }
 
     /// Runs the stale `check()`s of `entries` for `tenant` at once (each bounded by the

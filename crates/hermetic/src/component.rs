@@ -169,6 +169,9 @@ pub struct LoadedTool {
     /// The `handle` export, called untyped-by-bindings so that its result can be
     /// measured in guest memory before it is copied out (see [`LoadedTool::handle`]).
     handle_export: ComponentExportIndex,
+    /// The same component pre-linked for calls on a fiber, for a tool that asks for
+    /// nothing that blocks ([`sandbox::runs_on_fiber`]).
+    fiber_pre: Option<wasmtime::component::InstancePre<CallState>>,
 }
 
 /// The WIT package this host implements (wit/tool.wit). A component built against
@@ -272,6 +275,18 @@ pub fn load(
         .get_export_index(None, TOOL_INTERFACE)
         .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
         .ok_or_else(|| LoadError::Link(format!("no `handle` export in {TOOL_INTERFACE}")))?;
+    let fiber_pre = if sandbox::runs_on_fiber(&declaration) {
+        let linker = linkers
+            .fiber()
+            .map_err(|e| LoadError::Link(e.to_string()))?;
+        Some(
+            linker
+                .instantiate_pre(component)
+                .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?,
+        )
+    } else {
+        None
+    };
     runtime.commit(&compiled);
     Ok(LoadedTool {
         declaration,
@@ -282,6 +297,7 @@ pub fn load(
         digest: compiled.digest,
         name,
         handle_export,
+        fiber_pre,
     })
 }
 
@@ -381,6 +397,14 @@ pub enum CallFailure {
     Sandbox(#[from] SandboxError),
 }
 
+/// What `handle` returned, still in guest memory.
+type Returned = wasmtime::Result<Result<WasmStr, WasmStr>>;
+
+/// The `handle` export: arguments and context in, the result or the tool's error out
+/// (both left in guest memory until measured).
+type HandleFunc<'a> =
+    wasmtime::component::TypedFunc<(&'a str, &'a CallContext), (Result<WasmStr, WasmStr>,)>;
+
 impl LoadedTool {
     /// Runs `handle` in a fresh sandbox. `Ok(Err(msg))` is the tool's own error.
     ///
@@ -395,27 +419,101 @@ impl LoadedTool {
         ctx: &CallContext,
         setup: CallSetup,
     ) -> Result<Result<String, String>, CallFailure> {
-        let timeout_ms = setup.timeout.map_or(grants.limits.timeout_ms, |t| {
-            u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
-        });
         let cancel = setup.cancel.clone();
-        let is_cancelled = || cancel.as_ref().is_some_and(CancelToken::is_cancelled);
-        if is_cancelled() {
+        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
             return Err(CallFailure::Cancelled);
         }
+        let timeout_ms = timeout_ms(grants, &setup);
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let returned = self
             .pre
             .instance_pre()
             .instantiate(&mut store)
             .and_then(|instance| {
-                let handle = instance
-                    .get_typed_func::<(&str, &CallContext), (Result<WasmStr, WasmStr>,)>(
-                        &mut store,
-                        &self.handle_export,
-                    )?;
+                let handle = self.handle_func(&mut store, &instance)?;
                 Ok(handle.call(&mut store, (args, ctx))?.0)
             });
+        self.conclude(returned, store, grants, timeout_ms, cancel.as_ref())
+    }
+
+    /// Whether calls of this tool may run on a fiber ([`LoadedTool::handle_on_fiber`]).
+    pub(crate) fn runs_on_fiber(&self) -> bool {
+        self.fiber_pre.is_some()
+    }
+
+    /// [`LoadedTool::handle`] on a wasmtime fiber, for tools that
+    /// [run on one](sandbox::runs_on_fiber): polled on the caller's task, it ends at
+    /// once for a guest that neither waits nor computes past an epoch tick; otherwise
+    /// it is pending at the tick (or the wait) and may be polled on to the end from
+    /// any thread. The call races its deadline and cancel token: a guest suspended in
+    /// a host wait (a sleep), out of the epoch interrupt's reach, is dropped when they
+    /// fire and ends as `time` or `cancelled`, exactly as a computing one does.
+    ///
+    /// # Errors
+    /// As [`LoadedTool::handle`]; [`CallFailure::Sandbox`] for a tool that does not run
+    /// on a fiber.
+    pub(crate) async fn handle_on_fiber(
+        &self,
+        runtime: &Runtime,
+        grants: &EffectiveGrants,
+        secrets: &Secrets,
+        args: &str,
+        ctx: &CallContext,
+        setup: CallSetup,
+    ) -> Result<Result<String, String>, CallFailure> {
+        let Some(pre) = &self.fiber_pre else {
+            return Err(CallFailure::Sandbox(SandboxError::Link(format!(
+                "{} does not run on a fiber",
+                self.name
+            ))));
+        };
+        let cancel = setup.cancel.clone();
+        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(CallFailure::Cancelled);
+        }
+        let timeout_ms = timeout_ms(grants, &setup);
+        let mut store = sandbox::fiber_store(runtime, &self.name, grants, secrets, setup)?;
+        let stop = store.data().stop().clone();
+        let guest = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let handle = self.handle_func(&mut store, &instance)?;
+            Ok(handle.call_async(&mut store, (args, ctx)).await?.0)
+        };
+        let raced = tokio::select! {
+            biased;
+            returned = guest => Ok(returned),
+            by_cancel = stop.reached() => Err(by_cancel),
+        };
+        let returned: Returned = match raced {
+            Ok(returned) => returned,
+            // The guest future is dropped: wasmtime unwinds its fiber.
+            Err(by_cancel) => {
+                store.data_mut().cancelled |= by_cancel;
+                Err(wasmtime::Trap::Interrupt.into())
+            }
+        };
+        self.conclude(returned, store, grants, timeout_ms, cancel.as_ref())
+    }
+
+    /// The `handle` export of `instance`, typed.
+    fn handle_func<'a>(
+        &self,
+        store: &mut wasmtime::Store<CallState>,
+        instance: &wasmtime::component::Instance,
+    ) -> wasmtime::Result<HandleFunc<'a>> {
+        instance.get_typed_func(store, self.handle_export)
+    }
+
+    /// What a call that `returned` comes to: its result copied out (if it fits) or
+    /// the failure, with the guest's progress flushed and its output logged.
+    fn conclude(
+        &self,
+        returned: Returned,
+        mut store: wasmtime::Store<CallState>,
+        grants: &EffectiveGrants,
+        timeout_ms: u64,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Result<String, String>, CallFailure> {
         // The result is measured where the guest left it and copied only when it fits:
         // a guest may return up to its whole memory cap, which the host need not hold a
         // second time just to refuse it. (`to_str` borrows guest memory for UTF-8.)
@@ -450,7 +548,7 @@ impl LoadedTool {
         // A guest woken from a host call by the cancellation (an abandoned HTTP request)
         // may return — an error, or a result built around the failed request — before
         // the next epoch tick: the call was still cancelled, and says so.
-        if result.is_ok() && is_cancelled() {
+        if result.is_ok() && cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(CallFailure::Cancelled);
         }
         result
@@ -482,6 +580,13 @@ impl LoadedTool {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         result.map_err(|e| classify(e, store.data(), grants, timeout_ms))
     }
+}
+
+/// A call's time limit in milliseconds, as its errors report it.
+fn timeout_ms(grants: &EffectiveGrants, setup: &CallSetup) -> u64 {
+    setup.timeout.map_or(grants.limits.timeout_ms, |t| {
+        u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+    })
 }
 
 /// Bytes of a crashed guest's stderr quoted in the error (its panic message).

@@ -30,6 +30,11 @@ pub struct EngineConfig {
     /// Meter fuel (needed for per-call fuel limits; costs some speed on every call, so
     /// it is on only when a policy sets a fuel limit).
     pub fuel: bool,
+    /// Calls that may run on a wasmtime fiber at once (default 128): the calls of plain
+    /// tools, which start on the caller's async task with no thread hand-off (see
+    /// `dispatch`). Each holds one pooled fiber stack; past this many, calls run on a
+    /// blocking thread as every other call does. 0 turns the fiber path off.
+    pub async_calls: u32,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +46,7 @@ impl Default for EngineConfig {
             epoch_tick: Duration::from_millis(5),
             cache_dir: default_cache_dir(),
             fuel: false,
+            async_calls: 128,
         }
     }
 }
@@ -84,6 +90,8 @@ pub fn pagemap_scan_is_safe() -> bool {
 pub struct Runtime {
     engine: Engine,
     config: EngineConfig,
+    /// Fiber calls running now (at most [`EngineConfig::async_calls`]).
+    fiber_calls: Arc<crate::slots::Slots>,
     engine_digest: String,
     ticker_stop: Arc<AtomicBool>,
     compiled: AtomicU64,
@@ -137,10 +145,11 @@ impl Runtime {
                 .total_core_instances(config.max_instances.saturating_mul(2))
                 .total_memories(config.max_instances.saturating_mul(2))
                 .total_tables(config.max_instances.saturating_mul(2))
-                // Pooled stacks are fiber stacks, for wasmtime's async calls, which the
-                // host does not make (calls run on the calling thread's stack); setting
-                // up 1000 of them, a guard page each, was most of an empty start (~8 ms).
-                .total_stacks(0)
+                // Pooled stacks are fiber stacks, for wasmtime's async calls: only the
+                // fiber path uses them (other calls run on the calling thread's stack),
+                // and setting up 1000 of them, a guard page each, was most of an empty
+                // start (~8 ms), so there are only as many as it may use.
+                .total_stacks(config.async_calls)
                 .max_memory_size(config.max_memory_bytes)
                 // Resetting a slot by zeroing resident pages is cheaper than madvise +
                 // page faults on the next call (measured: ~23 µs → ~8 µs per call).
@@ -173,9 +182,11 @@ impl Runtime {
             })
             .map_err(|e| EngineError::Config(format!("starting the epoch ticker: {e}")))?;
 
+        let fiber_calls = Arc::new(crate::slots::Slots::new(config.async_calls as usize));
         Ok(Self {
             engine,
             config,
+            fiber_calls,
             engine_digest,
             ticker_stop,
             compiled: AtomicU64::new(0),
@@ -187,6 +198,12 @@ impl Runtime {
     /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// A fiber stack for one call, if one is free ([`EngineConfig::async_calls`]);
+    /// held until the returned slot drops.
+    pub(crate) fn fiber_slot(&self) -> Option<crate::slots::Slot> {
+        self.fiber_calls.try_acquire()
     }
 
     /// Whether stores must be given fuel.

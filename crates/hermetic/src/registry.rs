@@ -231,6 +231,11 @@ impl Registry {
         self.catalog.grants_for(name, tenant)
     }
 
+    /// [`Catalog::uses_terminal`].
+    pub fn uses_terminal(&self, name: &str, tenant: &str) -> bool {
+        self.catalog.uses_terminal(name, tenant)
+    }
+
     /// [`Catalog::availability_for`].
     pub fn availability_for(&self, name: &str, tenant: &str) -> Option<Availability> {
         self.catalog.availability_for(name, tenant)

@@ -731,7 +731,7 @@ impl Front {
             if let Some(id) = &session {
                 self.cancel_direct(id, &message);
                 if json_reply::accepts_json(&parts.headers) && self.sessions.is_live(id).await {
-                    match direct::plain_call(message, &self.server, &tenant.id) {
+                    match crate::plain::take(message, &self.server.shared, &tenant.id) {
                         Ok((request, params)) => {
                             self.sessions.keep_alive(id).await;
                             let sending = self.responses.token();
@@ -850,11 +850,7 @@ impl Front {
     /// A `notifications/cancelled` reaches the calls [`direct`] runs (rmcp, which gets
     /// it too, knows only its own).
     fn cancel_direct(&self, session: &str, message: &ClientJsonRpcMessage) {
-        use rmcp::model::ClientNotification;
-        if let ClientJsonRpcMessage::Notification(notification) = message
-            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
-            && let Some(request) = &cancelled.params.request_id
-        {
+        if let Some(request) = crate::plain::cancelled_request(message) {
             self.server.shared.live.cancel_request(session, request);
         }
     }

@@ -40,6 +40,7 @@ mod handler;
 pub mod http;
 mod jsonrpc;
 mod live;
+mod plain;
 pub mod stdio;
 mod watch;
 

@@ -1,26 +1,39 @@
 //! MCP over stdio: one session on this process's stdin and stdout, for clients that
 //! spawn the host. Nothing else may write to stdout; diagnostics go to stderr.
 //!
-//! Lines are read here rather than by rmcp's stdio transport, which drops a line that
-//! is not JSON or is over its size limit without a word: a client waiting on that
-//! request's id would wait forever. Such a line gets the JSON-RPC error it is owed
-//! (parse error with id `null`, or invalid params / invalid request with its id when
-//! one can be read — for an oversized line, from its first [`ID_SCAN`] bytes). Writing
-//! stays rmcp's.
+//! Lines are read and written here rather than by rmcp's stdio transport, which drops
+//! a line that is not JSON or is over its size limit without a word: a client waiting
+//! on that request's id would wait forever. Such a line gets the JSON-RPC error it is
+//! owed (parse error with id `null`, or invalid params / invalid request with its id
+//! when one can be read — for an oversized line, from its first [`ID_SCAN`] bytes).
+//!
+//! Once a handshake-era session is initialized, plain tools/calls (no `_meta`, no
+//! progress token, not a terminal tool) are run by the transport itself and their
+//! answers written here; everything else goes to rmcp's session worker.
 
 use super::{McpServer, ServeError};
+use crate::handler::{CallSite, call_tool};
 use rmcp::RoleServer;
 use rmcp::ServiceExt;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, RequestId,
+    ServerJsonRpcMessage,
+};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::Value;
-use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// How long to wait for cancelled calls to end after the session: they stop at the
 /// next epoch tick, so this is only a bound for a wedged host call.
 const CALLS_GRACE: Duration = Duration::from_secs(5);
+
+/// How long calls still running when the client closed stdin may go on before they
+/// are cancelled: rmcp's own drain for the calls it runs, so plain calls get the same.
+const EOF_GRACE: Duration = Duration::from_secs(5);
 
 /// Longest line (one JSON-RPC message) read: rmcp's own limit (16 MiB), which matches
 /// what its HTTP transports accept. Longer lines are discarded as they stream in, so
@@ -74,7 +87,17 @@ where
         read: BufReader::new(read),
         line: Vec::new(),
         discarding: None,
-        out: AsyncRwTransport::new(tokio::io::empty(), write),
+        out: Lines(Arc::new(tokio::sync::Mutex::new(Some(write)))),
+        plain: PlainCalls {
+            server: server.clone(),
+            tenant: Arc::from(server.shared.options.tenant.as_str()),
+            session: session.clone(),
+            legacy: false,
+            ready: false,
+            end: CancellationToken::new(),
+            running: TaskTracker::new(),
+            eof: None,
+        },
     };
     let running = server
         .handler(Some(session))
@@ -105,16 +128,163 @@ where
     Ok(())
 }
 
-/// Newline-delimited JSON-RPC: lines read here, messages written by rmcp's transport.
-struct LineTransport<R, W: AsyncWrite> {
+/// Newline-delimited JSON-RPC on a reader and a writer.
+struct LineTransport<R, W> {
     read: BufReader<R>,
     /// The line read so far (kept across cancelled reads: rmcp polls `receive` in a
     /// `select!`).
     line: Vec<u8>,
     /// An oversized line being skipped to its end: its first [`ID_SCAN`] bytes.
     discarding: Option<Vec<u8>>,
-    /// Only ever written to (its reader is empty).
-    out: AsyncRwTransport<RoleServer, tokio::io::Empty, W>,
+    out: Lines<W>,
+    plain: PlainCalls,
+}
+
+/// The writer, shared by rmcp's sends and the plain calls' answers: each message is
+/// one line, written whole under the lock. `None` once closed.
+struct Lines<W>(Arc<tokio::sync::Mutex<Option<W>>>);
+
+impl<W> Clone for Lines<W> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> Lines<W> {
+    /// Writes `message` (serialised JSON, no newline) as one line and flushes.
+    async fn write(&self, mut message: Vec<u8>) -> std::io::Result<()> {
+        message.push(b'\n');
+        let mut out = self.0.lock().await;
+        let out = out.as_mut().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotConnected, "the transport is closed")
+        })?;
+        out.write_all(&message).await?;
+        out.flush().await
+    }
+
+    async fn close(&self) -> std::io::Result<()> {
+        match self.0.lock().await.take() {
+            Some(mut out) => out.shutdown().await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// The plain tools/calls of the session ([`crate::plain`]): run here, not by rmcp's
+/// worker, once the client initialized with a handshake-era protocol version.
+struct PlainCalls {
+    server: McpServer,
+    tenant: Arc<str>,
+    session: String,
+    /// The client's `initialize` asked for a handshake-era version.
+    legacy: bool,
+    /// ...and its `notifications/initialized` arrived: rmcp has set the session up.
+    ready: bool,
+    /// Cancels the calls still running when the client went away and
+    /// [`EOF_GRACE`] ran out.
+    end: CancellationToken,
+    /// Those calls, answer written included.
+    running: TaskTracker,
+    /// When the client closed its end.
+    eof: Option<Instant>,
+}
+
+impl PlainCalls {
+    /// Runs `message` here when it is a plain call (`None`), else gives it back for
+    /// rmcp; notes the handshake and forwards cancellations on the way.
+    fn route<W>(
+        &mut self,
+        message: ClientJsonRpcMessage,
+        out: &Lines<W>,
+    ) -> Option<ClientJsonRpcMessage>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        match &message {
+            ClientJsonRpcMessage::Request(request) => {
+                if let ClientRequest::InitializeRequest(init) = &request.request {
+                    self.legacy = init.params.protocol_version.has_initialize();
+                }
+            }
+            ClientJsonRpcMessage::Notification(notification) => {
+                if matches!(
+                    notification.notification,
+                    ClientNotification::InitializedNotification(_)
+                ) {
+                    self.ready = self.legacy;
+                } else if let Some(request) = crate::plain::cancelled_request(&message) {
+                    self.server
+                        .shared
+                        .live
+                        .cancel_request(&self.session, request);
+                }
+                return Some(message);
+            }
+            _ => return Some(message),
+        }
+        if !self.ready {
+            return Some(message);
+        }
+        match crate::plain::take(message, &self.server.shared, &self.tenant) {
+            Ok((id, params)) => {
+                self.spawn(id, params, out.clone());
+                None
+            }
+            Err(message) => Some(message),
+        }
+    }
+
+    /// Runs one plain call on its own task and writes its answer.
+    fn spawn<W>(&self, id: RequestId, params: CallToolRequestParams, out: Lines<W>)
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let shared = Arc::clone(&self.server.shared);
+        let site = CallSite {
+            tenant: Arc::clone(&self.tenant),
+            session: self.session.clone(),
+            request: id.clone(),
+            progress: None,
+            round_wanted: false,
+            peer: None,
+            cancelled: Some(self.end.clone()),
+        };
+        // Tracked twice: by the server, so a shutdown drains and cancels it with the
+        // rest, and here, so closing the transport waits for its answer.
+        let tracker = shared.calls.clone();
+        let call = tracker.track_future(async move {
+            let result = call_tool(&shared, params, site).await;
+            if let Err(e) = out.write(crate::plain::response_bytes(&id, result)).await {
+                tracing::debug!(request = %id, "could not write a tools/call answer: {e}");
+            }
+        });
+        self.running.spawn(call);
+    }
+
+    /// Waits for the calls still running when the client went away: what is left
+    /// after [`EOF_GRACE`] (counted from the end of stdin) is cancelled, and its
+    /// "cancelled" answers are written within [`CALLS_GRACE`].
+    async fn finish(&self) {
+        self.running.close();
+        let since_eof = self.eof.map_or(Duration::ZERO, |at| at.elapsed());
+        let grace = EOF_GRACE.saturating_sub(since_eof);
+        if tokio::time::timeout(grace, self.running.wait())
+            .await
+            .is_err()
+        {
+            tracing::info!(
+                calls = self.running.len(),
+                "the client went away: its calls still running are cancelled"
+            );
+            self.end.cancel();
+            if tokio::time::timeout(CALLS_GRACE, self.running.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!("cancelled calls did not end within {CALLS_GRACE:?}");
+            }
+        }
+    }
 }
 
 /// One line read.
@@ -165,10 +335,10 @@ where
 
     /// Sends the JSON-RPC error `reply` (built by [`super::jsonrpc`]).
     async fn reply(&mut self, reply: Value) -> bool {
-        match serde_json::from_value::<ServerJsonRpcMessage>(reply) {
-            Ok(message) => self.out.send(message).await.is_ok(),
+        match serde_json::to_vec(&reply) {
+            Ok(message) => self.out.write(message).await.is_ok(),
             Err(e) => {
-                tracing::warn!("could not build a JSON-RPC error response: {e}");
+                tracing::warn!("could not serialise a JSON-RPC error response: {e}");
                 true
             }
         }
@@ -186,7 +356,12 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.out.send(item)
+        let out = self.out.clone();
+        async move {
+            let message = serde_json::to_vec(&item)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            out.write(message).await
+        }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
@@ -199,7 +374,10 @@ where
                 }
             };
             let reply = match line {
-                Line::Eof => return None,
+                Line::Eof => {
+                    self.plain.eof.get_or_insert_with(Instant::now);
+                    return None;
+                }
                 Line::Oversized(head) => {
                     tracing::warn!("a message over {MAX_LINE} bytes was discarded");
                     let id = super::jsonrpc::top_level_id(&head).unwrap_or(Value::Null);
@@ -222,7 +400,10 @@ where
                             // Keep the buffer's capacity for the next line.
                             self.line = line;
                             self.line.clear();
-                            return Some(message);
+                            match self.plain.route(message, &self.out) {
+                                Some(message) => return Some(message),
+                                None => continue,
+                            }
                         }
                         Err(e) => super::jsonrpc::failure_response(text, &e.to_string()),
                     }
@@ -237,6 +418,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        self.plain.finish().await;
         self.out.close().await
     }
 }

@@ -757,22 +757,134 @@ fn stdio_lines_that_are_not_json_or_too_long_get_the_json_rpc_error_they_are_owe
 }
 
 #[test]
-fn a_stdio_call_cancelled_at_shutdown_still_gets_its_response() {
+fn stdio_calls_cancelled_at_shutdown_still_get_their_responses() {
     let mut s = StdioSession::start(Duration::from_millis(500));
     let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
     let (to, from, server) = (&mut s.to, &mut s.from, &s.server);
     s.runtime.block_on(async {
         stdio_handshake(to, from).await;
+        // A plain call (run by the transport) and one with a progress token (run by
+        // rmcp's worker).
         send_line(to, call(21, "spin_long", false).as_bytes()).await;
+        let mut tracked: Value = serde_json::from_str(&call(22, "spin_long", false)).unwrap();
+        tracked["params"]["_meta"] = json!({"progressToken": "p"});
+        send_line(to, tracked.to_string().as_bytes()).await;
         let start = Instant::now();
-        while server.calls_in_flight() == 0 {
-            assert!(start.elapsed() < HANG_GUARD);
+        while server.calls_in_flight() < 2 {
+            assert!(start.elapsed() < HANG_GUARD, "the calls never started");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         shutdown.cancel();
-        let reply = read_message(from).await;
-        assert_eq!(reply["id"], 21, "{reply}");
-        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let mut answered = Vec::new();
+        while answered.len() < 2 {
+            let reply = read_message(from).await;
+            if reply.get("method").is_some() {
+                continue; // a progress notification
+            }
+            assert_eq!(reply["result"]["isError"], true, "{reply}");
+            answered.push(reply["id"].as_u64().unwrap());
+        }
+        answered.sort_unstable();
+        assert_eq!(answered, [21, 22]);
         serving.await.unwrap();
     });
+}
+
+#[test]
+fn a_plain_stdio_call_gets_the_answer_the_session_worker_gives() {
+    let mut s = StdioSession::start(Duration::from_secs(1));
+    let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
+    let (to, from) = (&mut s.to, &mut s.from);
+    s.runtime.block_on(async {
+        stdio_handshake(to, from).await;
+        for (id, tool) in [(7, "echo"), (8, "no_such_tool")] {
+            let plain = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": {"message": "hi"}}});
+            send_line(to, plain.to_string().as_bytes()).await;
+            let direct = read_message(from).await;
+            // A progress token sends the same call through rmcp's worker.
+            let mut tracked = plain.clone();
+            tracked["params"]["_meta"] = json!({"progressToken": "p"});
+            send_line(to, tracked.to_string().as_bytes()).await;
+            let through_rmcp = read_message(from).await;
+            assert_eq!(direct, through_rmcp);
+        }
+        let plain = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}}});
+        send_line(to, plain.to_string().as_bytes()).await;
+        let answer = read_message(from).await;
+        assert_eq!(answer["id"], 9);
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("hi"), "{answer}");
+        shutdown.cancel();
+        serving.await.unwrap();
+    });
+}
+
+#[test]
+fn notifications_cancelled_ends_a_plain_stdio_call_at_once() {
+    let mut s = StdioSession::start(Duration::from_secs(1));
+    let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
+    let (to, from, server) = (&mut s.to, &mut s.from, &s.server);
+    s.runtime.block_on(async {
+        stdio_handshake(to, from).await;
+        send_line(to, call(31, "spin_long", false).as_bytes()).await;
+        wait_for_a_call(server).await;
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 31, "reason": "test"}});
+        let cancelled = Instant::now();
+        send_line(to, cancel.to_string().as_bytes()).await;
+        let reply = read_message(from).await;
+        assert!(cancelled.elapsed() < AT_ONCE, "{:?}", cancelled.elapsed());
+        assert_eq!(reply["id"], 31, "{reply}");
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("cancel"), "{text}");
+        // The session goes on.
+        send_line(to, call(32, "echo", false).as_bytes()).await;
+        assert!(read_message(from).await["result"].is_object());
+        shutdown.cancel();
+        serving.await.unwrap();
+    });
+}
+
+#[test]
+fn closing_stdin_cancels_a_running_plain_call_after_the_grace_and_answers_it() {
+    let mut s = StdioSession::start(Duration::from_secs(1));
+    let serving = s.serving.take().unwrap();
+    let (to, from, server) = (&mut s.to, &mut s.from, &s.server);
+    s.runtime.block_on(async {
+        use tokio::io::AsyncWriteExt;
+        stdio_handshake(to, from).await;
+        send_line(to, call(41, "spin_long", false).as_bytes()).await;
+        wait_for_a_call(server).await;
+        let closed = Instant::now();
+        to.shutdown().await.unwrap();
+        let reply = read_message(from).await;
+        // rmcp's five-second drain for calls in flight, then at once (not the call's
+        // 60 s deadline).
+        assert!(
+            closed.elapsed() < Duration::from_secs(5) + AT_ONCE,
+            "{:?}",
+            closed.elapsed()
+        );
+        assert_eq!(reply["id"], 41, "{reply}");
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("cancel"), "{text}");
+        tokio::time::timeout(HANG_GUARD, serving)
+            .await
+            .expect("the session did not end")
+            .unwrap();
+        assert_eq!(server.calls_in_flight(), 0);
+    });
+}
+
+/// Waits until `server` runs a call.
+async fn wait_for_a_call(server: &McpServer) {
+    let start = Instant::now();
+    while server.calls_in_flight() == 0 {
+        assert!(start.elapsed() < HANG_GUARD, "the call never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

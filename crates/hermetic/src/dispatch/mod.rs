@@ -242,6 +242,11 @@ impl Dispatcher {
             return tool_busy(&name, tool.slots(), wait);
         };
         let slots = (tenant_slot, tool_slot);
+        if let Some(fiber) = self.fiber_for(&tool) {
+            return Arc::clone(self)
+                .run_on_fiber(tool, name, args, options, (slots, fiber))
+                .await;
+        }
         // Not `block_in_place`, though it would save the two thread hand-offs: the
         // caller's task must stay free while the call runs, because it is the one that
         // sees a cancel notification or a client going away (the MCP server's
@@ -249,6 +254,73 @@ impl Dispatcher {
         let dispatcher = Arc::clone(self);
         let run = move || dispatcher.run(&tool, &name, args, &options, slots);
         match tokio::task::spawn_blocking(run).await {
+            Ok(outcome) => outcome,
+            Err(e) => CallOutcome::ToolError {
+                message: format!("host failure: {e}"),
+            },
+        }
+    }
+
+    /// A fiber stack for a call of `tool`, when the call may start on the caller's task:
+    /// the tool [runs on a fiber](crate::sandbox::runs_on_fiber), its `check()` answer
+    /// is cached and says yes (a stale one would run guest code synchronously, on an
+    /// async worker), and a stack is free.
+    fn fiber_for(&self, tool: &Resolved) -> Option<Slot> {
+        if !tool.tool().runs_on_fiber() || tool.grants().unavailable_reason().is_some() {
+            return None;
+        }
+        match self.catalog.cached_check_failure(tool) {
+            Some(None) => self.catalog.runtime().fiber_slot(),
+            _ => None,
+        }
+    }
+
+    /// A call of a tool that runs on a fiber, holding its slots and fiber stack: started
+    /// on the caller's task, so a call that neither waits nor computes past an epoch
+    /// tick (most calls: tens of microseconds) ends with no thread hand-off at all. One
+    /// still running then is finished on a blocking thread, so it cannot hold an async
+    /// worker: the caller's task stays free to see a cancel or its client going away,
+    /// as on the blocking path.
+    async fn run_on_fiber(
+        self: Arc<Self>,
+        tool: Resolved,
+        name: String,
+        args: Arguments<'static>,
+        options: CallOptions,
+        held: ((Option<Slot>, Slot), Slot),
+    ) -> CallOutcome {
+        let call = async move {
+            let _held = held;
+            let prepared = match self.prepare(&tool, &name, args, &options) {
+                Ok(prepared) => prepared,
+                Err(outcome) => return outcome,
+            };
+            let grants = tool.grants();
+            let (runtime, secrets) = (self.catalog.runtime(), self.catalog.secrets());
+            let result = tool
+                .tool()
+                .handle_on_fiber(
+                    runtime,
+                    grants,
+                    secrets,
+                    &prepared.args,
+                    &prepared.ctx,
+                    prepared.setup,
+                )
+                .await;
+            finish(&name, grants.limits.result_chars, result)
+        };
+        let mut call = Box::pin(call);
+        let first = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
+            std::task::Poll::Ready(outcome) => std::task::Poll::Ready(Some(outcome)),
+            std::task::Poll::Pending => std::task::Poll::Ready(None),
+        })
+        .await;
+        if let Some(outcome) = first {
+            return outcome;
+        }
+        let runtime = tokio::runtime::Handle::current();
+        match tokio::task::spawn_blocking(move || runtime.block_on(call)).await {
             Ok(outcome) => outcome,
             Err(e) => CallOutcome::ToolError {
                 message: format!("host failure: {e}"),
@@ -279,17 +351,45 @@ impl Dispatcher {
         _slots: (Option<Slot>, Slot),
     ) -> CallOutcome {
         let grants = tool.grants();
-        if let Some(reason) = grants.unavailable_reason() {
-            return CallOutcome::Unavailable {
-                name: name.to_owned(),
-                reason: reason.to_string(),
-            };
-        }
         if let Some(reason) = self.catalog.check_failure(tool) {
             return CallOutcome::Unavailable {
                 name: name.to_owned(),
                 reason,
             };
+        }
+        let prepared = match self.prepare(tool, name, args, options) {
+            Ok(prepared) => prepared,
+            Err(outcome) => return outcome,
+        };
+        let (runtime, secrets) = (self.catalog.runtime(), self.catalog.secrets());
+        let result = tool.tool().handle(
+            runtime,
+            grants,
+            secrets,
+            &prepared.args,
+            &prepared.ctx,
+            prepared.setup,
+        );
+        finish(name, grants.limits.result_chars, result)
+    }
+
+    /// Everything a call needs before its sandbox: the grants' availability, the
+    /// arguments parsed, coerced and validated, and the call's context and setup. (The
+    /// `check()` answer is the caller's to look at: [`Dispatcher::run`] may run it,
+    /// the fiber path only reads the cache.)
+    fn prepare(
+        &self,
+        tool: &Resolved,
+        name: &str,
+        args: Arguments<'_>,
+        options: &CallOptions,
+    ) -> Result<Prepared, CallOutcome> {
+        let grants = tool.grants();
+        if let Some(reason) = grants.unavailable_reason() {
+            return Err(CallOutcome::Unavailable {
+                name: name.to_owned(),
+                reason: reason.to_string(),
+            });
         }
         let invalid = |message: String| CallOutcome::InvalidArguments {
             name: name.to_owned(),
@@ -299,12 +399,15 @@ impl Dispatcher {
         let mut value: Value = match args {
             Arguments::Text(text) => match serde_json::from_str(&text) {
                 Ok(v) => v,
-                Err(e) => return invalid(format!("not valid JSON ({e})")),
+                Err(e) => return Err(invalid(format!("not valid JSON ({e})"))),
             },
             Arguments::Object(map) => Value::Object(map),
         };
         let Some(map) = value.as_object_mut() else {
-            return invalid(format!("expected a JSON object, got {}", kind_of(&value)));
+            return Err(invalid(format!(
+                "expected a JSON object, got {}",
+                kind_of(&value)
+            )));
         };
         if let Some(parameters) = tool.tool().schema.get("parameters") {
             coerce::coerce_args(map, parameters);
@@ -316,7 +419,7 @@ impl Dispatcher {
             } else {
                 at
             };
-            return invalid(format!("{field}: {error}"));
+            return Err(invalid(format!("{field}: {error}")));
         }
         let args = value.to_string();
 
@@ -342,40 +445,7 @@ impl Dispatcher {
                 None
             },
         };
-
-        let cap = grants.limits.result_chars;
-        let (runtime, secrets) = (self.catalog.runtime(), self.catalog.secrets());
-        match tool
-            .tool()
-            .handle(runtime, grants, secrets, &args, &ctx, setup)
-        {
-            // `handle` measured the result against the cap before copying it.
-            Ok(Ok(result)) => match result_shape(&result) {
-                Ok(()) => CallOutcome::Success(result),
-                Err(ResultShape::Depth) => limit(
-                    LimitKind::ResultSize,
-                    format!(
-                        "result depth limit exceeded: {name} returned JSON nested deeper than {MAX_RESULT_DEPTH} levels"
-                    ),
-                ),
-                Err(ResultShape::NotJson) => CallOutcome::ToolError {
-                    message: format!("{name} returned a result that is not valid JSON"),
-                },
-                Err(ResultShape::NotObject(kind)) => CallOutcome::ToolError {
-                    message: format!(
-                        "{name} returned {kind} as its result; a result must be a JSON object"
-                    ),
-                },
-            },
-            Ok(Err(message)) => CallOutcome::ToolError { message },
-            Err(CallFailure::ResultSize { chars }) => limit(
-                LimitKind::ResultSize,
-                format!(
-                    "result size limit exceeded: {name} returned {chars} characters, over its {cap}-character limit"
-                ),
-            ),
-            Err(failure) => outcome_of_failure(failure),
-        }
+        Ok(Prepared { args, ctx, setup })
     }
 
     /// The terminal for one call of a tool granted it, for the caller's tenant,
@@ -409,6 +479,50 @@ impl Dispatcher {
         options: CallOptions,
     ) -> String {
         self.invoke_async(name, args, options).await.to_json()
+    }
+}
+
+/// A call ready for its sandbox ([`Dispatcher::prepare`]).
+struct Prepared {
+    /// The arguments as the guest gets them (coerced and validated JSON text).
+    args: String,
+    ctx: CallContext,
+    setup: CallSetup,
+}
+
+/// How a call of `name` that ended with `result` comes out: the result's shape checked
+/// (it was measured against the `cap` before it was copied), or the failure.
+fn finish(
+    name: &str,
+    cap: usize,
+    result: Result<Result<String, String>, CallFailure>,
+) -> CallOutcome {
+    match result {
+        Ok(Ok(result)) => match result_shape(&result) {
+            Ok(()) => CallOutcome::Success(result),
+            Err(ResultShape::Depth) => limit(
+                LimitKind::ResultSize,
+                format!(
+                    "result depth limit exceeded: {name} returned JSON nested deeper than {MAX_RESULT_DEPTH} levels"
+                ),
+            ),
+            Err(ResultShape::NotJson) => CallOutcome::ToolError {
+                message: format!("{name} returned a result that is not valid JSON"),
+            },
+            Err(ResultShape::NotObject(kind)) => CallOutcome::ToolError {
+                message: format!(
+                    "{name} returned {kind} as its result; a result must be a JSON object"
+                ),
+            },
+        },
+        Ok(Err(message)) => CallOutcome::ToolError { message },
+        Err(CallFailure::ResultSize { chars }) => limit(
+            LimitKind::ResultSize,
+            format!(
+                "result size limit exceeded: {name} returned {chars} characters, over its {cap}-character limit"
+            ),
+        ),
+        Err(failure) => outcome_of_failure(failure),
     }
 }
 

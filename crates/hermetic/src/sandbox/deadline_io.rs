@@ -41,7 +41,7 @@ pub(crate) struct CallStop {
 
 impl CallStop {
     /// Resolves when the deadline passes or the token is cancelled; `true` for cancel.
-    async fn reached(self) -> bool {
+    pub(crate) async fn reached(self) -> bool {
         let deadline = tokio::time::Instant::from_std(self.deadline);
         match self.cancel {
             None => {

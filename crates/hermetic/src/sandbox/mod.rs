@@ -180,6 +180,11 @@ impl CallState {
         }
     }
 
+    /// When the call must stop.
+    pub(crate) fn stop(&self) -> &CallStop {
+        &self.stop
+    }
+
     /// Sends the last progress report held back by the rate limit (call end).
     pub fn flush_progress(&mut self) {
         if let Some(sink) = &self.progress {
@@ -287,6 +292,9 @@ fn truncate(s: &str, max: usize) -> &str {
 pub struct Linkers {
     engine: wasmtime::Engine,
     built: std::sync::Mutex<std::collections::BTreeMap<LinkedCapabilities, Arc<Linker<CallState>>>>,
+    /// The linker of tools whose calls run on a fiber ([`fiber_store`]), built on
+    /// first use.
+    fiber: std::sync::OnceLock<Arc<Linker<CallState>>>,
 }
 
 impl Linkers {
@@ -299,6 +307,7 @@ impl Linkers {
         let linkers = Self {
             engine: runtime.engine().clone(),
             built: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            fiber: std::sync::OnceLock::new(),
         };
         linkers.get(LinkedCapabilities::default())?;
         Ok(linkers)
@@ -318,6 +327,23 @@ impl Linkers {
         let linker = Arc::new(linker);
         built.insert(set, Arc::clone(&linker));
         Ok(linker)
+    }
+
+    /// The linker for calls on a fiber: WASI with its async io and filesystem (so a
+    /// wait suspends the fiber instead of blocking the thread) and the tool world's
+    /// own imports; nothing beyond WASI (see [`runs_on_fiber`]).
+    ///
+    /// # Errors
+    /// [`SandboxError::Link`] on a wasmtime linking failure.
+    pub fn fiber(&self) -> Result<Arc<Linker<CallState>>, SandboxError> {
+        if let Some(linker) = self.fiber.get() {
+            return Ok(Arc::clone(linker));
+        }
+        let mut linker = Linker::new(&self.engine);
+        link_wasi_fiber(&mut linker).map_err(|e| capability::link_error(&e))?;
+        bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| capability::link_error(&e))?;
+        Ok(Arc::clone(self.fiber.get_or_init(|| Arc::new(linker))))
     }
 
     /// The linker for a tool with this declaration (see [`LinkedCapabilities::of`]).
@@ -356,19 +382,45 @@ impl HasData for HasIo {
 /// interface may reach is decided per call by the [`WasiCtx`] (no preopens, no env
 /// unless granted): the fs, env and clock capabilities link their own interfaces.
 fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
-    use wasmtime_wasi::p2::bindings::{cli, random, sync};
-    use wasmtime_wasi::random::WasiRandom;
+    use wasmtime_wasi::p2::bindings::sync;
 
     sync::io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
     // Blocking waits end at the call's deadline and on cancel (see deadline_io).
     sync::io::poll::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
     sync::io::streams::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
+    fs::link(l)?;
+    link_wasi_rest(l)
+}
+
+/// [`link_wasi`] for calls on a fiber: wasi:io's and wasi:filesystem's async
+/// implementations, whose waits suspend the fiber. They need no deadline of their own:
+/// the whole call races its deadline and cancel token and is dropped when it loses
+/// (`LoadedTool::handle_on_fiber`). The filesystem is linked for the imports' sake
+/// only: a tool on a fiber has no mounts, so it has no descriptor to use it on.
+fn link_wasi_fiber(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+    use wasmtime_wasi::p2::bindings::filesystem;
+    use wasmtime_wasi_io::bindings::wasi::io;
+
+    io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    io::poll::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    io::streams::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    link_wasi_rest(l)
+}
+
+/// The WASI interfaces that never block, the same for both kinds of call: clocks,
+/// random, env and cli.
+fn link_wasi_rest(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::p2::bindings::{cli, random};
+    use wasmtime_wasi::random::WasiRandom;
+
     clock::link(l)?;
     random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
-    fs::link(l)?;
     env::link(l)?;
     cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
@@ -411,10 +463,53 @@ pub fn store(
     secrets: &Secrets,
     setup: CallSetup,
 ) -> Result<Store<CallState>, SandboxError> {
+    build_store(runtime, tool, grants, secrets, setup, false)
+}
+
+/// Whether calls of a tool with this declaration run on a fiber: it asks for nothing
+/// that blocks (no mounts, no network, no terminal), so a call is guest code plus
+/// host calls that return at once, or waits (a sleep) that suspend the fiber.
+pub fn runs_on_fiber(declaration: &Declaration) -> bool {
+    let asks = &declaration.capabilities;
+    asks.fs.is_empty() && asks.network.is_empty() && !asks.terminal
+}
+
+/// [`store`] for a call on a fiber, instantiated through [`Linkers::fiber`]: the
+/// epoch callback also yields at every tick, so a guest that computes gives its thread
+/// back (the dispatcher then moves the call to a blocking thread).
+///
+/// # Errors
+/// [`SandboxError::Link`] for grants with mounts, network or the terminal (a host
+/// bug: such tools never run on a fiber, whose filesystem has no guard).
+pub(crate) fn fiber_store(
+    runtime: &Runtime,
+    tool: &Arc<str>,
+    grants: &EffectiveGrants,
+    secrets: &Secrets,
+    setup: CallSetup,
+) -> Result<Store<CallState>, SandboxError> {
+    if !grants.mounts.is_empty() || !grants.network.is_empty() || grants.terminal {
+        return Err(SandboxError::Link(format!(
+            "{tool}: a call with mounts, network or the terminal cannot run on a fiber"
+        )));
+    }
+    build_store(runtime, tool, grants, secrets, setup, true)
+}
+
+fn build_store(
+    runtime: &Runtime,
+    tool: &Arc<str>,
+    grants: &EffectiveGrants,
+    secrets: &Secrets,
+    setup: CallSetup,
+    fiber: bool,
+) -> Result<Store<CallState>, SandboxError> {
     let mut wasi = WasiCtxBuilder::new();
-    // Calls already run on a worker thread of their own; hopping to another thread for
-    // every file operation would only add latency. Must precede `preopened_dir`.
-    wasi.allow_blocking_current_thread(true);
+    // Blocking calls already run on a thread of their own; hopping to another thread
+    // for every file operation would only add latency. (A fiber's thread is an async
+    // worker, which must never block; it has no files anyway.) Must precede
+    // `preopened_dir`.
+    wasi.allow_blocking_current_thread(!fiber);
     fs::configure(&mut wasi, grants)?;
     env::configure(&mut wasi, grants, secrets);
     clock::configure(&mut wasi, grants.clock);
@@ -455,6 +550,23 @@ pub fn store(
             .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
     }
     store.limiter(|s| &mut s.limiter);
+    if fiber {
+        // Wake every tick: stop at the deadline or on cancel, else yield, so the
+        // caller can move a long call off its async worker.
+        let cancel = setup.cancel;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                ctx.data_mut().cancelled = true;
+                return Err(wasmtime::Trap::Interrupt.into());
+            }
+            if Instant::now() >= deadline {
+                return Err(wasmtime::Trap::Interrupt.into());
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        return Ok(store);
+    }
     match setup.cancel {
         // Not cancellable: one deadline, no callback — the cheapest path.
         None => {
