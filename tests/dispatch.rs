@@ -480,3 +480,55 @@ async fn a_guest_sleeping_on_a_fiber_ends_at_its_deadline_and_when_cancelled() {
     assert_eq!(outcome, CallOutcome::Cancelled);
     assert!(took < Duration::from_millis(1500), "took {took:?}");
 }
+
+/// A caller's runtime without timers still gets every call's limits on the fiber path:
+/// the race with the deadline waits on the engine's epoch ticks, not on tokio's timer.
+#[test]
+fn calls_on_a_fiber_need_no_timer_of_the_callers_runtime() {
+    let f = fixture(false, &["echo", "spin"]);
+    for tool in ["echo", "spin"] {
+        // Cache the check() answers: the next calls take the fiber path.
+        f.registry.invoke(tool, "{}", &CallOptions::default());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let spun = f
+            .registry
+            .invoke_async("spin".into(), "{}".into(), CallOptions::default())
+            .await;
+        assert!(
+            matches!(
+                spun,
+                hermetic::CallOutcome::Limit {
+                    kind: hermetic::LimitKind::Time,
+                    ..
+                }
+            ),
+            "{spun:?}"
+        );
+        let token = hermetic::CancelToken::new();
+        let cancelling = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            cancelling.cancel();
+        });
+        let options = CallOptions::default().with_cancel(token);
+        let cancelled = f
+            .registry
+            .invoke_async("spin".into(), "{}".into(), options)
+            .await;
+        assert_eq!(cancelled, hermetic::CallOutcome::Cancelled);
+        let echoed = f
+            .registry
+            .invoke_async(
+                "echo".into(),
+                r#"{"message": "x"}"#.into(),
+                CallOptions::default(),
+            )
+            .await;
+        assert!(echoed.is_success(), "{echoed:?}");
+    });
+}

@@ -482,7 +482,7 @@ impl LoadedTool {
         let raced = tokio::select! {
             biased;
             returned = guest => Ok(returned),
-            by_cancel = stop.reached() => Err(by_cancel),
+            by_cancel = stop.reached_at_tick(runtime.ticks()) => Err(by_cancel),
         };
         let returned: Returned = match raced {
             Ok(returned) => returned,

@@ -92,6 +92,9 @@ pub struct Runtime {
     config: EngineConfig,
     /// Fiber calls running now (at most [`EngineConfig::async_calls`]).
     fiber_calls: Arc<crate::slots::Slots>,
+    /// Woken at every epoch tick: what a call on a fiber waits on to look at its
+    /// deadline and cancel token, so it needs no timer of the caller's runtime.
+    ticks: Arc<tokio::sync::Notify>,
     engine_digest: String,
     ticker_stop: Arc<AtomicBool>,
     compiled: AtomicU64,
@@ -172,12 +175,15 @@ impl Runtime {
         let stop = ticker_stop.clone();
         let ticking = engine.clone();
         let tick = config.epoch_tick;
+        let ticks = Arc::new(tokio::sync::Notify::new());
+        let ticked = Arc::clone(&ticks);
         std::thread::Builder::new()
             .name("hermetic-epoch".into())
             .spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
                     ticking.increment_epoch();
+                    ticked.notify_waiters();
                 }
             })
             .map_err(|e| EngineError::Config(format!("starting the epoch ticker: {e}")))?;
@@ -187,6 +193,7 @@ impl Runtime {
             engine,
             config,
             fiber_calls,
+            ticks,
             engine_digest,
             ticker_stop,
             compiled: AtomicU64::new(0),
@@ -204,6 +211,11 @@ impl Runtime {
     /// held until the returned slot drops.
     pub(crate) fn fiber_slot(&self) -> Option<crate::slots::Slot> {
         self.fiber_calls.try_acquire()
+    }
+
+    /// Resolves at the next epoch tick (every [`EngineConfig::epoch_tick`]).
+    pub(crate) fn ticks(&self) -> &tokio::sync::Notify {
+        &self.ticks
     }
 
     /// Whether stores must be given fuel.

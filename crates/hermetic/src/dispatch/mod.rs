@@ -311,13 +311,27 @@ impl Dispatcher {
             finish(&name, grants.limits.result_chars, result)
         };
         let mut call = Box::pin(call);
-        let first = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
-            std::task::Poll::Ready(outcome) => std::task::Poll::Ready(Some(outcome)),
-            std::task::Poll::Pending => std::task::Poll::Ready(None),
+        // A panic in a host function stays this call's failure, as it does on a
+        // blocking thread (there it is the task's `JoinError`), instead of unwinding
+        // through the caller's task.
+        let first = std::future::poll_fn(|cx| {
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(cx)));
+            std::task::Poll::Ready(match polled {
+                Ok(std::task::Poll::Ready(outcome)) => Some(Ok(outcome)),
+                Ok(std::task::Poll::Pending) => None,
+                Err(_) => Some(Err(())),
+            })
         })
         .await;
-        if let Some(outcome) = first {
-            return outcome;
+        match first {
+            Some(Ok(outcome)) => return outcome,
+            Some(Err(())) => {
+                return CallOutcome::ToolError {
+                    message: "host failure: a host function panicked".to_owned(),
+                };
+            }
+            None => {}
         }
         let runtime = tokio::runtime::Handle::current();
         match tokio::task::spawn_blocking(move || runtime.block_on(call)).await {

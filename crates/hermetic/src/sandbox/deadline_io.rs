@@ -40,8 +40,27 @@ pub(crate) struct CallStop {
 }
 
 impl CallStop {
+    /// [`CallStop::reached`] measured in epoch ticks (`ticks` is woken at each):
+    /// needs no timer of the runtime it is polled on, and looks at the token and the
+    /// clock once a tick, as the epoch callback does.
+    pub(crate) async fn reached_at_tick(&self, ticks: &tokio::sync::Notify) -> bool {
+        loop {
+            let tick = ticks.notified();
+            tokio::pin!(tick);
+            // Registered before looking, so a tick in between is not missed.
+            tick.as_mut().enable();
+            if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                return true;
+            }
+            if Instant::now() >= self.deadline {
+                return false;
+            }
+            tick.await;
+        }
+    }
+
     /// Resolves when the deadline passes or the token is cancelled; `true` for cancel.
-    pub(crate) async fn reached(self) -> bool {
+    async fn reached(self) -> bool {
         let deadline = tokio::time::Instant::from_std(self.deadline);
         match self.cancel {
             None => {
