@@ -23,7 +23,8 @@ fn benches(c: &mut Criterion) {
     });
 
     // The async path as the MCP server takes it: a task on a two-worker runtime
-    // calls `invoke_async` (the call itself runs on a blocking thread).
+    // calls `invoke_async` (echo runs on a fiber on that task; the figure includes
+    // handing the task to a worker and its result back to this thread).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
@@ -42,6 +43,17 @@ fn benches(c: &mut Criterion) {
                     .await
             });
             black_box(runtime.block_on(task).unwrap())
+        })
+    });
+
+    // The fiber path alone: `invoke_async` polled on this thread, no task hand-off.
+    c.bench_function("invoke_async/echo polled in place (fiber path)", |b| {
+        b.iter(|| {
+            black_box(runtime.block_on(shared.invoke_async(
+                "echo".into(),
+                args.into(),
+                CallOptions::default(),
+            )))
         })
     });
 
