@@ -483,7 +483,10 @@ impl Catalog {
         load: impl Fn(&T) -> Result<LoadedTool, LoadProblem> + Sync,
     ) -> Vec<Result<LoadedTool, LoadProblem>> {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // Asked once: on Linux it reads cgroup files each time.
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
         let helpers = cores.min(items.len()).saturating_sub(1);
         if helpers == 0 {
             return items.iter().map(load).collect();

@@ -340,9 +340,7 @@ impl SessionOwners {
             }
         }
     }
-}
 
-impl SessionOwners {
     /// Whether rmcp still holds session `id` (it may have idled out or closed).
     async fn is_live(&self, id: &str) -> bool {
         self.manager.sessions.read().await.contains_key(id)

@@ -174,6 +174,21 @@ impl Running {
         }
     }
 
+    /// Opens a session and starts a long call in it (`spin_long`, request 1); returns
+    /// the session and the connection its answer comes on, once the call runs.
+    fn long_call_in_a_session(&self) -> (String, TcpStream) {
+        let session = self.open_session().unwrap();
+        let mut stream = self.connect();
+        self.post(
+            &mut stream,
+            Some(&session),
+            true,
+            &call(1, "spin_long", false),
+        );
+        self.wait_for_calls(1);
+        (session, stream)
+    }
+
     /// How long until no call is in flight (at most the hang guard).
     fn time_until_idle(&self) -> Duration {
         let start = Instant::now();
@@ -323,15 +338,7 @@ fn a_plain_session_call_gets_the_answer_the_session_worker_gives() {
 #[test]
 fn a_long_plain_call_streams_keep_alives_and_notifications_cancelled_ends_it() {
     let running = Running::start(ServerPolicy::default());
-    let session = running.open_session().unwrap();
-    let mut stream = running.connect();
-    running.post(
-        &mut stream,
-        Some(&session),
-        true,
-        &call(1, "spin_long", false),
-    );
-    running.wait_for_calls(1);
+    let (session, mut stream) = running.long_call_in_a_session();
     // No result within the JSON wait: the answer becomes an event stream.
     let mut buf = Vec::new();
     let head = read_head(&mut stream, &mut buf);
@@ -387,15 +394,7 @@ fn a_sessionless_call_ends_at_once_when_its_client_disconnects() {
 #[test]
 fn a_session_call_ends_at_once_when_its_client_disconnects() {
     let running = Running::start(ServerPolicy::default());
-    let session = running.open_session().unwrap();
-    let mut stream = running.connect();
-    running.post(
-        &mut stream,
-        Some(&session),
-        true,
-        &call(1, "spin_long", false),
-    );
-    running.wait_for_calls(1);
+    let (session, stream) = running.long_call_in_a_session();
     drop(stream);
     let took = running.time_until_idle();
     assert!(
@@ -411,15 +410,7 @@ fn a_session_call_ends_at_once_when_its_client_disconnects() {
 #[test]
 fn deleting_a_session_ends_its_calls_at_once() {
     let running = Running::start(ServerPolicy::default());
-    let session = running.open_session().unwrap();
-    let mut stream = running.connect();
-    running.post(
-        &mut stream,
-        Some(&session),
-        true,
-        &call(1, "spin_long", false),
-    );
-    running.wait_for_calls(1);
+    let (session, stream) = running.long_call_in_a_session();
     assert_eq!(running.delete(&session), 204);
     let took = running.time_until_idle();
     // rmcp alone cancels only after its five-second drain.
