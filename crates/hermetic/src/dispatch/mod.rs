@@ -198,7 +198,9 @@ impl Dispatcher {
 
     /// [`Dispatcher::invoke`] for async callers. Waiting for a concurrency slot holds no
     /// thread (one tenant's thousands of queued calls cannot starve another's); only a
-    /// call that holds its slots runs, on a blocking worker thread.
+    /// call that holds its slots runs: on a fiber on the caller's task for a tool that
+    /// asks for nothing that blocks (moved to a blocking thread if it runs past an
+    /// epoch tick), on a blocking worker thread for every other.
     pub async fn invoke_async(
         self: &Arc<Self>,
         name: String,
