@@ -165,6 +165,16 @@ struct CheckState {
     last_true: Option<Instant>,
 }
 
+/// Why a call is refused when the tool has `availability`; `None` when it may run.
+fn refusal(availability: &Availability) -> Option<String> {
+    (!availability.available).then(|| {
+        availability
+            .reason
+            .clone()
+            .unwrap_or_else(|| "check() returned false".to_owned())
+    })
+}
+
 impl CheckState {
     /// The cached answer, if it is younger than [`CHECK_TTL`] at `now`.
     fn fresh(&self, now: Instant) -> Option<&Availability> {
@@ -630,16 +640,7 @@ impl Catalog {
     /// [`CHECK_TTL`]); `None` when it may run. Listings hide such a tool, and a call
     /// by name is refused the same way.
     pub(crate) fn check_failure(&self, tool: &Resolved) -> Option<String> {
-        let availability = self.entry_availability(&tool.entry, &tool.scope);
-        if availability.available {
-            None
-        } else {
-            Some(
-                availability
-                    .reason
-                    .unwrap_or_else(|| "check() returned false".to_owned()),
-            )
-        }
+        refusal(&self.entry_availability(&tool.entry, &tool.scope))
     }
 
     /// [`Catalog::check_failure`] from the cache alone: `None` when `check()` would
@@ -647,13 +648,7 @@ impl Catalog {
     /// run guest code synchronously (an async task).
     pub(crate) fn cached_check_failure(&self, tool: &Resolved) -> Option<Option<String>> {
         let state = tool.scope.check.lock().unwrap_or_else(|p| p.into_inner());
-        let availability = state.fresh(self.clock.now())?;
-        Some((!availability.available).then(|| {
-            availability
-                .reason
-                .clone()
-                .unwrap_or_else(|| "check() returned false".to_owned())
-        }))
+        Some(refusal(state.fresh(self.clock.now())?))
     }
 
     /// Runs the stale `check()`s of `entries` for `tenant` at once (each bounded by the

@@ -389,10 +389,11 @@ impl Dispatcher {
         finish(name, grants.limits.result_chars, result)
     }
 
-    /// Everything a call needs before its sandbox: the grants' availability, the
-    /// arguments parsed, coerced and validated, and the call's context and setup. (The
-    /// `check()` answer is the caller's to look at: [`Dispatcher::run`] may run it,
-    /// the fiber path only reads the cache.)
+    /// Everything a call needs before its sandbox: the arguments parsed, coerced and
+    /// validated, and the call's context and setup. Availability is the caller's to
+    /// look at first: [`Dispatcher::run`] asks [`Catalog::check_failure`] (which
+    /// reports grants that leave the tool unavailable, then runs `check()` if need
+    /// be), the fiber path ([`Dispatcher::fiber_for`]) the grants and the cache.
     fn prepare(
         &self,
         tool: &Resolved,
@@ -401,12 +402,6 @@ impl Dispatcher {
         options: &CallOptions,
     ) -> Result<Prepared, CallOutcome> {
         let grants = tool.grants();
-        if let Some(reason) = grants.unavailable_reason() {
-            return Err(CallOutcome::Unavailable {
-                name: name.to_owned(),
-                reason: reason.to_string(),
-            });
-        }
         let invalid = |message: String| CallOutcome::InvalidArguments {
             name: name.to_owned(),
             message,

@@ -322,7 +322,7 @@ impl Linkers {
         if let Some(linker) = built.get(&set) {
             return Ok(Arc::clone(linker));
         }
-        let mut linker = base_linker(&self.engine)?;
+        let mut linker = base_linker(&self.engine, link_wasi)?;
         set.link(&mut linker)?;
         let linker = Arc::new(linker);
         built.insert(set, Arc::clone(&linker));
@@ -339,10 +339,7 @@ impl Linkers {
         if let Some(linker) = self.fiber.get() {
             return Ok(Arc::clone(linker));
         }
-        let mut linker = Linker::new(&self.engine);
-        link_wasi_fiber(&mut linker).map_err(|e| capability::link_error(&e))?;
-        bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(|e| capability::link_error(&e))?;
+        let linker = base_linker(&self.engine, link_wasi_fiber)?;
         Ok(Arc::clone(self.fiber.get_or_init(|| Arc::new(linker))))
     }
 
@@ -358,8 +355,12 @@ impl Linkers {
     }
 }
 
-/// WASI and the tool world's own imports (`host`), nothing else.
-fn base_linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, SandboxError> {
+/// WASI (linked by `link_wasi`: [`link_wasi`] or [`link_wasi_fiber`]) and the tool
+/// world's own imports (`host`), nothing else.
+fn base_linker(
+    engine: &wasmtime::Engine,
+    link_wasi: fn(&mut Linker<CallState>) -> wasmtime::Result<()>,
+) -> Result<Linker<CallState>, SandboxError> {
     let mut linker = Linker::new(engine);
     link_wasi(&mut linker).map_err(|e| capability::link_error(&e))?;
     bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
@@ -550,45 +551,32 @@ fn build_store(
             .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
     }
     store.limiter(|s| &mut s.limiter);
-    if fiber {
-        // Wake every tick: stop at the deadline or on cancel, else yield, so the
-        // caller can move a long call off its async worker.
-        let cancel = setup.cancel;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |mut ctx| {
-            if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-                ctx.data_mut().cancelled = true;
-                return Err(wasmtime::Trap::Interrupt.into());
-            }
-            if Instant::now() >= deadline {
-                return Err(wasmtime::Trap::Interrupt.into());
-            }
-            Ok(UpdateDeadline::Yield(1))
-        });
+    let cancel = setup.cancel;
+    if cancel.is_none() && !fiber {
+        // Neither cancellable nor on a fiber: one deadline, no callback — the cheapest
+        // path.
+        store.set_epoch_deadline(runtime.ticks_for(timeout));
+        store.epoch_deadline_trap();
         return Ok(store);
     }
-    match setup.cancel {
-        // Not cancellable: one deadline, no callback — the cheapest path.
-        None => {
-            store.set_epoch_deadline(runtime.ticks_for(timeout));
-            store.epoch_deadline_trap();
+    // Wake every tick to look at the token. The wall-clock deadline is checked on the
+    // same wake-up, so the time limit (and its `Interrupt` trap, reported as "time
+    // limit exceeded") is the same as on the path above. A call on a fiber also yields
+    // then, so the caller can move a long call off its async worker.
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |mut ctx| {
+        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            ctx.data_mut().cancelled = true;
+            return Err(wasmtime::Trap::Interrupt.into());
         }
-        // Cancellable: wake every tick to look at the token. The wall-clock deadline is
-        // checked on the same wake-up, so the time limit (and its `Interrupt` trap,
-        // reported as "time limit exceeded") is the same as on the path above.
-        Some(token) => {
-            store.set_epoch_deadline(1);
-            store.epoch_deadline_callback(move |mut ctx| {
-                if token.is_cancelled() {
-                    ctx.data_mut().cancelled = true;
-                    return Err(wasmtime::Trap::Interrupt.into());
-                }
-                if Instant::now() >= deadline {
-                    return Err(wasmtime::Trap::Interrupt.into());
-                }
-                Ok(UpdateDeadline::Continue(1))
-            });
+        if Instant::now() >= deadline {
+            return Err(wasmtime::Trap::Interrupt.into());
         }
-    }
+        Ok(if fiber {
+            UpdateDeadline::Yield(1)
+        } else {
+            UpdateDeadline::Continue(1)
+        })
+    });
     Ok(store)
 }
