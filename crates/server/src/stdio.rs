@@ -21,6 +21,7 @@ use rmcp::model::{
 };
 use rmcp::transport::Transport;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -43,6 +44,14 @@ pub const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 /// How much of an oversized line is kept to find its id in (clients write `jsonrpc`
 /// and `id` before `params`).
 pub const ID_SCAN: usize = 4096;
+
+/// Requests read but not yet answered, at most: past it the transport stops reading
+/// stdin until an answer is written. Without it a client that writes calls and never
+/// reads stdout would have the server hold every unwritten answer (and a task per call)
+/// without bound; with it the pipe's own back-pressure reaches the client. (A client
+/// that has this many requests waiting on its own answers — approvals asked by
+/// elicitation — is read from again as they time out.)
+pub const MAX_UNANSWERED: usize = 256;
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown`
 /// is cancelled (see [`serve_streams`]).
@@ -88,6 +97,8 @@ where
         line: Vec::new(),
         discarding: None,
         out: Lines(Arc::new(tokio::sync::Mutex::new(Some(write)))),
+        unanswered: Arc::new(tokio::sync::Semaphore::new(MAX_UNANSWERED)),
+        with_rmcp: HashMap::new(),
         plain: PlainCalls {
             server: server.clone(),
             tenant: Arc::from(server.shared.options.tenant.as_str()),
@@ -137,6 +148,11 @@ struct LineTransport<R, W> {
     /// An oversized line being skipped to its end: its first [`ID_SCAN`] bytes.
     discarding: Option<Vec<u8>>,
     out: Lines<W>,
+    /// One permit per request read and not yet answered ([`MAX_UNANSWERED`]).
+    unanswered: Arc<tokio::sync::Semaphore>,
+    /// The permits of the requests given to rmcp, returned when their answer is sent
+    /// (or the client cancels them: a cancelled request gets no answer).
+    with_rmcp: HashMap<RequestId, tokio::sync::OwnedSemaphorePermit>,
     plain: PlainCalls,
 }
 
@@ -190,13 +206,15 @@ struct PlainCalls {
 }
 
 impl PlainCalls {
-    /// Runs `message` here when it is a plain call (`None`), else gives it back for
-    /// rmcp; notes the handshake and forwards cancellations on the way.
+    /// Runs `message` here when it is a plain call (`None`; the call holds its
+    /// `permit` until answered), else gives both back for rmcp; notes the handshake and
+    /// forwards cancellations on the way.
     fn route<W>(
         &mut self,
         message: ClientJsonRpcMessage,
         out: &Lines<W>,
-    ) -> Option<ClientJsonRpcMessage>
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> Option<(ClientJsonRpcMessage, tokio::sync::OwnedSemaphorePermit)>
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
@@ -218,25 +236,31 @@ impl PlainCalls {
                         .live
                         .cancel_request(&self.session, request);
                 }
-                return Some(message);
+                return Some((message, permit));
             }
-            _ => return Some(message),
+            _ => return Some((message, permit)),
         }
         if !self.ready {
-            return Some(message);
+            return Some((message, permit));
         }
         match crate::plain::take(message, &self.server.shared, &self.tenant) {
             Ok((id, params)) => {
-                self.spawn(id, params, out.clone());
+                self.spawn(id, params, out.clone(), permit);
                 None
             }
-            Err(message) => Some(message),
+            Err(message) => Some((message, permit)),
         }
     }
 
-    /// Runs one plain call on its own task and writes its answer.
-    fn spawn<W>(&self, id: RequestId, params: CallToolRequestParams, out: Lines<W>)
-    where
+    /// Runs one plain call on its own task and writes its answer (then returns the
+    /// call's `permit`).
+    fn spawn<W>(
+        &self,
+        id: RequestId,
+        params: CallToolRequestParams,
+        out: Lines<W>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) where
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let shared = Arc::clone(&self.server.shared);
@@ -257,6 +281,7 @@ impl PlainCalls {
             if let Err(e) = out.write(crate::plain::response_bytes(&id, result)).await {
                 tracing::debug!(request = %id, "could not write a tools/call answer: {e}");
             }
+            drop(permit);
         });
         self.running.spawn(call);
     }
@@ -333,6 +358,20 @@ where
         }
     }
 
+    /// Holds `permit` while rmcp answers `message` when it is a request; a
+    /// cancellation returns the cancelled request's permit (it gets no answer).
+    fn keep_until_answered(
+        &mut self,
+        message: &ClientJsonRpcMessage,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        if let ClientJsonRpcMessage::Request(request) = message {
+            self.with_rmcp.insert(request.id.clone(), permit);
+        } else if let Some(request) = crate::plain::cancelled_request(message) {
+            self.with_rmcp.remove(request);
+        }
+    }
+
     /// Sends the JSON-RPC error `reply` (built by [`super::jsonrpc`]).
     async fn reply(&mut self, reply: Value) -> bool {
         match serde_json::to_vec(&reply) {
@@ -357,15 +396,28 @@ where
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let answered = match &item {
+            ServerJsonRpcMessage::Response(response) => Some(&response.id),
+            ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        let permit = answered.and_then(|id| self.with_rmcp.remove(id));
         async move {
             let message = serde_json::to_vec(&item)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            out.write(message).await
+            let written = out.write(message).await;
+            drop(permit);
+            written
         }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            // Taken before reading, so a full set stops reading (cancellation-safe: a
+            // dropped wait has consumed nothing).
+            let Ok(permit) = Arc::clone(&self.unanswered).acquire_owned().await else {
+                return None;
+            };
             let line = match self.read_line().await {
                 Ok(line) => line,
                 Err(e) => {
@@ -400,9 +452,12 @@ where
                             // Keep the buffer's capacity for the next line.
                             self.line = line;
                             self.line.clear();
-                            match self.plain.route(message, &self.out) {
-                                Some(message) => return Some(message),
+                            match self.plain.route(message, &self.out, permit) {
                                 None => continue,
+                                Some((message, permit)) => {
+                                    self.keep_until_answered(&message, permit);
+                                    return Some(message);
+                                }
                             }
                         }
                         Err(e) => super::jsonrpc::failure_response(text, &e.to_string()),

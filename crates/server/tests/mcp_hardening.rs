@@ -649,6 +649,11 @@ struct StdioSession {
 
 impl StdioSession {
     fn start(shutdown_grace: Duration) -> Self {
+        Self::with_pipes(shutdown_grace, 1 << 20, 1 << 20)
+    }
+
+    /// A session whose stdin and stdout hold at most `stdin` and `stdout` bytes unread.
+    fn with_pipes(shutdown_grace: Duration, stdin: usize, stdout: usize) -> Self {
         let workspace = tempfile::TempDir::new().unwrap();
         let server = McpServer::new(
             Arc::new(registry(workspace.path())),
@@ -662,8 +667,8 @@ impl StdioSession {
             .enable_all()
             .build()
             .unwrap();
-        let (to, server_read) = tokio::io::duplex(1 << 20);
-        let (server_write, from) = tokio::io::duplex(1 << 20);
+        let (to, server_read) = tokio::io::duplex(stdin);
+        let (server_write, from) = tokio::io::duplex(stdout);
         let shutdown = tokio_util::sync::CancellationToken::new();
         let serving = {
             let (server, shutdown) = (server.clone(), shutdown.clone());
@@ -868,6 +873,72 @@ fn closing_stdin_cancels_a_running_plain_call_after_the_grace_and_answers_it() {
             .expect("the session did not end")
             .unwrap();
         assert_eq!(server.calls_in_flight(), 0);
+    });
+}
+
+#[test]
+fn a_stdio_client_that_does_not_read_its_answers_is_not_read_from_without_bound() {
+    const CALLS: u64 = 4000;
+    let mut s = StdioSession::with_pipes(Duration::from_secs(1), 16 << 10, 4 << 10);
+    let (serving, shutdown) = (s.serving.take().unwrap(), s.shutdown.clone());
+    let (mut to, from) = (
+        std::mem::replace(&mut s.to, tokio::io::duplex(1).0),
+        &mut s.from,
+    );
+    s.runtime.block_on(async {
+        stdio_handshake(&mut to, from).await;
+        // Plain calls, and every tenth through rmcp's worker (a progress token): both
+        // kinds hold their place until answered.
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let writer = {
+            let sent = Arc::clone(&sent);
+            tokio::spawn(async move {
+                for id in 1..=CALLS {
+                    let mut message: Value =
+                        serde_json::from_str(&call(id, "echo", false)).unwrap();
+                    if id % 10 == 0 {
+                        message["params"]["_meta"] = json!({"progressToken": id});
+                    }
+                    send_line(&mut to, message.to_string().as_bytes()).await;
+                    sent.store(id, std::sync::atomic::Ordering::Relaxed);
+                }
+                to
+            })
+        };
+        // Nothing is read from stdout: once it is full the server must stop reading
+        // stdin (no progress for half a second), far short of every call.
+        let start = Instant::now();
+        let mut last = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+            if now == last || now == CALLS || start.elapsed() > HANG_GUARD {
+                break;
+            }
+            last = now;
+        }
+        let written = sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            written < CALLS / 4,
+            "the server read {written} of {CALLS} calls its client never read the answers of"
+        );
+        // Reading the answers lets the rest in; every call is answered once.
+        let mut answered = std::collections::BTreeSet::new();
+        while answered.len() < CALLS as usize {
+            let reply = read_message(from).await;
+            if reply.get("method").is_some() {
+                continue; // a progress notification
+            }
+            assert!(reply["result"].is_object(), "{reply}");
+            assert!(answered.insert(reply["id"].as_u64().unwrap()), "{reply}");
+        }
+        assert_eq!(answered.last(), Some(&CALLS));
+        let _to = tokio::time::timeout(HANG_GUARD, writer)
+            .await
+            .unwrap()
+            .unwrap();
+        shutdown.cancel();
+        serving.await.unwrap();
     });
 }
 
