@@ -22,44 +22,69 @@ const WINDOW: Duration = Duration::from_secs(3);
 /// Concurrent tasks on the async path (as many keep-alive connections as the HTTP bench).
 const TASKS: usize = 64;
 
+/// What callers share: whether to go on, whether calls count yet, and the count.
+#[derive(Default)]
+struct Window {
+    stop: AtomicBool,
+    counting: AtomicBool,
+    calls: AtomicU64,
+}
+
+impl Window {
+    /// Whether a caller goes on.
+    fn open(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A caller's own count (kept locally, added once: no shared counter per call).
+    fn count(&self, mine: &mut u64) {
+        if self.counting.load(Ordering::Relaxed) {
+            *mine += 1;
+        }
+    }
+
+    /// Lets the callers warm up, counts their calls for [`WINDOW`], then tells them
+    /// to stop; the time counted.
+    fn measure(&self) -> Duration {
+        std::thread::sleep(WINDOW / 4);
+        self.counting.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        std::thread::sleep(WINDOW);
+        self.counting.store(false, Ordering::Relaxed);
+        let elapsed = started.elapsed();
+        self.stop.store(true, Ordering::Relaxed);
+        elapsed
+    }
+
+    /// Calls per second over `elapsed`, once every caller has added its count.
+    fn rate(&self, elapsed: Duration) -> f64 {
+        self.calls.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64()
+    }
+}
+
 /// Calls per second of `threads` threads calling `Registry::call` until told to stop.
 fn blocking_rate(registry: &Arc<Registry>, threads: usize) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let counting = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicU64::new(0));
+    let window = Arc::new(Window::default());
     let workers: Vec<_> = (0..threads)
         .map(|_| {
-            let (registry, stop, counting, calls) = (
-                Arc::clone(registry),
-                Arc::clone(&stop),
-                Arc::clone(&counting),
-                Arc::clone(&calls),
-            );
+            let (registry, window) = (Arc::clone(registry), Arc::clone(&window));
             std::thread::spawn(move || {
                 let options = CallOptions::default();
                 let mut mine = 0u64;
-                while !stop.load(Ordering::Relaxed) {
+                while window.open() {
                     let out = registry.call("echo", ARGS, &options);
                     assert!(out.contains("hello"), "{out}");
-                    if counting.load(Ordering::Relaxed) {
-                        mine += 1;
-                    }
+                    window.count(&mut mine);
                 }
-                calls.fetch_add(mine, Ordering::Relaxed);
+                window.calls.fetch_add(mine, Ordering::Relaxed);
             })
         })
         .collect();
-    std::thread::sleep(WINDOW / 4);
-    counting.store(true, Ordering::Relaxed);
-    let started = Instant::now();
-    std::thread::sleep(WINDOW);
-    counting.store(false, Ordering::Relaxed);
-    let elapsed = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
+    let elapsed = window.measure();
     for worker in workers {
         worker.join().unwrap();
     }
-    calls.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64()
+    window.rate(elapsed)
 }
 
 /// Calls per second of `TASKS` tasks on a `workers`-thread runtime awaiting
@@ -69,45 +94,30 @@ fn async_rate(registry: &Arc<Registry>, workers: usize) -> f64 {
         .worker_threads(workers)
         .build()
         .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let counting = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicU64::new(0));
+    let window = Arc::new(Window::default());
     let tasks: Vec<_> = (0..TASKS)
         .map(|_| {
-            let (registry, stop, counting, calls) = (
-                Arc::clone(registry),
-                Arc::clone(&stop),
-                Arc::clone(&counting),
-                Arc::clone(&calls),
-            );
+            let (registry, window) = (Arc::clone(registry), Arc::clone(&window));
             runtime.spawn(async move {
                 let mut mine = 0u64;
-                while !stop.load(Ordering::Relaxed) {
+                while window.open() {
                     let outcome = registry
                         .invoke_async("echo".into(), ARGS.into(), CallOptions::default())
                         .await;
                     assert!(outcome.is_success(), "{outcome:?}");
-                    if counting.load(Ordering::Relaxed) {
-                        mine += 1;
-                    }
+                    window.count(&mut mine);
                 }
-                calls.fetch_add(mine, Ordering::Relaxed);
+                window.calls.fetch_add(mine, Ordering::Relaxed);
             })
         })
         .collect();
-    std::thread::sleep(WINDOW / 4);
-    counting.store(true, Ordering::Relaxed);
-    let started = Instant::now();
-    std::thread::sleep(WINDOW);
-    counting.store(false, Ordering::Relaxed);
-    let elapsed = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
+    let elapsed = window.measure();
     runtime.block_on(async {
         for task in tasks {
             task.await.unwrap();
         }
     });
-    calls.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64()
+    window.rate(elapsed)
 }
 
 fn main() {
