@@ -98,7 +98,6 @@ where
         discarding: None,
         out: Lines(Arc::new(tokio::sync::Mutex::new(Some(write)))),
         unanswered: Arc::new(tokio::sync::Semaphore::new(MAX_UNANSWERED)),
-        with_rmcp: HashMap::new(),
         plain: PlainCalls {
             server: server.clone(),
             tenant: Arc::from(server.shared.options.tenant.as_str()),
@@ -108,6 +107,7 @@ where
             end: CancellationToken::new(),
             running: TaskTracker::new(),
             eof: None,
+            with_rmcp: HashMap::new(),
         },
     };
     let running = server
@@ -150,9 +150,6 @@ struct LineTransport<R, W> {
     out: Lines<W>,
     /// One permit per request read and not yet answered ([`MAX_UNANSWERED`]).
     unanswered: Arc<tokio::sync::Semaphore>,
-    /// The permits of the requests given to rmcp, returned when their answer is sent
-    /// (or the client cancels them: a cancelled request gets no answer).
-    with_rmcp: HashMap<RequestId, tokio::sync::OwnedSemaphorePermit>,
     plain: PlainCalls,
 }
 
@@ -203,26 +200,31 @@ struct PlainCalls {
     running: TaskTracker,
     /// When the client closed its end.
     eof: Option<Instant>,
+    /// The [`MAX_UNANSWERED`] permits of the requests given to rmcp, returned when
+    /// their answer is sent (or the client cancels them: a cancelled request gets no
+    /// answer).
+    with_rmcp: HashMap<RequestId, tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl PlainCalls {
-    /// Runs `message` here when it is a plain call (`None`; the call holds its
-    /// `permit` until answered), else gives both back for rmcp; notes the handshake and
-    /// forwards cancellations on the way.
+    /// Runs `message` here when it is a plain call (`None`), else gives it back for
+    /// rmcp; notes the handshake and forwards cancellations on the way. A request's
+    /// `permit` is held until it is answered, by the plain call or in `with_rmcp`.
     fn route<W>(
         &mut self,
         message: ClientJsonRpcMessage,
         out: &Lines<W>,
         permit: tokio::sync::OwnedSemaphorePermit,
-    ) -> Option<(ClientJsonRpcMessage, tokio::sync::OwnedSemaphorePermit)>
+    ) -> Option<ClientJsonRpcMessage>
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        match &message {
+        let id = match &message {
             ClientJsonRpcMessage::Request(request) => {
                 if let ClientRequest::InitializeRequest(init) = &request.request {
                     self.legacy = init.params.protocol_version.has_initialize();
                 }
+                request.id.clone()
             }
             ClientJsonRpcMessage::Notification(notification) => {
                 if matches!(
@@ -235,21 +237,25 @@ impl PlainCalls {
                         .shared
                         .live
                         .cancel_request(&self.session, request);
+                    self.with_rmcp.remove(request);
                 }
-                return Some((message, permit));
+                return Some(message);
             }
-            _ => return Some((message, permit)),
-        }
-        if !self.ready {
-            return Some((message, permit));
-        }
-        match crate::plain::take(message, &self.server.shared, &self.tenant) {
-            Ok((id, params)) => {
-                self.spawn(id, params, out.clone(), permit);
-                None
+            _ => return Some(message),
+        };
+        let message = if self.ready {
+            match crate::plain::take(message, &self.server.shared, &self.tenant) {
+                Ok((id, params)) => {
+                    self.spawn(id, params, out.clone(), permit);
+                    return None;
+                }
+                Err(message) => message,
             }
-            Err(message) => Some((message, permit)),
-        }
+        } else {
+            message
+        };
+        self.with_rmcp.insert(id, permit);
+        Some(message)
     }
 
     /// Runs one plain call on its own task and writes its answer (then returns the
@@ -358,20 +364,6 @@ where
         }
     }
 
-    /// Holds `permit` while rmcp answers `message` when it is a request; a
-    /// cancellation returns the cancelled request's permit (it gets no answer).
-    fn keep_until_answered(
-        &mut self,
-        message: &ClientJsonRpcMessage,
-        permit: tokio::sync::OwnedSemaphorePermit,
-    ) {
-        if let ClientJsonRpcMessage::Request(request) = message {
-            self.with_rmcp.insert(request.id.clone(), permit);
-        } else if let Some(request) = crate::plain::cancelled_request(message) {
-            self.with_rmcp.remove(request);
-        }
-    }
-
     /// Sends the JSON-RPC error `reply` (built by [`super::jsonrpc`]).
     async fn reply(&mut self, reply: Value) -> bool {
         match serde_json::to_vec(&reply) {
@@ -401,7 +393,7 @@ where
             ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
             _ => None,
         };
-        let permit = answered.and_then(|id| self.with_rmcp.remove(id));
+        let permit = answered.and_then(|id| self.plain.with_rmcp.remove(id));
         async move {
             let message = serde_json::to_vec(&item)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
@@ -453,11 +445,8 @@ where
                             self.line = line;
                             self.line.clear();
                             match self.plain.route(message, &self.out, permit) {
+                                Some(message) => return Some(message),
                                 None => continue,
-                                Some((message, permit)) => {
-                                    self.keep_until_answered(&message, permit);
-                                    return Some(message);
-                                }
                             }
                         }
                         Err(e) => super::jsonrpc::failure_response(text, &e.to_string()),
