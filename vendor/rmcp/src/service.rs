@@ -783,7 +783,9 @@ pub(crate) struct ClientRequestMetadata {
 ///
 /// To create a cancellable request, call [`Peer::send_request_with_option`].
 pub struct Peer<R: ServiceRole> {
-    tx: mpsc::Sender<PeerSinkMessage<R>>,
+    // hermetic: boxed, so the channel's first block (32 slots, allocated with the
+    // channel) costs 256 bytes instead of 32 messages.
+    tx: mpsc::Sender<Box<PeerSinkMessage<R>>>,
     request_id_provider: Arc<dyn RequestIdProvider>,
     progress_token_provider: Arc<dyn ProgressTokenProvider>,
     progress_timeout_watchers: ProgressTimeoutWatchers,
@@ -824,7 +826,7 @@ impl<R: ServiceRole> std::fmt::Debug for Peer<R> {
     }
 }
 
-type ProxyOutbound<R> = mpsc::Receiver<PeerSinkMessage<R>>;
+type ProxyOutbound<R> = mpsc::Receiver<Box<PeerSinkMessage<R>>>;
 
 #[derive(Debug, Default)]
 #[non_exhaustive]
@@ -894,10 +896,10 @@ impl<R: ServiceRole> Peer<R> {
     pub async fn send_notification(&self, notification: R::Not) -> Result<(), ServiceError> {
         let (responder, receiver) = tokio::sync::oneshot::channel();
         self.tx
-            .send(PeerSinkMessage::Notification {
+            .send(Box::new(PeerSinkMessage::Notification {
                 notification,
                 responder,
-            })
+            }))
             .await
             .map_err(|_m| ServiceError::TransportClosed)?;
         receiver.await.map_err(|_e| ServiceError::TransportClosed)?
@@ -969,11 +971,11 @@ impl<R: ServiceRole> Peer<R> {
         }
         if self
             .tx
-            .send(PeerSinkMessage::Request {
+            .send(Box::new(PeerSinkMessage::Request {
                 request,
                 id: id.clone(),
                 responder,
-            })
+            }))
             .await
             .is_err()
         {
@@ -1051,10 +1053,10 @@ impl<R: ServiceRole> Peer<R> {
             extensions: Default::default(),
         };
         let (responder, _receiver) = tokio::sync::oneshot::channel();
-        let _ = self.tx.try_send(PeerSinkMessage::Notification {
+        let _ = self.tx.try_send(Box::new(PeerSinkMessage::Notification {
             notification: notification.into(),
             responder,
-        });
+        }));
     }
 
     async fn notify_progress_timeout_watcher(&self, progress_token: &ProgressToken) {
@@ -1412,7 +1414,7 @@ fn serve_inner<R, S, T>(
     service: S,
     transport: T,
     peer: Peer<R>,
-    mut peer_rx: tokio::sync::mpsc::Receiver<PeerSinkMessage<R>>,
+    mut peer_rx: ProxyOutbound<R>,
     initial_messages: VecDeque<RxJsonRpcMessage<R>>,
     ct: CancellationToken,
 ) -> RunningService<R, S>
@@ -1423,8 +1425,9 @@ where
     T: Transport<R> + 'static,
 {
     const SINK_PROXY_BUFFER_SIZE: usize = 64;
+    // hermetic: boxed, so the channel's first block costs 256 bytes, not 32 messages.
     let (sink_proxy_tx, mut sink_proxy_rx) =
-        tokio::sync::mpsc::channel::<TxJsonRpcMessage<R>>(SINK_PROXY_BUFFER_SIZE);
+        tokio::sync::mpsc::channel::<Box<TxJsonRpcMessage<R>>>(SINK_PROXY_BUFFER_SIZE);
     let peer_info = peer.peer_info();
     if R::IS_CLIENT {
         tracing::info!(?peer_info, "Service initialized as client");
@@ -1477,7 +1480,7 @@ where
                 tokio::select! {
                     m = sink_proxy_rx.recv(), if !sink_proxy_rx.is_closed() => {
                         if let Some(m) = m {
-                            Event::ToSink(m)
+                            Event::ToSink(*m)
                         } else {
                             continue
                         }
@@ -1493,7 +1496,7 @@ where
                     }
                     m = peer_rx.recv(), if !peer_rx.is_closed() => {
                         if let Some(m) = m {
-                            Event::ProxyMessage(m)
+                            Event::ProxyMessage(*m)
                         } else {
                             continue
                         }
@@ -1686,7 +1689,7 @@ where
                                     JsonRpcMessage::error(error, Some(id))
                                 }
                             };
-                            let _send_result = sink.send(response).await;
+                            let _send_result = sink.send(Box::new(response)).await;
                         }.instrument(current_span));
                     }
                 }
@@ -1851,6 +1854,7 @@ where
                 // Then drain any handler responses still in the channel
                 // (handlers that finished after the loop broke).
                 while let Some(m) = sink_proxy_rx.recv().await {
+                    let m = *m;
                     if let Some(id) = match &m {
                         JsonRpcMessage::Response(response) => Some(&response.id),
                         JsonRpcMessage::Error(error) => error.id.as_ref(),
@@ -1917,7 +1921,7 @@ mod sep2260_marker_tests {
             Some(id) => ORIGINATING_REQUEST.scope(id, send).await.unwrap(),
             None => send.await.unwrap(),
         };
-        let PeerSinkMessage::Request { request, .. } = rx.recv().await.expect("sink message")
+        let PeerSinkMessage::Request { request, .. } = *rx.recv().await.expect("sink message")
         else {
             panic!("expected a request sink message");
         };

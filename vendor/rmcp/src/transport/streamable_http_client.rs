@@ -1505,14 +1505,14 @@ impl<C: StreamableHttpClient> Worker for StreamableHttpClientWorker<C> {
                 }
                 message = context.from_handler_rx.recv(), if may_receive => {
                     match message {
-                        Some(msg) => Event::ClientMessage(msg),
+                        Some(msg) => Event::ClientMessage(*msg),
                         None => break 'main_loop Err(WorkerQuitReason::HandlerTerminated),
                     }
                 },
                 message = context.control_from_handler_rx.recv(),
                     if control_posts.is_empty() && !session_cancellation.is_cancelled() => {
                     match message {
-                        Some(msg) => Event::ControlMessage(msg),
+                        Some(msg) => Event::ControlMessage(*msg),
                         None => break 'main_loop Err(WorkerQuitReason::HandlerTerminated),
                     }
                 },

@@ -167,9 +167,9 @@ impl<W: Worker> WorkerSendRequest<W> {
 }
 
 pub struct WorkerTransport<W: Worker> {
-    rx: tokio::sync::mpsc::Receiver<RxJsonRpcMessage<W::Role>>,
-    send_service: tokio::sync::mpsc::Sender<WorkerSendRequest<W>>,
-    control_send_service: tokio::sync::mpsc::Sender<WorkerSendRequest<W>>,
+    rx: tokio::sync::mpsc::Receiver<Box<RxJsonRpcMessage<W::Role>>>,
+    send_service: tokio::sync::mpsc::Sender<Box<WorkerSendRequest<W>>>,
+    control_send_service: tokio::sync::mpsc::Sender<Box<WorkerSendRequest<W>>>,
     request_cancellations: RequestCancellations,
     control_generation: Arc<AtomicU64>,
     join_handle: Option<tokio::task::JoinHandle<Result<(), WorkerQuitReason<W::Error>>>>,
@@ -210,12 +210,15 @@ impl<W: Worker> WorkerTransport<W> {
     pub fn spawn_with_ct(worker: W, transport_task_ct: CancellationToken) -> Self {
         let config = worker.config();
         let worker_name = config.name;
+        // hermetic: messages are boxed, so each channel's first block (32 slots,
+        // allocated with the channel) costs 256 bytes instead of 32 messages.
         let (to_transport_tx, from_handler_rx) =
-            tokio::sync::mpsc::channel::<WorkerSendRequest<W>>(config.channel_buffer_capacity);
+            tokio::sync::mpsc::channel::<Box<WorkerSendRequest<W>>>(config.channel_buffer_capacity);
         let (control_to_transport_tx, control_from_handler_rx) =
-            tokio::sync::mpsc::channel::<WorkerSendRequest<W>>(config.channel_buffer_capacity);
-        let (to_handler_tx, from_transport_rx) =
-            tokio::sync::mpsc::channel::<RxJsonRpcMessage<W::Role>>(config.channel_buffer_capacity);
+            tokio::sync::mpsc::channel::<Box<WorkerSendRequest<W>>>(config.channel_buffer_capacity);
+        let (to_handler_tx, from_transport_rx) = tokio::sync::mpsc::channel::<
+            Box<RxJsonRpcMessage<W::Role>>,
+        >(config.channel_buffer_capacity);
         let request_cancellations = RequestCancellations::default();
         let control_generation = Arc::new(AtomicU64::new(0));
         let context = WorkerContext {
@@ -292,10 +295,10 @@ pub struct SendRequest<W: Worker> {
 
 #[non_exhaustive]
 pub struct WorkerContext<W: Worker> {
-    pub to_handler_tx: tokio::sync::mpsc::Sender<RxJsonRpcMessage<W::Role>>,
-    pub from_handler_rx: tokio::sync::mpsc::Receiver<WorkerSendRequest<W>>,
+    pub to_handler_tx: tokio::sync::mpsc::Sender<Box<RxJsonRpcMessage<W::Role>>>,
+    pub from_handler_rx: tokio::sync::mpsc::Receiver<Box<WorkerSendRequest<W>>>,
     /// Messages selected by [`Worker::is_control_message`].
-    pub control_from_handler_rx: tokio::sync::mpsc::Receiver<WorkerSendRequest<W>>,
+    pub control_from_handler_rx: tokio::sync::mpsc::Receiver<Box<WorkerSendRequest<W>>>,
     pub cancellation_token: CancellationToken,
     control_generation: Arc<AtomicU64>,
 }
@@ -325,7 +328,7 @@ impl<W: Worker> WorkerContext<W> {
         item: RxJsonRpcMessage<W::Role>,
     ) -> Result<(), WorkerQuitReason<W::Error>> {
         self.to_handler_tx
-            .send(item)
+            .send(Box::new(item))
             .await
             .map_err(|_| WorkerQuitReason::HandlerTerminated)
     }
@@ -336,6 +339,7 @@ impl<W: Worker> WorkerContext<W> {
         self.from_handler_rx
             .recv()
             .await
+            .map(|request| *request)
             .ok_or(WorkerQuitReason::HandlerTerminated)
     }
 }
@@ -388,7 +392,9 @@ impl<W: Worker> Transport<W::Role> for WorkerTransport<W> {
             // Keep the stream alive until its cancellation is handled or abandoned.
             let _cancellation_target = cancellation_target;
             let _target_guard = target_guard;
-            tx.send(request).await.map_err(|_| W::err_closed())?;
+            tx.send(Box::new(request))
+                .await
+                .map_err(|_| W::err_closed())?;
             receiver.await.map_err(|_| W::err_closed())??;
             if let Some(guard) = cancellation_guard {
                 let _ = guard.disarm();
@@ -397,7 +403,7 @@ impl<W: Worker> Transport<W::Role> for WorkerTransport<W> {
         }
     }
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<W::Role>> {
-        self.rx.recv().await
+        self.rx.recv().await.map(|message| *message)
     }
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(handle) = self.join_handle.take() {

@@ -375,7 +375,7 @@ pub struct LocalSessionWorker {
     /// infinite reconnect loops when multiple EventSource connections compete
     /// to replace the common channel.
     shadow_txs: Vec<Sender<ServerSseMessage>>,
-    event_rx: Receiver<SessionEvent>,
+    event_rx: Receiver<Box<SessionEvent>>,
     session_config: SessionConfig,
     event_store: Option<Arc<dyn EventStore>>,
 }
@@ -847,7 +847,21 @@ pub enum SessionQuitReason {
 pub struct LocalSessionHandle {
     id: SessionId,
     // after all event_tx drop, inner task will be terminated
-    event_tx: Sender<SessionEvent>,
+    event_tx: EventSender,
+}
+
+/// hermetic: session events travel boxed, so the channel's first block (32 slots,
+/// allocated with the channel) costs 256 bytes instead of 32 events.
+#[derive(Debug, Clone)]
+struct EventSender(Sender<Box<SessionEvent>>);
+
+impl EventSender {
+    async fn send(
+        &self,
+        event: SessionEvent,
+    ) -> Result<(), tokio::sync::mpsc::error::SendError<Box<SessionEvent>>> {
+        self.0.send(Box::new(event)).await
+    }
 }
 
 impl LocalSessionHandle {
@@ -1064,7 +1078,7 @@ impl Worker for LocalSessionWorker {
         }
         let init_timeout = self.session_config.init_timeout.unwrap_or(Duration::MAX);
         let evt = tokio::select! {
-            evt = self.event_rx.recv() => evt.ok_or_else(|| {
+            evt = self.event_rx.recv() => evt.map(|evt| *evt).ok_or_else(|| {
                 WorkerQuitReason::fatal(
                     LocalSessionWorkerError::TransportTerminated,
                     "get initialize request",
@@ -1110,7 +1124,7 @@ impl Worker for LocalSessionWorker {
             let event = tokio::select! {
                 event = self.event_rx.recv() => {
                     if let Some(event) = event {
-                        InnerEvent::FromHttpService(event)
+                        InnerEvent::FromHttpService(*event)
                     } else {
                         return Err(WorkerQuitReason::fatal(LocalSessionWorkerError::TransportTerminated, "waiting next session event"))
                     }
@@ -1290,7 +1304,7 @@ fn create_local_session_with_event_store(
     let common = CachedTx::new_common(common_tx, &id, event_store.clone());
     tracing::info!(session_id = ?id, "create new session");
     let handle = LocalSessionHandle {
-        event_tx,
+        event_tx: EventSender(event_tx),
         id: id.clone(),
     };
     let session_worker = LocalSessionWorker {
