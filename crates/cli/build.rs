@@ -11,10 +11,12 @@
 //! **Start-up code first** (`startup-order.txt`, lld's `--symbol-ordering-file`). The
 //! kernel maps a binary's code 64 KiB around each page a process touches, and the few
 //! thousand functions a server runs to start are spread over all 27 MiB of it, so an
-//! idle server held 11 MiB of code. Laid out together they take ~2 MiB; idle RSS 26.7
-//! -> ~20 MiB, and starts are quicker (fewer page faults). Names the file lists that
-//! the binary lacks (after a dependency changed, say) are skipped; refresh the list
-//! with `startup-order.py`. Used only where the linker is rustc's own lld (the default
+//! idle server held 11 MiB of code. Laid out together they take 2.5 MiB; idle RSS
+//! 26.7 -> 17 MiB, and starts are quicker (fewer page faults). Names the file lists
+//! that the binary lacks (after a dependency changed, say) are skipped; refresh the
+//! list with `startup-order.py`. The workspace's crates build in one codegen unit
+//! (root `Cargo.toml`) so that their names do not change with each edit. Used only
+//! where the linker is rustc's own lld (the default
 //! on x86_64 Linux since Rust 1.90) and no other linker is configured: GNU ld has no
 //! such option. `HERMETIC_NO_SYMBOL_ORDER=1` leaves it out.
 fn main() {
