@@ -16,9 +16,9 @@
 //! that the binary lacks (after a dependency changed, say) are skipped; refresh the
 //! list with `startup-order.py`. The workspace's crates build in one codegen unit
 //! (root `Cargo.toml`) so that their names do not change with each edit. Used only
-//! where the linker is rustc's own lld (the default
-//! on x86_64 Linux since Rust 1.90) and no other linker is configured: GNU ld has no
-//! such option. `HERMETIC_NO_SYMBOL_ORDER=1` leaves it out.
+//! where the linker is rustc's own lld (the default on x86_64 Linux since Rust 1.90)
+//! and no other linker is configured: GNU ld has no such option.
+//! `HERMETIC_NO_SYMBOL_ORDER=1` leaves it out.
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=startup-order.txt");

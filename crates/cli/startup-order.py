@@ -99,9 +99,14 @@ def record(command, data, env, until_idle=False):
     server = subprocess.Popen(perf + ["--"] + command, cwd=ROOT, env=env, text=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)
+    said = []
     for line in server.stderr:
+        said.append(line)
         if "serving" in line:
             break
+    else:
+        server.wait()
+        sys.exit(f"the server did not start: {' '.join(command)}\n{''.join(said)}")
     time.sleep(1)
     os.killpg(server.pid, signal.SIGINT)
     server.communicate(timeout=60)
