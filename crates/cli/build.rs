@@ -18,6 +18,7 @@
 //! (root `Cargo.toml`) so that their names do not change with each edit. Used only
 //! where the linker is rustc's own lld (the default on x86_64 Linux since Rust 1.90)
 //! and no other linker is configured: GNU ld has no such option.
+//! Release-based profiles only (debug builds name their symbols differently).
 //! `HERMETIC_NO_SYMBOL_ORDER=1` leaves it out.
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -40,10 +41,18 @@ fn main() {
     let flags = env("CARGO_ENCODED_RUSTFLAGS");
     let default_lld = env("TARGET") == "x86_64-unknown-linux-gnu"
         && std::env::var_os("RUSTC_LINKER").is_none()
-        && !["linker", "link-self-contained", "fuse-ld"]
-            .iter()
-            .any(|option| flags.contains(option));
-    if default_lld && std::env::var_os("HERMETIC_NO_SYMBOL_ORDER").is_none() {
+        && ![
+            "linker=",
+            "linker-flavor",
+            "linker-features",
+            "link-self-contained",
+            "fuse-ld",
+        ]
+        .iter()
+        .any(|option| flags.contains(option));
+    // The list names the symbols of an optimised build; a debug build's are others.
+    let release = env("PROFILE") == "release";
+    if default_lld && release && std::env::var_os("HERMETIC_NO_SYMBOL_ORDER").is_none() {
         let manifest = std::path::PathBuf::from(env("CARGO_MANIFEST_DIR"));
         let order = manifest.join("startup-order.txt");
         // `-Wl,` splits its argument at commas.

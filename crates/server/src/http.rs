@@ -88,8 +88,8 @@ const MAX_ANSWER_BODY: usize = 4096;
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Default of `[server] max_sessions_per_tenant`. A live session costs a worker task,
-/// its channels and its handler (tens of kilobytes); 256 is far more than one agent
-/// fleet's tenant keeps open, and bounds a tenant to a few tens of megabytes.
+/// its channels and its handler (~30 KB, the start bench); 256 is far more than one
+/// agent fleet's tenant keeps open, and bounds a tenant to about 8 MB of sessions.
 pub const DEFAULT_MAX_SESSIONS_PER_TENANT: u32 = 256;
 
 /// Default of `[server] sessions_per_minute`: agents open a session when they start, not
