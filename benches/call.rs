@@ -6,6 +6,8 @@
     missing_docs,
     reason = "criterion_group! generates an undocumented public fn"
 )]
+mod floor;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::{CallOptions, Selection};
 use hermetic_tests::fixture;
@@ -67,69 +69,14 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-/// What a fresh-instance call costs in wasmtime alone, on the engine hermetic uses
-/// (pooling allocator, epoch interruption): a Store with an empty WASI context,
-/// instantiate, `handle`, the result read. None of hermetic's dispatch, policy-built
-/// context, limits or captured output: the gap to the full call is hermetic's share.
+/// What a fresh-instance call costs in wasmtime alone ([`floor::Floor`]): the gap to
+/// the full call is hermetic's share.
 fn floor(c: &mut Criterion, args: &str) {
-    use wasmtime::component::{Component, ComponentType, Linker, Lower, ResourceTable};
-    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-    struct Bare {
-        wasi: WasiCtx,
-        table: ResourceTable,
-    }
-    impl WasiView for Bare {
-        fn ctx(&mut self) -> WasiCtxView<'_> {
-            WasiCtxView {
-                ctx: &mut self.wasi,
-                table: &mut self.table,
-            }
-        }
-    }
-    #[derive(ComponentType, Lower)]
-    #[component(record)]
-    struct CallContext {
-        #[component(name = "call-id")]
-        call_id: String,
-        tenant: String,
-        session: String,
-    }
-
-    let runtime = hermetic::Runtime::new(hermetic_tests::engine_config()).unwrap();
-    let engine = runtime.engine();
-    let component = Component::from_file(engine, hermetic_tests::guest("echo")).unwrap();
-    let mut linker = Linker::<Bare>::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-    let pre = linker.instantiate_pre(&component).unwrap();
-    let handle = component
-        .get_export_index(None, "hermetic:tool/tool@0.2.0")
-        .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
-        .unwrap();
-    let context = CallContext {
-        call_id: "bench".into(),
-        tenant: "default".into(),
-        session: String::new(),
-    };
+    let floor = floor::Floor::echo();
+    assert!(floor.call(args).is_ok_and(|out| out.contains("hello")));
     c.bench_function(
         "call/echo floor (wasmtime alone: new Store, instantiate, handle)",
-        |b| {
-            b.iter(|| {
-                let bare = Bare {
-                    wasi: WasiCtx::builder().build(),
-                    table: ResourceTable::new(),
-                };
-                let mut store = wasmtime::Store::new(engine, bare);
-                store.set_epoch_deadline(1 << 20);
-                let instance = pre.instantiate(&mut store).unwrap();
-                let func = instance
-                    .get_typed_func::<(&str, &CallContext), (Result<String, String>,)>(
-                        &mut store, handle,
-                    )
-                    .unwrap();
-                black_box(func.call(&mut store, (black_box(args), &context)).unwrap())
-            })
-        },
+        |b| b.iter(|| black_box(floor.call(black_box(args)))),
     );
 }
 

@@ -4,7 +4,7 @@
 //! both driven by the same raw HTTP/1.1 keep-alive client in one MCP session.
 //!
 //! Two runs per server: one connection making sequential calls (p50/p99 round trip and
-//! the server's CPU time per call, from `/proc/PID/stat`), and [`CONNECTIONS`]
+//! the server's CPU time per call, from its CPU-time clock), and [`CONNECTIONS`]
 //! connections calling at once (calls/s). A bench, not a test: the figures are printed,
 //! never asserted. The client runs on the same 2 cores as the server, so the
 //! many-connection figure is a floor on what the server can do.

@@ -3,8 +3,8 @@
 //! `tools/call` with the echo and does nothing else), both driven by the same raw
 //! client (sequential `tools/call` of a trivial echo tool, one line each way).
 //!
-//! Prints calls/s, p50/p99 round trip and the server's CPU time per call (from
-//! `/proc/PID/stat`, user + system), and the ratios to the floor. A bench, not a
+//! Prints calls/s, p50/p99 round trip and the server's CPU time per call (from its
+//! CPU-time clock, user + system), and the ratios to the floor. A bench, not a
 //! test: the figures are printed, never asserted (criterion cannot hold a child
 //! process's CPU time, hence `harness = false`).
 //!
