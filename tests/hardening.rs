@@ -362,6 +362,102 @@ fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
 
 // --- 3. one tenant cannot starve another ------------------------------------------
 
+/// A registry over `policy` on a host with only `sandboxes` call sandboxes
+/// (`EngineConfig::max_instances`), with the named test tools.
+fn small_host(root: &std::path::Path, policy: &str, sandboxes: u32, tools: &[&str]) -> Registry {
+    let path = root.join("policy.toml");
+    std::fs::write(&path, policy).unwrap();
+    let loaded = hermetic::policy_file::load(&path, root).unwrap();
+    let mut options = hermetic_terminal::attach(hermetic::RegistryOptions::new(loaded.policy));
+    options.engine = hermetic_tests::engine_config();
+    options.engine.max_instances = sandboxes;
+    let registry = Registry::new(options).unwrap();
+    let dir = hermetic_tests::tools_dir(tools);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    registry
+}
+
+/// `n` calls of `sleeper` for `secs` seconds at once, each on its own thread.
+fn sleepers(registry: &Registry, n: usize, secs: u64) -> Vec<CallOutcome> {
+    std::thread::scope(|threads| {
+        let calls: Vec<_> = (0..n)
+            .map(|_| threads.spawn(|| invoke(registry, "sleeper", json!({"secs": secs}))))
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    })
+}
+
+/// Five calls at once on a host with two sandboxes: three wait for a sandbox, and all
+/// five end well. Before, the pool held fewer sandboxes than the cap (two core
+/// instances each, where a Rust tool needs three): calls past two thirds of it failed
+/// as "the tool crashed: maximum concurrent limit ... reached", whichever tenant made
+/// them.
+#[test]
+fn calls_past_the_hosts_sandboxes_wait_for_one_and_all_run() {
+    let root = tempfile::TempDir::new().unwrap();
+    let registry = small_host(root.path(), "", 2, &["sleeper"]);
+    let started = Instant::now();
+    let outcomes = sleepers(&registry, 5, 1);
+    for outcome in &outcomes {
+        assert!(outcome.is_success(), "{outcome:?}");
+    }
+    // Two at a time: the third round started after the first two ended.
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A call that finds every sandbox in use for longer than its queue timeout is refused
+/// as a concurrency limit naming the host's cap (not a crash), and the host then runs
+/// calls again.
+#[test]
+fn a_call_that_finds_no_sandbox_in_its_queue_time_is_a_concurrency_limit() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = "[tools.sleeper.limits]\nqueue_timeout_ms = 100\n";
+    let registry = small_host(root.path(), policy, 1, &["sleeper"]);
+    std::thread::scope(|threads| {
+        let busy = threads.spawn(|| invoke(&registry, "sleeper", json!({"secs": 1})));
+        std::thread::sleep(Duration::from_millis(300));
+        match invoke(&registry, "sleeper", json!({"secs": 0})) {
+            CallOutcome::Limit {
+                kind: LimitKind::Concurrency,
+                message,
+            } => assert!(
+                message.contains("the host already runs 1 calls") && message.contains("100 ms"),
+                "{message}"
+            ),
+            other => panic!("expected a concurrency limit, got {other:?}"),
+        }
+        assert!(busy.join().unwrap().is_success());
+    });
+    assert!(invoke(&registry, "sleeper", json!({"secs": 0})).is_success());
+}
+
+/// With every call sandbox in use, tools are still checked (listings run `check()` in
+/// sandboxes of their own): a host full of one tenant's calls does not hide tools from
+/// the others. Before, the check found the pool empty and the tool was listed as
+/// unavailable for the check's cache time.
+#[test]
+fn a_host_full_of_calls_still_checks_and_lists_its_tools() {
+    let root = tempfile::TempDir::new().unwrap();
+    let registry = small_host(root.path(), "", 1, &["sleeper", "echo"]);
+    std::thread::scope(|threads| {
+        let busy = threads.spawn(|| invoke(&registry, "sleeper", json!({"secs": 1})));
+        std::thread::sleep(Duration::from_millis(300));
+        registry.invalidate_checks();
+        let listed = registry
+            .definitions(&hermetic::Selection::default())
+            .to_string();
+        assert!(
+            listed.contains("\"echo\"") && listed.contains("\"sleeper\""),
+            "{listed}"
+        );
+        assert!(busy.join().unwrap().is_success());
+    });
+}
+
 /// Tenant `flood` queues 5,000 calls of a spinning tool (its limit: one at a time);
 /// tenant `calm`'s echo calls meanwhile are served as if nothing were queued. Before,
 /// every queued call held a blocking-pool thread while it waited for its slot, and

@@ -258,6 +258,9 @@ pub fn load(
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
     let raw = {
+        // Declared before the store, so it is given back after the store is dropped.
+        let _sandbox = metadata_sandbox(runtime, METADATA_TIMEOUT)
+            .map_err(|e| LoadError::Schema(e.to_string()))?;
         let mut store = sandbox::store(
             runtime,
             &name,
@@ -606,6 +609,7 @@ impl LoadedTool {
             cancel: None,
             terminal: None,
         };
+        let _sandbox = metadata_sandbox(runtime, timeout)?;
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
         let result = self
             .pre
@@ -614,6 +618,14 @@ impl LoadedTool {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         result.map_err(|e| classify(e, store.data(), grants, timeout_ms))
     }
+}
+
+/// One of the sandboxes kept for `schema()` and `check()` runs, waiting at most `wait`
+/// for one; held until the run's store is dropped.
+fn metadata_sandbox(runtime: &Runtime, wait: Duration) -> Result<crate::slots::Slot, SandboxError> {
+    runtime.metadata_sandbox(wait).ok_or(SandboxError::Busy {
+        waited_ms: wait.as_millis(),
+    })
 }
 
 /// A call's time limit in milliseconds, as its errors report it.

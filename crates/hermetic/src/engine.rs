@@ -21,7 +21,11 @@ pub struct EngineConfig {
     /// Largest linear memory any instance may have, in bytes (default 512 MiB). Must be
     /// at least the operator's `max_memory_mb`.
     pub max_memory_bytes: usize,
-    /// Instances that may exist at once (default 1000).
+    /// Tool calls whose sandboxes may exist at once, across all tenants (default
+    /// 1000). A call past it waits for one to end, as long as its tool's queue timeout,
+    /// then fails with a concurrency limit. `schema()` and `check()` runs have
+    /// [`METADATA_SANDBOXES`] more of their own, so a host full of calls still loads
+    /// and checks tools.
     pub max_instances: u32,
     /// Epoch tick: the granularity of deadlines (default 5 ms).
     pub epoch_tick: Duration,
@@ -86,12 +90,29 @@ pub fn pagemap_scan_is_safe() -> bool {
     }
 }
 
+/// Sandboxes kept for `schema()` (loading) and `check()` runs beside
+/// [`EngineConfig::max_instances`] calls: a host whose calls use every sandbox must not
+/// hide tools because their checks could not run.
+pub const METADATA_SANDBOXES: u32 = 64;
+
+/// Most core instances, linear memories and tables one component may hold: what the
+/// pool reserves for each sandbox, so [`EngineConfig::max_instances`] sandboxes always
+/// fit. A Rust `wasm32-wasip2` tool has 3 core instances (its module and the two that
+/// wire its imports), 1 memory and 2 tables; the headroom is for components built from
+/// more modules (a WASI adapter, composition). A component over it is refused at load,
+/// with wasmtime's words for which limit it passes.
+const PER_COMPONENT: (u32, u32, u32) = (8, 2, 4);
+
 /// A configured engine plus its epoch ticker and compiled-code cache.
 pub struct Runtime {
     engine: Engine,
     config: EngineConfig,
     /// Fiber calls running now (at most [`EngineConfig::async_calls`]).
     fiber_calls: Arc<crate::slots::Slots>,
+    /// Sandboxes of tool calls ([`EngineConfig::max_instances`]).
+    call_sandboxes: Arc<crate::slots::Slots>,
+    /// Sandboxes of `schema()` and `check()` runs ([`METADATA_SANDBOXES`]).
+    metadata_sandboxes: Arc<crate::slots::Slots>,
     /// Woken at every epoch tick: what a call on a fiber waits on to look at its
     /// deadline and cancel token, so it needs no timer of the caller's runtime.
     ticks: Arc<tokio::sync::Notify>,
@@ -144,10 +165,18 @@ impl Runtime {
         crate::compile_settings::apply(&mut wasm, config.fuel);
         if config.pooling {
             let mut pool = PoolingAllocationConfig::new();
-            pool.total_component_instances(config.max_instances)
-                .total_core_instances(config.max_instances.saturating_mul(2))
-                .total_memories(config.max_instances.saturating_mul(2))
-                .total_tables(config.max_instances.saturating_mul(2))
+            // Sized for every sandbox the slots allow, each at the per-component cap:
+            // with fewer (the pool once had 2 core instances a sandbox, where a Rust
+            // tool needs 3), calls past two thirds of the cap failed as crashes.
+            let sandboxes = config.max_instances.saturating_add(METADATA_SANDBOXES);
+            let (instances, memories, tables) = PER_COMPONENT;
+            pool.total_component_instances(sandboxes)
+                .max_core_instances_per_component(instances)
+                .max_memories_per_component(memories)
+                .max_tables_per_component(tables)
+                .total_core_instances(sandboxes.saturating_mul(instances))
+                .total_memories(sandboxes.saturating_mul(memories))
+                .total_tables(sandboxes.saturating_mul(tables))
                 // Pooled stacks are fiber stacks, for wasmtime's async calls: only the
                 // fiber path uses them (other calls run on the calling thread's stack),
                 // and setting up 1000 of them, a guard page each, was most of an empty
@@ -189,10 +218,14 @@ impl Runtime {
             .map_err(|e| EngineError::Config(format!("starting the epoch ticker: {e}")))?;
 
         let fiber_calls = Arc::new(crate::slots::Slots::new(config.async_calls as usize));
+        let call_sandboxes = Arc::new(crate::slots::Slots::new(config.max_instances as usize));
+        let metadata_sandboxes = Arc::new(crate::slots::Slots::new(METADATA_SANDBOXES as usize));
         Ok(Self {
             engine,
             config,
             fiber_calls,
+            call_sandboxes,
+            metadata_sandboxes,
             ticks,
             engine_digest,
             ticker_stop,
@@ -211,6 +244,17 @@ impl Runtime {
     /// held until the returned slot drops.
     pub(crate) fn fiber_slot(&self) -> Option<crate::slots::Slot> {
         self.fiber_calls.try_acquire()
+    }
+
+    /// The sandboxes of tool calls: a call holds one of these slots from before its
+    /// store is made until the store is dropped.
+    pub(crate) fn call_sandboxes(&self) -> &Arc<crate::slots::Slots> {
+        &self.call_sandboxes
+    }
+
+    /// A sandbox for a `schema()` or `check()` run, waiting at most `wait` for one.
+    pub(crate) fn metadata_sandbox(&self, wait: Duration) -> Option<crate::slots::Slot> {
+        self.metadata_sandboxes.acquire(wait)
     }
 
     /// Resolves at the next epoch tick (every [`EngineConfig::epoch_tick`]).

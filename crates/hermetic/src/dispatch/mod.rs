@@ -106,6 +106,26 @@ fn tenant_busy(tenant: &str, slots: &Slots, wait: Duration) -> CallOutcome {
     )
 }
 
+fn host_busy(slots: &Slots, wait: Duration) -> CallOutcome {
+    limit(
+        LimitKind::Concurrency,
+        format!(
+            "concurrency limit exceeded: the host already runs {} calls, its most at once; waited {} ms for a sandbox",
+            slots.capacity(),
+            wait.as_millis()
+        ),
+    )
+}
+
+/// The slots a running call holds, given back when it ends: its tenant's (for a tenant
+/// with a cap), its tool's, and its sandbox's (the host's
+/// [`crate::EngineConfig::max_instances`]).
+struct Held {
+    _tenant: Option<Slot>,
+    _tool: Slot,
+    _sandbox: Slot,
+}
+
 fn tool_busy(name: &str, slots: &Slots, wait: Duration) -> CallOutcome {
     limit(
         LimitKind::Concurrency,
@@ -192,8 +212,17 @@ impl Dispatcher {
         let Some(tool_slot) = tool.slots().acquire(wait) else {
             return tool_busy(name, tool.slots(), wait);
         };
+        let sandboxes = self.catalog.runtime().call_sandboxes();
+        let Some(sandbox) = sandboxes.acquire(wait) else {
+            return host_busy(sandboxes, wait);
+        };
+        let held = Held {
+            _tenant: tenant_slot,
+            _tool: tool_slot,
+            _sandbox: sandbox,
+        };
         let args = Arguments::Text(args.into());
-        self.run(&tool, name, args, options, (tenant_slot, tool_slot))
+        self.run(&tool, name, args, options, held)
     }
 
     /// [`Dispatcher::invoke`] for async callers. Waiting for a concurrency slot holds no
@@ -243,10 +272,18 @@ impl Dispatcher {
         let Some(tool_slot) = tool.slots().acquire_async(wait).await else {
             return tool_busy(&name, tool.slots(), wait);
         };
-        let slots = (tenant_slot, tool_slot);
+        let sandboxes = self.catalog.runtime().call_sandboxes();
+        let Some(sandbox) = sandboxes.acquire_async(wait).await else {
+            return host_busy(sandboxes, wait);
+        };
+        let held = Held {
+            _tenant: tenant_slot,
+            _tool: tool_slot,
+            _sandbox: sandbox,
+        };
         if let Some(fiber) = self.fiber_for(&tool) {
             return Arc::clone(self)
-                .run_on_fiber(tool, name, args, options, (slots, fiber))
+                .run_on_fiber(tool, name, args, options, (held, fiber))
                 .await;
         }
         // Not `block_in_place`, though it would save the two thread hand-offs: the
@@ -254,7 +291,7 @@ impl Dispatcher {
         // sees a cancel notification or a client going away (the MCP server's
         // cancellation tests fail with it).
         let dispatcher = Arc::clone(self);
-        let run = move || dispatcher.run(&tool, &name, args, &options, slots);
+        let run = move || dispatcher.run(&tool, &name, args, &options, held);
         match tokio::task::spawn_blocking(run).await {
             Ok(outcome) => outcome,
             Err(e) => CallOutcome::ToolError {
@@ -289,7 +326,7 @@ impl Dispatcher {
         name: String,
         args: Arguments<'static>,
         options: CallOptions,
-        held: ((Option<Slot>, Slot), Slot),
+        held: (Held, Slot),
     ) -> CallOutcome {
         let call = async move {
             let _held = held;
@@ -364,7 +401,7 @@ impl Dispatcher {
         name: &str,
         args: Arguments<'_>,
         options: &CallOptions,
-        _slots: (Option<Slot>, Slot),
+        _held: Held,
     ) -> CallOutcome {
         let grants = tool.grants();
         if let Some(reason) = self.catalog.check_failure(tool) {

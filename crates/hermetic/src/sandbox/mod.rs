@@ -53,6 +53,16 @@ pub enum SandboxError {
     /// problem).
     #[error("setting the fuel budget: {0}")]
     Fuel(String),
+    /// Every sandbox kept for `schema()` and `check()` runs
+    /// ([`crate::METADATA_SANDBOXES`]) stayed in use for as long as the run could wait.
+    #[error(
+        "no sandbox free: the host already runs {} schema() and check() calls; waited {waited_ms} ms",
+        crate::METADATA_SANDBOXES
+    )]
+    Busy {
+        /// How long the run waited.
+        waited_ms: u128,
+    },
 }
 
 /// Per-call state held by the [`Store`].
