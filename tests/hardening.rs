@@ -365,13 +365,9 @@ fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
 /// A registry over `policy` on a host with only `sandboxes` call sandboxes
 /// (`EngineConfig::max_instances`), with the named test tools.
 fn small_host(root: &std::path::Path, policy: &str, sandboxes: u32, tools: &[&str]) -> Registry {
-    let path = root.join("policy.toml");
-    std::fs::write(&path, policy).unwrap();
-    let loaded = hermetic::policy_file::load(&path, root).unwrap();
-    let mut options = hermetic_terminal::attach(hermetic::RegistryOptions::new(loaded.policy));
-    options.engine = hermetic_tests::engine_config();
-    options.engine.max_instances = sandboxes;
-    let registry = Registry::new(options).unwrap();
+    let registry = hermetic_tests::policy_registry_with(root, policy, false, |engine| {
+        engine.max_instances = sandboxes;
+    });
     let dir = hermetic_tests::tools_dir(tools);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     registry
@@ -442,10 +438,22 @@ fn a_call_that_finds_no_sandbox_in_its_queue_time_is_a_concurrency_limit() {
 #[test]
 fn a_host_full_of_calls_still_checks_and_lists_its_tools() {
     let root = tempfile::TempDir::new().unwrap();
-    let registry = small_host(root.path(), "", 1, &["sleeper", "echo"]);
+    let policy = "[tools.echo.limits]\nqueue_timeout_ms = 50\n";
+    let registry = small_host(root.path(), policy, 1, &["sleeper", "echo"]);
     std::thread::scope(|threads| {
         let busy = threads.spawn(|| invoke(&registry, "sleeper", json!({"secs": 1})));
         std::thread::sleep(Duration::from_millis(300));
+        // The host is full: a call finds no sandbox (else this test would prove nothing).
+        assert!(
+            matches!(
+                invoke(&registry, "echo", json!({"message": "x"})),
+                CallOutcome::Limit {
+                    kind: LimitKind::Concurrency,
+                    ..
+                }
+            ),
+            "the host is not full"
+        );
         registry.invalidate_checks();
         let listed = registry
             .definitions(&hermetic::Selection::default())

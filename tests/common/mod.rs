@@ -66,6 +66,17 @@ pub fn fixture(bundled: bool, test_tools: &[&str]) -> Fixture {
 /// relative paths in it resolve against `root`), with the bundled tools when `bundled`,
 /// on the shared test cache (keeping the engine settings the policy implies, e.g. fuel).
 pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
+    policy_registry_with(root, policy, bundled, |_| {})
+}
+
+/// [`policy_registry`] with the engine settings changed by `engine` first (e.g. a host
+/// with fewer sandboxes).
+pub fn policy_registry_with(
+    root: &Path,
+    policy: &str,
+    bundled: bool,
+    engine: impl FnOnce(&mut EngineConfig),
+) -> Registry {
     let path = root.join("policy.toml");
     std::fs::write(&path, policy).unwrap();
     let loaded = hermetic::policy_file::load(&path, root).unwrap();
@@ -74,6 +85,7 @@ pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
     let fuel = options.engine.fuel;
     options.engine = engine_config();
     options.engine.fuel = fuel;
+    engine(&mut options.engine);
     let registry = Registry::new(options).unwrap();
     if bundled {
         assert_eq!(registry.add_bundled(), vec![]);

@@ -95,13 +95,18 @@ pub fn pagemap_scan_is_safe() -> bool {
 /// hide tools because their checks could not run.
 pub const METADATA_SANDBOXES: u32 = 64;
 
-/// Most core instances, linear memories and tables one component may hold: what the
-/// pool reserves for each sandbox, so [`EngineConfig::max_instances`] sandboxes always
-/// fit. A Rust `wasm32-wasip2` tool has 3 core instances (its module and the two that
-/// wire its imports), 1 memory and 2 tables; the headroom is for components built from
-/// more modules (a WASI adapter, composition). A component over it is refused at load,
-/// with wasmtime's words for which limit it passes.
-const PER_COMPONENT: (u32, u32, u32) = (8, 2, 4);
+/// Most core instances one component may hold: the pool reserves this many, and
+/// [`MEMORIES_PER_COMPONENT`] memories and [`TABLES_PER_COMPONENT`] tables, for each
+/// sandbox, so [`EngineConfig::max_instances`] sandboxes always fit. A Rust
+/// `wasm32-wasip2` tool has 3 core instances (its module and the two that wire its
+/// imports), 1 memory and 2 tables; the headroom is for components built from more
+/// modules (a WASI adapter, composition). A component over any of the three is refused
+/// at load, with wasmtime's words for which.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+/// See [`CORE_INSTANCES_PER_COMPONENT`].
+const MEMORIES_PER_COMPONENT: u32 = 2;
+/// See [`CORE_INSTANCES_PER_COMPONENT`].
+const TABLES_PER_COMPONENT: u32 = 4;
 
 /// A configured engine plus its epoch ticker and compiled-code cache.
 pub struct Runtime {
@@ -169,14 +174,13 @@ impl Runtime {
             // with fewer (the pool once had 2 core instances a sandbox, where a Rust
             // tool needs 3), calls past two thirds of the cap failed as crashes.
             let sandboxes = config.max_instances.saturating_add(METADATA_SANDBOXES);
-            let (instances, memories, tables) = PER_COMPONENT;
             pool.total_component_instances(sandboxes)
-                .max_core_instances_per_component(instances)
-                .max_memories_per_component(memories)
-                .max_tables_per_component(tables)
-                .total_core_instances(sandboxes.saturating_mul(instances))
-                .total_memories(sandboxes.saturating_mul(memories))
-                .total_tables(sandboxes.saturating_mul(tables))
+                .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+                .max_memories_per_component(MEMORIES_PER_COMPONENT)
+                .max_tables_per_component(TABLES_PER_COMPONENT)
+                .total_core_instances(sandboxes.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+                .total_memories(sandboxes.saturating_mul(MEMORIES_PER_COMPONENT))
+                .total_tables(sandboxes.saturating_mul(TABLES_PER_COMPONENT))
                 // Pooled stacks are fiber stacks, for wasmtime's async calls: only the
                 // fiber path uses them (other calls run on the calling thread's stack),
                 // and setting up 1000 of them, a guard page each, was most of an empty

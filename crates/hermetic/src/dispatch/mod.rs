@@ -95,22 +95,13 @@ fn limit(kind: LimitKind, message: String) -> CallOutcome {
     CallOutcome::Limit { kind, message }
 }
 
-fn tenant_busy(tenant: &str, slots: &Slots, wait: Duration) -> CallOutcome {
+/// The concurrency limit of a call that waited `wait` for one of `slots` and got none;
+/// `who` runs them all ("tenant acme", a tool's name, "the host").
+fn busy(who: &str, slots: &Slots, wait: Duration) -> CallOutcome {
     limit(
         LimitKind::Concurrency,
         format!(
-            "concurrency limit exceeded: tenant {tenant} already runs {} calls; waited {} ms for a slot",
-            slots.capacity(),
-            wait.as_millis()
-        ),
-    )
-}
-
-fn host_busy(slots: &Slots, wait: Duration) -> CallOutcome {
-    limit(
-        LimitKind::Concurrency,
-        format!(
-            "concurrency limit exceeded: the host already runs {} calls, its most at once; waited {} ms for a sandbox",
+            "concurrency limit exceeded: {who} already runs {} calls; waited {} ms for a slot",
             slots.capacity(),
             wait.as_millis()
         ),
@@ -124,17 +115,6 @@ struct Held {
     _tenant: Option<Slot>,
     _tool: Slot,
     _sandbox: Slot,
-}
-
-fn tool_busy(name: &str, slots: &Slots, wait: Duration) -> CallOutcome {
-    limit(
-        LimitKind::Concurrency,
-        format!(
-            "concurrency limit exceeded: {name} already runs {} calls; waited {} ms for a slot",
-            slots.capacity(),
-            wait.as_millis()
-        ),
-    )
 }
 
 /// Runs calls of a [`Catalog`]'s tools: concurrency slots per tool and per tenant,
@@ -206,15 +186,15 @@ impl Dispatcher {
             None => None,
             Some(slots) => match slots.acquire(wait) {
                 Some(slot) => Some(slot),
-                None => return tenant_busy(tenant, slots, wait),
+                None => return busy(&format!("tenant {tenant}"), slots, wait),
             },
         };
         let Some(tool_slot) = tool.slots().acquire(wait) else {
-            return tool_busy(name, tool.slots(), wait);
+            return busy(name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
         let Some(sandbox) = sandboxes.acquire(wait) else {
-            return host_busy(sandboxes, wait);
+            return busy("the host", sandboxes, wait);
         };
         let held = Held {
             _tenant: tenant_slot,
@@ -266,15 +246,15 @@ impl Dispatcher {
             None => None,
             Some(slots) => match slots.acquire_async(wait).await {
                 Some(slot) => Some(slot),
-                None => return tenant_busy(&options.tenant, slots, wait),
+                None => return busy(&format!("tenant {}", options.tenant), slots, wait),
             },
         };
         let Some(tool_slot) = tool.slots().acquire_async(wait).await else {
-            return tool_busy(&name, tool.slots(), wait);
+            return busy(&name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
         let Some(sandbox) = sandboxes.acquire_async(wait).await else {
-            return host_busy(sandboxes, wait);
+            return busy("the host", sandboxes, wait);
         };
         let held = Held {
             _tenant: tenant_slot,
