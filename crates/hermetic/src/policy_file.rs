@@ -320,8 +320,49 @@ pub fn parse(
         reason: e.to_string(),
     })?;
 
+    let mounts = operator_mounts(raw.mounts, base_dir, &invalid)?;
+    let defaults = default_grants(raw.defaults, &mounts, &invalid)?;
+    let mut tools = BTreeMap::new();
+    for (name, grants) in raw.tools {
+        let o = grant_override(grants, &invalid)?;
+        if let Some(m) = &o.mounts {
+            check_mounts_exist(m, &mounts, &format!("tools.{name}"), &invalid)?;
+        }
+        tools.insert(name, o);
+    }
+    let server = server_policy(raw.server, &raw.tenants, file_dir, &invalid)?;
+    let mut tenants = BTreeMap::new();
+    for (id, t) in raw.tenants {
+        let tenant = tenant_policy(&id, t, &mounts, &invalid)?;
+        tenants.insert(id, tenant);
+    }
+    let secrets = match raw.secrets {
+        None => Secrets::default(),
+        Some(s) => read_secrets(&file_dir.join(&s.file))?,
+    };
+    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
+
+    Ok(LoadedPolicy {
+        policy: OperatorPolicy {
+            mounts,
+            defaults,
+            tools,
+            tenants,
+            terminal,
+        },
+        secrets,
+        server,
+    })
+}
+
+/// `[mounts.NAME]`: each path, relative to `base_dir`, must be a directory now.
+fn operator_mounts(
+    raw: BTreeMap<String, MountToml>,
+    base_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<BTreeMap<String, MountGrant>, PolicyFileError> {
     let mut mounts = BTreeMap::new();
-    for (name, m) in raw.mounts {
+    for (name, m) in raw {
         let joined = base_dir.join(&m.path);
         let host_path = joined.canonicalize().map_err(|e| {
             invalid(format!(
@@ -343,12 +384,20 @@ pub fn parse(
             },
         );
     }
+    Ok(mounts)
+}
 
+/// `[defaults]`: every mount unless it names some; nothing else unless it grants it.
+fn default_grants(
+    raw: GrantsToml,
+    mounts: &BTreeMap<String, MountGrant>,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<GrantSet, PolicyFileError> {
     let mut defaults = GrantSet {
         mounts: mounts.keys().cloned().collect(),
         ..GrantSet::default()
     };
-    let d = grant_override(raw.defaults, &invalid)?;
+    let d = grant_override(raw, invalid)?;
     if let Some(m) = d.mounts {
         defaults.mounts = m;
     }
@@ -357,17 +406,18 @@ pub fn parse(
     defaults.terminal = d.terminal.unwrap_or(false);
     defaults.clock = d.clock.unwrap_or_default();
     defaults.limits = d.limits.apply_to(defaults.limits);
-    check_mounts_exist(&defaults.mounts, &mounts, "defaults", &invalid)?;
+    check_mounts_exist(&defaults.mounts, mounts, "defaults", invalid)?;
+    Ok(defaults)
+}
 
-    let mut tools = BTreeMap::new();
-    for (name, grants) in raw.tools {
-        let o = grant_override(grants, &invalid)?;
-        if let Some(m) = &o.mounts {
-            check_mounts_exist(m, &mounts, &format!("tools.{name}"), &invalid)?;
-        }
-        tools.insert(name, o);
-    }
-
+/// `[server]` and the tenants' tokens and call rates. Audit-file paths resolve against
+/// the policy file's directory.
+fn server_policy(
+    raw: ServerToml,
+    tenants: &BTreeMap<String, TenantToml>,
+    file_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<ServerPolicy, PolicyFileError> {
     let mut server = ServerPolicy::default();
     // Every digest, to refuse one token acting as two principals.
     let mut seen: BTreeSet<TokenDigest> = BTreeSet::new();
@@ -384,8 +434,8 @@ pub fn parse(
         }
         Ok(out)
     };
-    server.admin_tokens = digests("server.admin_token_sha256", &raw.server.admin_token_sha256)?;
-    for (id, t) in &raw.tenants {
+    server.admin_tokens = digests("server.admin_token_sha256", &raw.admin_token_sha256)?;
+    for (id, t) in tenants {
         let tokens = digests(&format!("tenants.{id}.token_sha256"), &t.token_sha256)?;
         if !tokens.is_empty() {
             server.tenant_tokens.insert(id.clone(), tokens);
@@ -402,9 +452,6 @@ pub fn parse(
             None => {}
         }
     }
-    server.allowed_hosts = raw.server.allowed_hosts;
-    server.allowed_origins = raw.server.allowed_origins;
-    server.shutdown_grace_secs = raw.server.shutdown_grace_secs;
     // Zero would refuse every session or connection, or end them at once: say so
     // rather than serve nothing.
     let at_least_one = |key: &str, value: Option<u64>| match value {
@@ -415,95 +462,80 @@ pub fn parse(
     };
     at_least_one(
         "max_sessions_per_tenant",
-        raw.server.max_sessions_per_tenant.map(u64::from),
+        raw.max_sessions_per_tenant.map(u64::from),
     )?;
     at_least_one(
         "sessions_per_minute",
-        raw.server.sessions_per_minute.map(u64::from),
+        raw.sessions_per_minute.map(u64::from),
     )?;
-    at_least_one(
-        "session_idle_timeout_secs",
-        raw.server.session_idle_timeout_secs,
-    )?;
-    at_least_one("header_timeout_secs", raw.server.header_timeout_secs)?;
-    at_least_one("max_connections", raw.server.max_connections.map(u64::from))?;
+    at_least_one("session_idle_timeout_secs", raw.session_idle_timeout_secs)?;
+    at_least_one("header_timeout_secs", raw.header_timeout_secs)?;
+    at_least_one("max_connections", raw.max_connections.map(u64::from))?;
     at_least_one(
         "max_connections_per_ip",
-        raw.server.max_connections_per_ip.map(u64::from),
+        raw.max_connections_per_ip.map(u64::from),
     )?;
-    server.max_sessions_per_tenant = raw.server.max_sessions_per_tenant;
-    server.sessions_per_minute = raw.server.sessions_per_minute;
-    server.session_idle_timeout_secs = raw.server.session_idle_timeout_secs;
-    server.header_timeout_secs = raw.server.header_timeout_secs;
-    server.max_connections = raw.server.max_connections;
-    server.max_connections_per_ip = raw.server.max_connections_per_ip;
-    server.audit_file = raw.server.audit_file.map(|f| file_dir.join(f));
+    server.allowed_hosts = raw.allowed_hosts;
+    server.allowed_origins = raw.allowed_origins;
+    server.shutdown_grace_secs = raw.shutdown_grace_secs;
+    server.max_sessions_per_tenant = raw.max_sessions_per_tenant;
+    server.sessions_per_minute = raw.sessions_per_minute;
+    server.session_idle_timeout_secs = raw.session_idle_timeout_secs;
+    server.header_timeout_secs = raw.header_timeout_secs;
+    server.max_connections = raw.max_connections;
+    server.max_connections_per_ip = raw.max_connections_per_ip;
+    server.audit_file = raw.audit_file.map(|f| file_dir.join(f));
+    Ok(server)
+}
 
-    let mut tenants = BTreeMap::new();
-    for (id, t) in raw.tenants {
-        if id.is_empty() {
-            return Err(invalid("a tenant id cannot be empty".into()));
-        }
-        let network = t
-            .network
-            .map(|n| destinations(&n).map_err(|e| invalid(format!("tenants.{id}.network: {e}"))))
-            .transpose()?;
-        let tenant_mounts = match t.mounts {
-            None => None,
-            Some(ms) => {
-                let mut out = BTreeMap::new();
-                for (name, m) in ms {
-                    if !mounts.contains_key(&name) {
-                        return Err(invalid(format!(
-                            "tenants.{id}.mounts.{name}: no such mount (define it under [mounts.{name}])"
-                        )));
-                    }
-                    out.insert(
-                        name,
-                        TenantMount {
-                            access: m.access,
-                            subdir: m.subdir,
-                        },
-                    );
-                }
-                Some(out)
-            }
-        };
-        tenants.insert(
-            id,
-            TenantPolicy {
-                toolsets: t.toolsets,
-                mounts: tenant_mounts,
-                env: t.env,
-                network,
-                terminal: t.terminal,
-                limits: TenantLimits {
-                    timeout_ms: t.limits.timeout_ms,
-                    memory_mb: t.limits.memory_mb,
-                    result_chars: t.limits.result_chars,
-                    fuel: t.limits.fuel,
-                    max_concurrent: t.limits.max_concurrent,
-                },
-            },
-        );
+/// `[tenants.ID]`: what the tenant narrows; its mounts must be the operator's.
+fn tenant_policy(
+    id: &str,
+    t: TenantToml,
+    mounts: &BTreeMap<String, MountGrant>,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<TenantPolicy, PolicyFileError> {
+    if id.is_empty() {
+        return Err(invalid("a tenant id cannot be empty".into()));
     }
-
-    let secrets = match raw.secrets {
-        None => Secrets::default(),
-        Some(s) => read_secrets(&file_dir.join(&s.file))?,
+    let network = t
+        .network
+        .map(|n| destinations(&n).map_err(|e| invalid(format!("tenants.{id}.network: {e}"))))
+        .transpose()?;
+    let tenant_mounts = match t.mounts {
+        None => None,
+        Some(ms) => {
+            let mut out = BTreeMap::new();
+            for (name, m) in ms {
+                if !mounts.contains_key(&name) {
+                    return Err(invalid(format!(
+                        "tenants.{id}.mounts.{name}: no such mount (define it under [mounts.{name}])"
+                    )));
+                }
+                out.insert(
+                    name,
+                    TenantMount {
+                        access: m.access,
+                        subdir: m.subdir,
+                    },
+                );
+            }
+            Some(out)
+        }
     };
-    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
-
-    Ok(LoadedPolicy {
-        policy: OperatorPolicy {
-            mounts,
-            defaults,
-            tools,
-            tenants,
-            terminal,
+    Ok(TenantPolicy {
+        toolsets: t.toolsets,
+        mounts: tenant_mounts,
+        env: t.env,
+        network,
+        terminal: t.terminal,
+        limits: TenantLimits {
+            timeout_ms: t.limits.timeout_ms,
+            memory_mb: t.limits.memory_mb,
+            result_chars: t.limits.result_chars,
+            fuel: t.limits.fuel,
+            max_concurrent: t.limits.max_concurrent,
         },
-        secrets,
-        server,
     })
 }
 

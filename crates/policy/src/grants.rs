@@ -445,194 +445,227 @@ pub fn effective(
     op: &OperatorPolicy,
     tenant: Option<(&str, &TenantPolicy)>,
 ) -> EffectiveGrants {
-    let grants = op.grants_for(&decl.name);
-    let tenant_policy = tenant.map(|(_, t)| t);
-    let who = tenant.map_or_else(
-        || "the operator".to_owned(),
-        |(id, _)| format!("tenant {id}"),
-    );
-    let mut denials = Vec::new();
-
-    let mut mounts = Vec::new();
-    for req in &decl.capabilities.fs {
-        let cap = format!("fs:{}", req.mount);
-        let deny = |reason: String| Denial {
-            capability: cap.clone(),
-            reason,
-            blocks: true,
-        };
-        let Some(mount) = op.mounts.get(&req.mount) else {
-            denials.push(deny(format!(
-                "needs mount `{}`, which the operator does not configure",
-                req.mount
-            )));
-            continue;
-        };
-        if !grants.mounts.contains(&req.mount) {
-            denials.push(deny(format!(
-                "needs mount `{}`, which the operator does not grant to this tool",
-                req.mount
-            )));
-            continue;
-        }
-        if req.access > mount.ceiling {
-            denials.push(deny(format!(
-                "needs mount `{}` {}, the operator allows only {}",
-                req.mount, req.access, mount.ceiling
-            )));
-            continue;
-        }
-        let mut host_path = mount.host_path.clone();
-        if let Some(t) = tenant_policy.and_then(|t| t.mounts.as_ref()) {
-            let Some(tm) = t.get(&req.mount) else {
-                denials.push(deny(format!("{who} does not allow mount `{}`", req.mount)));
-                continue;
-            };
-            if req.access > tm.access {
-                denials.push(deny(format!(
-                    "needs mount `{}` {}, {who} allows only {}",
-                    req.mount, req.access, tm.access
-                )));
-                continue;
-            }
-            if let Some(sub) = &tm.subdir {
-                match confined_join(&host_path, sub) {
-                    Some(p) => host_path = p,
-                    None => {
-                        denials.push(deny(format!(
-                            "{who}'s subdirectory {} for mount `{}` leaves the mount",
-                            sub.display(),
-                            req.mount
-                        )));
-                        continue;
-                    }
-                }
-            }
-        }
-        mounts.push(EffectiveMount {
-            name: req.mount.clone(),
-            host_path,
-            root: mount.host_path.clone(),
-            access: req.access,
-        });
-    }
-
-    let mut env = Vec::new();
-    for var in decl.env_vars() {
-        let required = decl.requires_env.iter().any(|r| r == var);
-        let operator_ok = grants.env.contains(var);
-        let tenant_ok = tenant_policy
-            .and_then(|t| t.env.as_ref())
-            .is_none_or(|e| e.contains(var));
-        if operator_ok && tenant_ok {
-            env.push(var.to_owned());
-            continue;
-        }
-        let by = if operator_ok {
-            who.clone()
-        } else {
-            "the operator".to_owned()
-        };
-        denials.push(Denial {
-            capability: format!("env:{var}"),
-            reason: if required {
-                format!("requires env {var}, which {by} does not grant")
-            } else {
-                format!("optional env {var} is not granted by {by}")
-            },
-            blocks: required,
-        });
-    }
-
-    let declared = declared_network(decl, &mut denials);
-    let operator_network = crate::network::intersect_all(&declared, &grants.network);
-    let network = match tenant_policy.and_then(|t| t.network.as_ref()) {
-        Some(allowed) => crate::network::intersect_all(&operator_network, allowed),
-        None => operator_network.clone(),
-    };
-    for d in &declared {
-        if !network.iter().any(|g| d.covers(g)) {
-            denials.push(Denial {
-                capability: format!("network:{d}"),
-                reason: format!("network destination {d} is not granted"),
-                blocks: false,
-            });
-        }
-    }
-    // A tool that needs the network and may reach nothing at all cannot work: hide it
-    // (as Hermes hides tools whose check fails) rather than offer it to fail every call.
-    if !decl.capabilities.network.is_empty() && network.is_empty() {
-        let by = if operator_network.is_empty() {
-            "the operator".to_owned()
-        } else {
-            who.clone()
-        };
-        denials.push(Denial {
-            capability: "network".to_owned(),
-            reason: format!("needs network access, which {by} does not grant"),
-            blocks: true,
-        });
-    }
-
-    let mut terminal = false;
-    if decl.capabilities.terminal {
-        let tenant_ok = tenant_policy.and_then(|t| t.terminal).unwrap_or(true);
-        if grants.terminal && tenant_ok {
-            terminal = true;
-        } else {
-            let by = if grants.terminal {
-                who.clone()
-            } else {
-                "the operator".to_owned()
-            };
-            denials.push(Denial {
-                capability: "terminal".to_owned(),
-                reason: format!("needs the terminal, which {by} does not grant"),
-                blocks: true,
-            });
-        }
-    }
-
-    let l = &grants.limits;
-    let t = tenant_policy.map(|t| t.limits).unwrap_or_default();
-    let min = |a: u64, b: Option<u64>| b.map_or(a, |b| a.min(b));
-    let limits = EffectiveLimits {
-        timeout_ms: min(
-            decl.timeout_ms
-                .unwrap_or(l.default_timeout_ms)
-                .min(l.max_timeout_ms),
-            t.timeout_ms,
+    let mut n = Narrowing {
+        decl,
+        op,
+        grants: op.grants_for(&decl.name),
+        tenant: tenant.map(|(_, t)| t),
+        who: tenant.map_or_else(
+            || "the operator".to_owned(),
+            |(id, _)| format!("tenant {id}"),
         ),
-        memory_bytes: min(
-            decl.memory_mb
-                .unwrap_or(l.default_memory_mb)
-                .min(l.max_memory_mb),
-            t.memory_mb,
-        )
-        .saturating_mul(1024 * 1024),
-        result_chars: decl
-            .max_result_chars
-            .unwrap_or(l.default_result_chars)
-            .min(l.max_result_chars)
-            .min(t.result_chars.unwrap_or(usize::MAX)),
-        fuel: match (l.fuel, t.fuel) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        },
-        max_concurrent: l.max_concurrent.max(1),
-        queue_timeout_ms: l.queue_timeout_ms,
-        output_bytes: l.output_bytes,
-        http: l.http,
+        denials: Vec::new(),
     };
-
+    let mounts = n.mounts();
+    let env = n.env();
+    let network = n.network();
+    let terminal = n.terminal();
+    let limits = n.limits();
     EffectiveGrants {
         mounts,
         env,
         network,
         terminal,
-        clock: grants.clock,
+        clock: n.grants.clock,
         limits,
-        denials,
+        denials: n.denials,
+    }
+}
+
+/// One tool's narrowing in progress: a step per capability, each adding its denials.
+struct Narrowing<'a> {
+    decl: &'a Declaration,
+    op: &'a OperatorPolicy,
+    /// The operator's grants for this tool.
+    grants: GrantSet,
+    tenant: Option<&'a TenantPolicy>,
+    /// Who narrows last, for the reasons: "the operator" or "tenant <id>".
+    who: String,
+    denials: Vec<Denial>,
+}
+
+impl Narrowing<'_> {
+    /// The narrower a denial names: the operator when it refused, else the tenant.
+    fn by(&self, operator_ok: bool) -> String {
+        if operator_ok {
+            self.who.clone()
+        } else {
+            "the operator".to_owned()
+        }
+    }
+
+    fn mounts(&mut self) -> Vec<EffectiveMount> {
+        let mut mounts = Vec::new();
+        for req in &self.decl.capabilities.fs {
+            match self.mount(req) {
+                Ok(mount) => mounts.push(mount),
+                Err(reason) => self.denials.push(Denial {
+                    capability: format!("fs:{}", req.mount),
+                    reason,
+                    blocks: true,
+                }),
+            }
+        }
+        mounts
+    }
+
+    /// One declared mount, or why it is refused.
+    fn mount(&self, req: &crate::declaration::FsRequest) -> Result<EffectiveMount, String> {
+        let name = &req.mount;
+        let Some(mount) = self.op.mounts.get(name) else {
+            return Err(format!(
+                "needs mount `{name}`, which the operator does not configure"
+            ));
+        };
+        if !self.grants.mounts.contains(name) {
+            return Err(format!(
+                "needs mount `{name}`, which the operator does not grant to this tool"
+            ));
+        }
+        if req.access > mount.ceiling {
+            return Err(format!(
+                "needs mount `{name}` {}, the operator allows only {}",
+                req.access, mount.ceiling
+            ));
+        }
+        let mut host_path = mount.host_path.clone();
+        if let Some(t) = self.tenant.and_then(|t| t.mounts.as_ref()) {
+            let who = &self.who;
+            let Some(tm) = t.get(name) else {
+                return Err(format!("{who} does not allow mount `{name}`"));
+            };
+            if req.access > tm.access {
+                return Err(format!(
+                    "needs mount `{name}` {}, {who} allows only {}",
+                    req.access, tm.access
+                ));
+            }
+            if let Some(sub) = &tm.subdir {
+                host_path = confined_join(&host_path, sub).ok_or_else(|| {
+                    format!(
+                        "{who}'s subdirectory {} for mount `{name}` leaves the mount",
+                        sub.display()
+                    )
+                })?;
+            }
+        }
+        Ok(EffectiveMount {
+            name: name.clone(),
+            host_path,
+            root: mount.host_path.clone(),
+            access: req.access,
+        })
+    }
+
+    fn env(&mut self) -> Vec<String> {
+        let mut env = Vec::new();
+        for var in self.decl.env_vars() {
+            let required = self.decl.requires_env.iter().any(|r| r == var);
+            let operator_ok = self.grants.env.contains(var);
+            let tenant_ok = self
+                .tenant
+                .and_then(|t| t.env.as_ref())
+                .is_none_or(|e| e.contains(var));
+            if operator_ok && tenant_ok {
+                env.push(var.to_owned());
+                continue;
+            }
+            let by = self.by(operator_ok);
+            self.denials.push(Denial {
+                capability: format!("env:{var}"),
+                reason: if required {
+                    format!("requires env {var}, which {by} does not grant")
+                } else {
+                    format!("optional env {var} is not granted by {by}")
+                },
+                blocks: required,
+            });
+        }
+        env
+    }
+
+    fn network(&mut self) -> Vec<Destination> {
+        let declared = declared_network(self.decl, &mut self.denials);
+        let operator_network = crate::network::intersect_all(&declared, &self.grants.network);
+        let network = match self.tenant.and_then(|t| t.network.as_ref()) {
+            Some(allowed) => crate::network::intersect_all(&operator_network, allowed),
+            None => operator_network.clone(),
+        };
+        for d in &declared {
+            if !network.iter().any(|g| d.covers(g)) {
+                self.denials.push(Denial {
+                    capability: format!("network:{d}"),
+                    reason: format!("network destination {d} is not granted"),
+                    blocks: false,
+                });
+            }
+        }
+        // A tool that needs the network and may reach nothing at all cannot work: hide
+        // it (as Hermes hides tools whose check fails) rather than offer it to fail
+        // every call.
+        if !self.decl.capabilities.network.is_empty() && network.is_empty() {
+            let by = self.by(!operator_network.is_empty());
+            self.denials.push(Denial {
+                capability: "network".to_owned(),
+                reason: format!("needs network access, which {by} does not grant"),
+                blocks: true,
+            });
+        }
+        network
+    }
+
+    fn terminal(&mut self) -> bool {
+        if !self.decl.capabilities.terminal {
+            return false;
+        }
+        let tenant_ok = self.tenant.and_then(|t| t.terminal).unwrap_or(true);
+        if self.grants.terminal && tenant_ok {
+            return true;
+        }
+        let by = self.by(self.grants.terminal);
+        self.denials.push(Denial {
+            capability: "terminal".to_owned(),
+            reason: format!("needs the terminal, which {by} does not grant"),
+            blocks: true,
+        });
+        false
+    }
+
+    /// The declaration's wishes, else the operator's defaults, under the operator's
+    /// and the tenant's ceilings.
+    fn limits(&self) -> EffectiveLimits {
+        let l = &self.grants.limits;
+        let t = self.tenant.map(|t| t.limits).unwrap_or_default();
+        let decl = self.decl;
+        let min = |a: u64, b: Option<u64>| b.map_or(a, |b| a.min(b));
+        EffectiveLimits {
+            timeout_ms: min(
+                decl.timeout_ms
+                    .unwrap_or(l.default_timeout_ms)
+                    .min(l.max_timeout_ms),
+                t.timeout_ms,
+            ),
+            memory_bytes: min(
+                decl.memory_mb
+                    .unwrap_or(l.default_memory_mb)
+                    .min(l.max_memory_mb),
+                t.memory_mb,
+            )
+            .saturating_mul(1024 * 1024),
+            result_chars: decl
+                .max_result_chars
+                .unwrap_or(l.default_result_chars)
+                .min(l.max_result_chars)
+                .min(t.result_chars.unwrap_or(usize::MAX)),
+            fuel: match (l.fuel, t.fuel) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            max_concurrent: l.max_concurrent.max(1),
+            queue_timeout_ms: l.queue_timeout_ms,
+            output_bytes: l.output_bytes,
+            http: l.http,
+        }
     }
 }
 
