@@ -202,45 +202,49 @@ enum Command {
     ///
     /// Every --tools-dir is watched: adding, removing or replacing a .wasm updates
     /// the tool list and connected clients are told (tools/list_changed).
-    Serve {
-        #[command(flatten)]
-        host: HostArgs,
-        /// Serve one client on stdin/stdout (for clients that spawn the host).
-        #[arg(long, conflicts_with = "http")]
-        stdio: bool,
-        /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). A
-        /// non-loopback ADDR needs tenant tokens in the policy. Accepted Host values:
-        /// localhost, 127.0.0.1 and [::1] with the bound port, the bound address, and
-        /// --allow-host / [server] allowed_hosts.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// Also accept this Host header value (`name` or `name:port`; repeatable;
-        /// adds to the policy's [server] allowed_hosts).
-        #[arg(long = "allow-host", value_name = "HOST")]
-        allow_hosts: Vec<String>,
-        /// Also accept this Origin (`scheme://host[:port]`; repeatable; adds to the
-        /// policy's [server] allowed_origins).
-        #[arg(long = "allow-origin", value_name = "ORIGIN")]
-        allow_origins: Vec<String>,
-        /// Append an audit record per call, policy decision and approval to FILE
-        /// (hash-chained; check it with `hermetic audit verify`). Overrides the
-        /// policy's [server] audit_file.
-        #[arg(long, value_name = "FILE")]
-        audit: Option<PathBuf>,
-        /// On SIGINT/SIGTERM, let calls in flight finish for up to SECS before
-        /// cancelling them (default: the policy's [server] shutdown_grace_secs, else 30).
-        #[arg(long, value_name = "SECS")]
-        shutdown_grace: Option<u64>,
-        /// Only these toolsets (comma-separated; default all).
-        #[arg(long, value_delimiter = ',', value_name = "A,B")]
-        toolsets: Option<Vec<String>>,
-        /// Subtract these toolsets afterwards (comma-separated).
-        #[arg(long, value_delimiter = ',', value_name = "C,D")]
-        disable: Vec<String>,
-        /// Do not watch the tools directories for changes.
-        #[arg(long)]
-        no_watch: bool,
-    },
+    Serve(ServeArgs),
+}
+
+// The `serve` subcommand's options (its help is the variant's doc comment).
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    #[command(flatten)]
+    host: HostArgs,
+    /// Serve one client on stdin/stdout (for clients that spawn the host).
+    #[arg(long, conflicts_with = "http")]
+    stdio: bool,
+    /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). A
+    /// non-loopback ADDR needs tenant tokens in the policy. Accepted Host values:
+    /// localhost, 127.0.0.1 and [::1] with the bound port, the bound address, and
+    /// --allow-host / [server] allowed_hosts.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Also accept this Host header value (`name` or `name:port`; repeatable;
+    /// adds to the policy's [server] allowed_hosts).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Also accept this Origin (`scheme://host[:port]`; repeatable; adds to the
+    /// policy's [server] allowed_origins).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Append an audit record per call, policy decision and approval to FILE
+    /// (hash-chained; check it with `hermetic audit verify`). Overrides the
+    /// policy's [server] audit_file.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// On SIGINT/SIGTERM, let calls in flight finish for up to SECS before
+    /// cancelling them (default: the policy's [server] shutdown_grace_secs, else 30).
+    #[arg(long, value_name = "SECS")]
+    shutdown_grace: Option<u64>,
+    /// Only these toolsets (comma-separated; default all).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    toolsets: Option<Vec<String>>,
+    /// Subtract these toolsets afterwards (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "C,D")]
+    disable: Vec<String>,
+    /// Do not watch the tools directories for changes.
+    #[arg(long)]
+    no_watch: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -434,174 +438,188 @@ fn run(cli: Cli) -> Result<ExitCode> {
             min_lines,
         }) => return audit_verify(&file, head.as_deref(), min_lines),
         Command::Audit(AuditCommand::Repair { file }) => return audit_repair(&file),
-        Command::Tools { host, json } => {
-            let host = host.with_outer(&outer);
-            let registry = build_registry(&host)?;
-            let tools = registry.tools_for(host.tenant());
-            if json {
-                out!("{}", serde_json::to_string_pretty(&tools)?);
-            } else {
-                let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-                let set_width = tools
-                    .iter()
-                    .map(|t| t.toolset.len())
-                    .max()
-                    .unwrap_or(7)
-                    .max(7);
-                out!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
-                for t in tools {
-                    let status = match (&t.available, &t.reason) {
-                        (true, _) => "available".to_owned(),
-                        (false, Some(reason)) => format!("unavailable: {reason}"),
-                        (false, None) => "unavailable".to_owned(),
-                    };
-                    out!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
-                }
-            }
-        }
-        Command::Toolsets { host, json } => {
-            let registry = build_registry(&host.with_outer(&outer))?;
-            let toolsets = registry.toolsets();
-            if json {
-                out!("{}", serde_json::to_string_pretty(&toolsets)?);
-            } else {
-                for t in toolsets {
-                    let tools = if t.tools.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        t.tools.join(", ")
-                    };
-                    out!("{}: {tools}", t.name);
-                    if !t.description.is_empty() {
-                        out!("    {}", t.description);
-                    }
-                }
-            }
-        }
+        Command::Tools { host, json } => list_tools(&host.with_outer(&outer), json)?,
+        Command::Toolsets { host, json } => list_toolsets(&host.with_outer(&outer), json)?,
         Command::Definitions {
             host,
             toolsets,
             disable,
         } => {
-            let host = host.with_outer(&outer);
-            let registry = build_registry(&host)?;
             let selection = Selection {
                 enabled: toolsets,
                 disabled: disable,
             };
-            let (_, warnings) = registry.select(&selection);
-            for w in warnings {
-                eprintln!("warning: {w}");
-            }
-            out!(
-                "{}",
-                serde_json::to_string_pretty(&registry.definitions_for(host.tenant(), &selection))?
-            );
+            definitions(&host.with_outer(&outer), &selection)?;
         }
         Command::Call { host, name, args } => {
-            let host = host.with_outer(&outer);
-            let args = if args == "-" {
-                let mut buf = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut buf)
-                    .context("reading arguments from stdin")?;
-                buf
-            } else {
-                args
-            };
-            let registry = build_registry(&host)?;
-            let options = CallOptions::default()
-                .with_tenant(host.tenant().to_owned())
-                .with_approver(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio()));
-            let outcome = registry.invoke(&name, &args, &options);
-            out!("{}", outcome.to_json());
-            // Exit 1 for every failure and for the tool's own `{"error": …}` report
-            // (the terminal's successes carry `"error": null`).
-            return Ok(if outcome.is_error() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            });
+            return call(&host.with_outer(&outer), &name, args);
         }
-        Command::Serve {
-            host,
-            stdio,
-            http,
-            allow_hosts,
-            allow_origins,
-            audit,
-            shutdown_grace,
-            toolsets,
-            disable,
-            no_watch,
-        } => {
-            let host = host.with_outer(&outer);
-            let registry = std::sync::Arc::new(build_registry(&host)?);
-            // The server's keys of the policy file (tokens, limits, allow-lists).
-            let mut access = match &host.policy {
-                Some(file) => {
-                    let cwd = std::env::current_dir()?;
-                    hermetic::policy_file::load(file, &cwd)?.server
-                }
-                None => hermetic::policy_file::ServerPolicy::default(),
-            };
-            access.allowed_hosts.extend(allow_hosts);
-            access.allowed_origins.extend(allow_origins);
-            let audit = match audit.or_else(|| access.audit_file.clone()) {
-                Some(file) => Some(std::sync::Arc::new(
-                    hermetic_server::audit::AuditLog::open(&file)?
-                        .with_redactions(registry.secrets().values()),
-                )),
-                None => None,
-            };
-            let shutdown_grace = shutdown_grace.or(access.shutdown_grace_secs).map_or(
-                hermetic_server::DEFAULT_SHUTDOWN_GRACE,
-                std::time::Duration::from_secs,
-            );
-            let options = hermetic_server::ServeOptions {
-                tenant: host.tenant().to_owned(),
-                selection: Selection {
-                    enabled: toolsets,
-                    disabled: disable,
-                },
-                access,
-                audit,
-                shutdown_grace,
-            };
-            let watch = (!no_watch).then(|| host.tools_dirs.clone());
-            let transport = if stdio {
-                Transport::Stdio
-            } else {
-                Transport::Http(match http {
-                    Some(addr) => addr,
-                    None => hermetic_server::http::DEFAULT_ADDR.parse()?,
-                })
-            };
-            serve(registry, options, watch, transport)?;
-        }
+        Command::Serve(args) => serve_command(&outer, args)?,
         Command::Inspect { host, target } => {
-            let host = host.with_outer(&outer);
-            let registry = build_registry(&host)?;
-            let path = std::path::Path::new(&target);
-            let report = if target.ends_with(".wasm") || target.contains('/') {
-                if !path.exists() {
-                    bail!("{target}: no such file");
-                }
-                inspect_file(&registry, path.to_path_buf(), host.tenant())?
-            } else {
-                match registry.inspect_for(&target, host.tenant()) {
-                    Some(report) => report,
-                    None => bail!("no tool named {target:?} (see `hermetic tools`)"),
-                }
-            };
-            out!("{}", serde_json::to_string_pretty(&report)?);
-            // A file that does not load is a failed inspection, whatever else it shows.
-            if report["loads"] == false {
-                return Ok(ExitCode::from(1));
-            }
+            return inspect(&host.with_outer(&outer), &target);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hermetic tools`: every tool the tenant sees, with its availability.
+fn list_tools(host: &HostArgs, json: bool) -> Result<()> {
+    let registry = build_registry(host)?;
+    let tools = registry.tools_for(host.tenant());
+    if json {
+        out!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(());
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let set_width = tools
+        .iter()
+        .map(|t| t.toolset.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    out!("{:width$}  {:set_width$}  STATUS", "TOOL", "TOOLSET");
+    for t in tools {
+        let status = match (&t.available, &t.reason) {
+            (true, _) => "available".to_owned(),
+            (false, Some(reason)) => format!("unavailable: {reason}"),
+            (false, None) => "unavailable".to_owned(),
+        };
+        out!("{:width$}  {:set_width$}  {status}", t.name, t.toolset);
+    }
+    Ok(())
+}
+
+/// `hermetic toolsets`: the toolsets whose tools exist, with their tools.
+fn list_toolsets(host: &HostArgs, json: bool) -> Result<()> {
+    let registry = build_registry(host)?;
+    let toolsets = registry.toolsets();
+    if json {
+        out!("{}", serde_json::to_string_pretty(&toolsets)?);
+        return Ok(());
+    }
+    for t in toolsets {
+        let tools = if t.tools.is_empty() {
+            "(none)".to_owned()
+        } else {
+            t.tools.join(", ")
+        };
+        out!("{}: {tools}", t.name);
+        if !t.description.is_empty() {
+            out!("    {}", t.description);
+        }
+    }
+    Ok(())
+}
+
+/// `hermetic definitions`: the selected tools' definitions, as an agent gets them.
+fn definitions(host: &HostArgs, selection: &Selection) -> Result<()> {
+    let registry = build_registry(host)?;
+    let (_, warnings) = registry.select(selection);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    out!(
+        "{}",
+        serde_json::to_string_pretty(&registry.definitions_for(host.tenant(), selection))?
+    );
+    Ok(())
+}
+
+/// `hermetic call`: one call (arguments `-` are read from stdin), approvals asked on
+/// the terminal. Exit 1 for every failure and for the tool's own `{"error": …}` report
+/// (the terminal's successes carry `"error": null`).
+fn call(host: &HostArgs, name: &str, args: String) -> Result<ExitCode> {
+    let args = if args == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .context("reading arguments from stdin")?;
+        buf
+    } else {
+        args
+    };
+    let registry = build_registry(host)?;
+    let options = CallOptions::default()
+        .with_tenant(host.tenant().to_owned())
+        .with_approver(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio()));
+    let outcome = registry.invoke(name, &args, &options);
+    out!("{}", outcome.to_json());
+    Ok(if outcome.is_error() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `hermetic serve`: the server's keys of the policy file (tokens, limits,
+/// allow-lists) with the command line's additions, then MCP on stdio or HTTP.
+fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
+    let host = args.host.with_outer(outer);
+    let registry = std::sync::Arc::new(build_registry(&host)?);
+    let mut access = match &host.policy {
+        Some(file) => {
+            let cwd = std::env::current_dir()?;
+            hermetic::policy_file::load(file, &cwd)?.server
+        }
+        None => hermetic::policy_file::ServerPolicy::default(),
+    };
+    access.allowed_hosts.extend(args.allow_hosts);
+    access.allowed_origins.extend(args.allow_origins);
+    let audit = match args.audit.or_else(|| access.audit_file.clone()) {
+        Some(file) => Some(std::sync::Arc::new(
+            hermetic_server::audit::AuditLog::open(&file)?
+                .with_redactions(registry.secrets().values()),
+        )),
+        None => None,
+    };
+    let shutdown_grace = args.shutdown_grace.or(access.shutdown_grace_secs).map_or(
+        hermetic_server::DEFAULT_SHUTDOWN_GRACE,
+        std::time::Duration::from_secs,
+    );
+    let options = hermetic_server::ServeOptions {
+        tenant: host.tenant().to_owned(),
+        selection: Selection {
+            enabled: args.toolsets,
+            disabled: args.disable,
+        },
+        access,
+        audit,
+        shutdown_grace,
+    };
+    let watch = (!args.no_watch).then(|| host.tools_dirs.clone());
+    let transport = if args.stdio {
+        Transport::Stdio
+    } else {
+        Transport::Http(match args.http {
+            Some(addr) => addr,
+            None => hermetic_server::http::DEFAULT_ADDR.parse()?,
+        })
+    };
+    serve(registry, options, watch, transport)
+}
+
+/// `hermetic inspect`: a registered tool by name, or a `.wasm` file (exit 1 when it
+/// does not load, whatever else the report shows).
+fn inspect(host: &HostArgs, target: &str) -> Result<ExitCode> {
+    let registry = build_registry(host)?;
+    let path = std::path::Path::new(target);
+    let report = if target.ends_with(".wasm") || target.contains('/') {
+        if !path.exists() {
+            bail!("{target}: no such file");
+        }
+        inspect_file(&registry, path.to_path_buf(), host.tenant())?
+    } else {
+        match registry.inspect_for(target, host.tenant()) {
+            Some(report) => report,
+            None => bail!("no tool named {target:?} (see `hermetic tools`)"),
+        }
+    };
+    out!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(if report["loads"] == false {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 enum Transport {

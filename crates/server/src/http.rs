@@ -686,39 +686,13 @@ impl Front {
         let mut json_answer = false;
         let mut response = if post {
             let (parts, body) = request.into_parts();
-            let collect = Limited::new(body, MAX_BODY).collect();
-            let body = match tokio::time::timeout(BODY_TIMEOUT, collect).await {
-                Ok(Ok(body)) => body.to_bytes(),
-                Ok(Err(_)) => {
-                    return text(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "Payload Too Large (or the body could not be read)\n",
-                    );
-                }
-                Err(_) => {
-                    let mut response = text(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "Request Timeout: the body did not arrive in time\n",
-                    );
-                    response
-                        .headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    return response;
-                }
+            let body = match read_body(body).await {
+                Ok(body) => body,
+                Err(refused) => return refused,
             };
-            // Parsed here as well as in rmcp (which answers an unparseable body with a
-            // bare 415 and no JSON-RPC error for its id), to know what it asks for.
-            let message = match super::jsonrpc::parse_message(&body) {
+            let message = match parse_body(&body) {
                 Ok(message) => message,
-                Err(e) => {
-                    return match super::jsonrpc::failure_response(&body, &e.to_string()) {
-                        Some(reply) => json(StatusCode::BAD_REQUEST, &reply),
-                        None => text(
-                            StatusCode::BAD_REQUEST,
-                            "Bad Request: the body is not a JSON-RPC message\n",
-                        ),
-                    };
-                }
+                Err(refused) => return *refused,
             };
             if let Some(tool) = Asked::of(&message).tool
                 && let Some(response) = self.rate_limit(&tenant, tool, session.as_deref())
@@ -750,22 +724,10 @@ impl Front {
             }
             let asked = Asked::of(&message);
             if asked.initialize && session.is_none() {
-                if let Err(wait) = tenant.sessions.check() {
-                    return too_many_requests(
-                        "Too Many Requests: this tenant's sessions_per_minute is used up\n",
-                        Some(wait),
-                    );
+                match self.open_session(&tenant).await {
+                    Ok(admitted) => opening = Some(admitted),
+                    Err(refused) => return refused,
                 }
-                let (admitted, pruned) = self.sessions.admit(&tenant.id).await;
-                self.end_terminals(pruned);
-                let Some(admitted) = admitted else {
-                    return too_many_requests(
-                        "Too Many Requests: this tenant holds max_sessions_per_tenant live sessions; \
-                         end one (DELETE) or let one idle out\n",
-                        None,
-                    );
-                };
-                opening = Some(admitted);
             }
             json_answer = session.is_some()
                 && asked.request.is_some()
@@ -801,18 +763,7 @@ impl Front {
             if let Some(id) = &session
                 && response.status().is_success()
             {
-                self.sessions.unbind(id);
-                // rmcp cancels the session's handlers only after a drain period of
-                // its own: a deleted session's calls end now.
-                self.server.shared.live.cancel_session(id);
-                // The session's background processes and container end with it (off
-                // the async workers: removing a container can take seconds).
-                if let Some(terminal) = self.server.registry().terminal().cloned() {
-                    let (tenant_id, session_id) = (tenant.id.clone(), id.clone());
-                    tokio::task::spawn_blocking(move || {
-                        terminal.end_session(&tenant_id, &session_id);
-                    });
-                }
+                self.session_deleted(&tenant.id, id);
             }
             // rmcp answers a session DELETE with 202; clients (the Python SDK among
             // them) expect 200 or 204 and warn otherwise. The session is closed
@@ -843,6 +794,41 @@ impl Front {
             response = tracked.map(BodyExt::boxed);
         }
         response
+    }
+
+    /// A slot for a new session of `tenant`, or the 429 that refuses it (its
+    /// `sessions_per_minute` or `max_sessions_per_tenant` is used up).
+    async fn open_session(&self, tenant: &TenantAccess) -> Result<Opening<'_>, Response<Body>> {
+        if let Err(wait) = tenant.sessions.check() {
+            return Err(too_many_requests(
+                "Too Many Requests: this tenant's sessions_per_minute is used up\n",
+                Some(wait),
+            ));
+        }
+        let (admitted, pruned) = self.sessions.admit(&tenant.id).await;
+        self.end_terminals(pruned);
+        admitted.ok_or_else(|| {
+            too_many_requests(
+                "Too Many Requests: this tenant holds max_sessions_per_tenant live sessions; \
+                 end one (DELETE) or let one idle out\n",
+                None,
+            )
+        })
+    }
+
+    /// A DELETE ended `session`: it is forgotten, its calls end now (rmcp cancels a
+    /// session's handlers only after a drain period of its own), and its background
+    /// processes and container end with it (off the async workers: removing a
+    /// container can take seconds).
+    fn session_deleted(&self, tenant: &Arc<str>, session: &str) {
+        self.sessions.unbind(session);
+        self.server.shared.live.cancel_session(session);
+        if let Some(terminal) = self.server.registry().terminal().cloned() {
+            let (tenant_id, session_id) = (tenant.clone(), session.to_owned());
+            tokio::task::spawn_blocking(move || {
+                terminal.end_session(&tenant_id, &session_id);
+            });
+        }
     }
 
     /// A `notifications/cancelled` reaches the calls [`direct`] runs (rmcp, which gets
@@ -1069,6 +1055,46 @@ fn too_many_requests(body: &str, wait: Option<Duration>) -> Response<Body> {
             .insert(header::RETRY_AFTER, HeaderValue::from(retry));
     }
     response
+}
+
+/// A POST's body, or the response that refuses it: over [`MAX_BODY`], unreadable, or
+/// not arrived within [`BODY_TIMEOUT`] (the connection then closes).
+async fn read_body(body: Incoming) -> Result<Bytes, Response<Body>> {
+    let collect = Limited::new(body, MAX_BODY).collect();
+    match tokio::time::timeout(BODY_TIMEOUT, collect).await {
+        Ok(Ok(body)) => Ok(body.to_bytes()),
+        Ok(Err(_)) => Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large (or the body could not be read)\n",
+        )),
+        Err(_) => {
+            let mut response = text(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive in time\n",
+            );
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(response)
+        }
+    }
+}
+
+/// The JSON-RPC message of a body, or the 400 that refuses it. Parsed here as well as
+/// in rmcp (which answers an unparseable body with a bare 415 and no JSON-RPC error for
+/// its id), to know what it asks for.
+fn parse_body(body: &[u8]) -> Result<ClientJsonRpcMessage, Box<Response<Body>>> {
+    super::jsonrpc::parse_message(body).map_err(|e| {
+        Box::new(
+            match super::jsonrpc::failure_response(body, &e.to_string()) {
+                Some(reply) => json(StatusCode::BAD_REQUEST, &reply),
+                None => text(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the body is not a JSON-RPC message\n",
+                ),
+            },
+        )
+    })
 }
 
 fn text(status: StatusCode, body: &str) -> Response<Body> {
