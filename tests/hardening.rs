@@ -365,8 +365,8 @@ fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
 /// A registry over `policy` on a host with only `sandboxes` call sandboxes
 /// (`EngineConfig::max_instances`), with the named test tools.
 fn small_host(root: &std::path::Path, policy: &str, sandboxes: u32, tools: &[&str]) -> Registry {
-    let registry = hermetic_tests::policy_registry_with(root, policy, false, |engine| {
-        engine.max_instances = sandboxes;
+    let registry = hermetic_tests::policy_registry_with(root, policy, false, |options| {
+        options.engine.max_instances = sandboxes;
     });
     let dir = hermetic_tests::tools_dir(tools);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
@@ -464,6 +464,53 @@ fn a_host_full_of_calls_still_checks_and_lists_its_tools() {
         );
         assert!(busy.join().unwrap().is_success());
     });
+}
+
+/// A `check()` that finds no sandbox free (the only one kept for checks runs a hostile
+/// check) is not the tool's answer: a tool's last answer stands, a tool never checked
+/// is unavailable for that listing only, and nothing is cached, so the next listing
+/// checks again. Before, the failure was cached as the tool's answer for
+/// `CHECK_TTL`, hiding healthy tools because others' checks were slow.
+#[test]
+fn a_check_that_finds_no_sandbox_is_not_the_tools_answer() {
+    use std::sync::Arc;
+    let root = tempfile::TempDir::new().unwrap();
+    let clock = Arc::new(hermetic::ManualClock::default());
+    // Short waits for echo's and sleeper's checks; slowcheck_a's check spins for the
+    // whole check deadline (1 s), holding the only sandbox.
+    let policy = "[tools.echo.limits]\nmax_timeout_ms = 200\n\
+                  [tools.sleeper.limits]\nmax_timeout_ms = 200\n";
+    let registry = hermetic_tests::policy_registry_with(root.path(), policy, false, |options| {
+        options.engine.metadata_sandboxes = 1;
+        options.clock = clock.clone();
+    });
+    let dir = hermetic_tests::tools_dir(&["slowcheck_a", "echo", "sleeper"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    let availability = |tool: &str| registry.availability(tool).unwrap();
+    assert!(availability("echo").available);
+    clock.advance(hermetic::CHECK_TTL + Duration::from_secs(1));
+    std::thread::scope(|threads| {
+        let hog = threads.spawn(|| availability("slowcheck_a"));
+        std::thread::sleep(Duration::from_millis(300));
+        let echo = availability("echo");
+        assert!(echo.available, "echo's last answer must stand: {echo:?}");
+        let sleeper = availability("sleeper");
+        let reason = sleeper.reason.clone().unwrap_or_default();
+        assert!(
+            !sleeper.available && reason.contains("check() could not run: no sandbox free"),
+            "{sleeper:?}"
+        );
+        let hog = hog.join().unwrap();
+        assert!(
+            !hog.available,
+            "the hostile check must have timed out: {hog:?}"
+        );
+    });
+    let sleeper = availability("sleeper");
+    assert!(
+        sleeper.available,
+        "sleeper is checked once a sandbox is free: {sleeper:?}"
+    );
 }
 
 /// Tenant `flood` queues 5,000 calls of a spinning tool (its limit: one at a time);

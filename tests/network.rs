@@ -454,11 +454,20 @@ fn weather_needs_its_api_granted_as_well_as_its_key() {
 fn a_component_importing_wasi_http_without_declaring_network_is_refused_at_load() {
     let f = fixture(false, &[]);
     let bytes = std::fs::read(guest("http_undeclared")).unwrap();
-    let err = f
+    let error = f
         .registry
         .load(&bytes, ToolSource::File(guest("http_undeclared")))
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    let err = error.to_string();
     assert!(err.contains("wasi:http/"), "{err}");
     assert!(err.contains("declare network destinations"), "{err}");
+    // wasmtime's error is kept whole under the words, for callers that inspect it.
+    let source = std::error::Error::source(&error).expect("the link error keeps its cause");
+    let wasmtime = source
+        .downcast_ref::<hermetic::WasmtimeError>()
+        .expect("the cause is wasmtime's error");
+    assert!(
+        format!("{:#}", wasmtime.get_ref()).contains("wasi:http/"),
+        "{wasmtime}"
+    );
 }

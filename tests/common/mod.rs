@@ -69,13 +69,13 @@ pub fn policy_registry(root: &Path, policy: &str, bundled: bool) -> Registry {
     policy_registry_with(root, policy, bundled, |_| {})
 }
 
-/// [`policy_registry`] with the engine settings changed by `engine` first (e.g. a host
-/// with fewer sandboxes).
+/// [`policy_registry`] with the registry options (engine settings, clock) changed by
+/// `tweak` first, e.g. a host with fewer sandboxes.
 pub fn policy_registry_with(
     root: &Path,
     policy: &str,
     bundled: bool,
-    engine: impl FnOnce(&mut EngineConfig),
+    tweak: impl FnOnce(&mut RegistryOptions),
 ) -> Registry {
     let path = root.join("policy.toml");
     std::fs::write(&path, policy).unwrap();
@@ -85,7 +85,7 @@ pub fn policy_registry_with(
     let fuel = options.engine.fuel;
     options.engine = engine_config();
     options.engine.fuel = fuel;
-    engine(&mut options.engine);
+    tweak(&mut options);
     let registry = Registry::new(options).unwrap();
     if bundled {
         assert_eq!(registry.add_bundled(), vec![]);

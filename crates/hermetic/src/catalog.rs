@@ -5,7 +5,7 @@
 //! [`Catalog::resolve`] and nothing else.
 
 use crate::clock::Clock;
-use crate::component::{self, LoadError, LoadedTool, ToolSource};
+use crate::component::{self, CallFailure, LoadError, LoadedTool, ToolSource};
 use crate::declaration::Declaration;
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::outcome::CallOutcome;
@@ -721,6 +721,18 @@ impl Catalog {
                     available: false,
                     reason: Some(check_false_reason(entry, &self.secrets)),
                 }
+            }
+            // No sandbox was free: the host is full, which says nothing of the tool.
+            // Its last answer stands (however old) and nothing is cached, so the next
+            // listing asks again; a tool never checked is unavailable for now.
+            Err(CallFailure::Sandbox(busy @ SandboxError::Busy { .. })) => {
+                return match &state.cached {
+                    Some((last, _)) => last.clone(),
+                    None => Availability {
+                        available: false,
+                        reason: Some(format!("check() could not run: {busy}")),
+                    },
+                };
             }
             Err(failure) => Availability {
                 available: false,

@@ -8,6 +8,7 @@ use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
 use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
 use crate::sanitize::MAX_INPUT_CHARS;
+use crate::wasm_error::WasmtimeError;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,8 +55,14 @@ pub enum LoadError {
     #[error("cannot read: {0}")]
     Io(#[source] std::io::Error),
     /// Not a WebAssembly component (a core module, or not wasm at all).
-    #[error("not a WebAssembly component: {0}")]
-    NotAComponent(String),
+    #[error("not a WebAssembly component: {reason}")]
+    NotAComponent {
+        /// What is wrong, with the cause's words.
+        reason: String,
+        /// The parser's error, when it found the fault.
+        #[source]
+        source: Option<Cause>,
+    },
     /// Declaration missing or invalid.
     #[error(transparent)]
     Declaration(#[from] DeclarationError),
@@ -68,14 +75,26 @@ pub enum LoadError {
     /// Instantiating it failed (e.g. a data segment larger than its memory may grow,
     /// or a start function that traps).
     #[error("cannot be instantiated: {0}")]
-    Instantiate(String),
+    Instantiate(#[source] WasmtimeError),
     /// The component imports something the host does not provide, or does not export
     /// the `tool` interface.
-    #[error("does not fit the hermetic:tool world: {0}")]
-    Link(String),
+    #[error("does not fit the hermetic:tool world: {reason}")]
+    Link {
+        /// What does not fit, with the cause's words and a hint where one helps.
+        reason: String,
+        /// wasmtime's or the sandbox's error, when one of them found the misfit.
+        #[source]
+        source: Option<Cause>,
+    },
     /// `schema()` trapped, timed out or returned something that is not a valid schema.
-    #[error("invalid schema: {0}")]
-    Schema(String),
+    #[error("invalid schema: {reason}")]
+    Schema {
+        /// What is wrong, with the cause's words.
+        reason: String,
+        /// The trap, the JSON or JSON Schema error, or the sandbox's refusal.
+        #[source]
+        source: Option<Cause>,
+    },
     /// The schema's name differs from the declared name.
     #[error("schema name {schema:?} differs from the declared name {declared:?}")]
     NameMismatch {
@@ -84,6 +103,47 @@ pub enum LoadError {
         /// Name in the schema.
         schema: String,
     },
+}
+
+/// The cause kept under a [`LoadError`]'s words, for callers that inspect it.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+impl LoadError {
+    fn not_a_component(reason: impl Into<String>) -> Self {
+        Self::NotAComponent {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    fn schema(reason: impl Into<String>) -> Self {
+        Self::Schema {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// A schema error whose words end with the cause's.
+    fn schema_from(context: &str, cause: impl Into<Cause>) -> Self {
+        let cause = cause.into();
+        Self::Schema {
+            reason: if context.is_empty() {
+                cause.to_string()
+            } else {
+                format!("{context}: {cause}")
+            },
+            source: Some(cause),
+        }
+    }
+
+    /// A link error: wasmtime's words with the hint that fits the declaration.
+    fn link_from(declaration: &Declaration, error: wasmtime::Error) -> Self {
+        let error = WasmtimeError::from(error);
+        Self::Link {
+            reason: link_hint(declaration, error.to_string()),
+            source: Some(Box::new(error)),
+        }
+    }
 }
 
 /// Reads a component file, refusing one over [`MAX_COMPONENT_BYTES`] before reading
@@ -112,16 +172,18 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
 /// [`LoadError::Declaration`] for a missing, duplicated or invalid declaration.
 pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
     if bytes.is_empty() {
-        return Err(LoadError::NotAComponent("empty file".into()));
+        return Err(LoadError::not_a_component("empty file"));
     }
     if !bytes.starts_with(b"\0asm") {
         // wasmparser's own message prints the expected and found bytes as arrays.
-        return Err(LoadError::NotAComponent(
-            "the file is not WebAssembly (no \\0asm magic number)".into(),
+        return Err(LoadError::not_a_component(
+            "the file is not WebAssembly (no \\0asm magic number)",
         ));
     }
-    let not_a_component =
-        |e: wasmparser::BinaryReaderError| LoadError::NotAComponent(e.to_string());
+    let not_a_component = |e: wasmparser::BinaryReaderError| LoadError::NotAComponent {
+        reason: e.to_string(),
+        source: Some(Box::new(e)),
+    };
     let mut found: Option<&[u8]> = None;
     let mut first = true;
     // `Parser::parse_all` would do, but it walks every function body of the nested core
@@ -136,7 +198,7 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
             wasmparser::Chunk::Parsed { consumed, payload } => (payload, consumed),
             // With `eof` set the parser reports truncation as an error instead.
             wasmparser::Chunk::NeedMoreData(_) => {
-                return Err(LoadError::NotAComponent("truncated".into()));
+                return Err(LoadError::not_a_component("truncated"));
             }
         };
         data = data.get(consumed..).unwrap_or_default();
@@ -148,8 +210,8 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
                     ..
                 } => {}
                 _ => {
-                    return Err(LoadError::NotAComponent(
-                        "a core module, not a component (build for wasm32-wasip2)".into(),
+                    return Err(LoadError::not_a_component(
+                        "a core module, not a component (build for wasm32-wasip2)",
                     ));
                 }
             }
@@ -168,7 +230,7 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
                 data = usize::try_from(size)
                     .ok()
                     .and_then(|size| data.get(size..))
-                    .ok_or_else(|| LoadError::NotAComponent("code section past the end".into()))?;
+                    .ok_or_else(|| LoadError::not_a_component("code section past the end"))?;
             }
             wasmparser::Payload::ModuleSection { parser: inner, .. }
             | wasmparser::Payload::ComponentSection { parser: inner, .. } => {
@@ -243,24 +305,23 @@ pub fn load(
     let declaration = read_declaration(bytes)?;
     let compiled = runtime.compile(bytes)?;
     let component = &compiled.component;
-    let linker = linkers
-        .for_declaration(&declaration)
-        .map_err(|e| LoadError::Link(e.to_string()))?;
+    let linker = linkers.for_declaration(&declaration).map_err(host_link)?;
     let pre = linker
         .instantiate_pre(component)
-        .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?;
+        .map_err(|e| LoadError::link_from(&declaration, e))?;
     let pre = ToolComponentPre::new(pre).map_err(|e| {
-        LoadError::Link(version_hint(
-            exported_other_version(component),
-            format!("{e:#}"),
-        ))
+        let e = WasmtimeError::from(e);
+        LoadError::Link {
+            reason: version_hint(exported_other_version(component), e.to_string()),
+            source: Some(Box::new(e)),
+        }
     })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
     let raw = {
         // Declared before the store, so it is given back after the store is dropped.
         let _sandbox = metadata_sandbox(runtime, METADATA_TIMEOUT)
-            .map_err(|e| LoadError::Schema(e.to_string()))?;
+            .map_err(|e| LoadError::schema_from("", e))?;
         let mut store = sandbox::store(
             runtime,
             &name,
@@ -274,27 +335,27 @@ pub fn load(
                 terminal: None,
             },
         )
-        .map_err(|e: SandboxError| LoadError::Schema(e.to_string()))?;
+        .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
         let instance = pre
             .instantiate(&mut store)
-            .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
+            .map_err(|e| LoadError::Instantiate(e.into()))?;
         instance
             .hermetic_tool_tool()
             .call_schema(&mut store)
-            .map_err(|e| LoadError::Schema(format!("schema() failed: {e:#}")))?
+            .map_err(|e| LoadError::schema_from("schema() failed", WasmtimeError::from(e)))?
     };
     if raw.len() > MAX_SCHEMA_BYTES {
-        return Err(LoadError::Schema(format!(
+        return Err(LoadError::schema(format!(
             "{} bytes, over the {MAX_SCHEMA_BYTES}-byte limit",
             raw.len()
         )));
     }
     let schema: Value =
-        serde_json::from_str(&raw).map_err(|e| LoadError::Schema(format!("not JSON: {e}")))?;
+        serde_json::from_str(&raw).map_err(|e| LoadError::schema_from("not JSON", e))?;
     let schema_name = schema
         .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| LoadError::Schema("missing string field `name`".into()))?;
+        .ok_or_else(|| LoadError::schema("missing string field `name`"))?;
     if schema_name != declaration.name {
         return Err(LoadError::NameMismatch {
             declared: declaration.name.clone(),
@@ -304,22 +365,23 @@ pub fn load(
     let parameters = schema
         .get("parameters")
         .filter(|p| p.is_object())
-        .ok_or_else(|| LoadError::Schema("missing object field `parameters`".into()))?;
+        .ok_or_else(|| LoadError::schema("missing object field `parameters`"))?;
     let validator = jsonschema::validator_for(parameters)
-        .map_err(|e| LoadError::Schema(format!("`parameters` is not a valid JSON Schema: {e}")))?;
+        .map_err(|e| LoadError::schema_from("`parameters` is not a valid JSON Schema", e))?;
 
     let handle_export = component
         .get_export_index(None, TOOL_INTERFACE)
         .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
-        .ok_or_else(|| LoadError::Link(format!("no `handle` export in {TOOL_INTERFACE}")))?;
+        .ok_or_else(|| LoadError::Link {
+            reason: format!("no `handle` export in {TOOL_INTERFACE}"),
+            source: None,
+        })?;
     let fiber_pre = if sandbox::runs_on_fiber(&declaration) {
-        let linker = linkers
-            .fiber()
-            .map_err(|e| LoadError::Link(e.to_string()))?;
+        let linker = linkers.fiber().map_err(host_link)?;
         Some(
             linker
                 .instantiate_pre(component)
-                .map_err(|e| LoadError::Link(link_hint(&declaration, format!("{e:#}"))))?,
+                .map_err(|e| LoadError::link_from(&declaration, e))?,
         )
     } else {
         None
@@ -340,6 +402,14 @@ pub fn load(
 
 /// Adds what to do about a missing import the host *can* provide when declared, or
 /// about a component built against another version of the WIT package.
+/// The host's linker could not be built: a host fault, reported as a misfit.
+fn host_link(error: SandboxError) -> LoadError {
+    LoadError::Link {
+        reason: error.to_string(),
+        source: Some(Box::new(error)),
+    }
+}
+
 fn link_hint(declaration: &Declaration, message: String) -> String {
     let other_version = other_package_version(&message);
     if other_version.is_some() {
@@ -499,10 +569,9 @@ impl LoadedTool {
         setup: CallSetup,
     ) -> Result<Result<String, String>, CallFailure> {
         let Some(pre) = &self.fiber_pre else {
-            return Err(CallFailure::Sandbox(SandboxError::Link(format!(
-                "{} does not run on a fiber",
-                self.name
-            ))));
+            return Err(CallFailure::Sandbox(SandboxError::NotForFiber(
+                self.name.to_string(),
+            )));
         };
         let cancel = setup.cancel.clone();
         if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
@@ -624,6 +693,7 @@ impl LoadedTool {
 /// for one; held until the run's store is dropped.
 fn metadata_sandbox(runtime: &Runtime, wait: Duration) -> Result<crate::slots::Slot, SandboxError> {
     runtime.metadata_sandbox(wait).ok_or(SandboxError::Busy {
+        sandboxes: runtime.config().metadata_sandboxes.max(1),
         waited_ms: wait.as_millis(),
     })
 }

@@ -1,6 +1,7 @@
 //! The wasmtime [`Engine`]: pooling allocator tuned for one fresh instance per call,
 //! epoch interruption driven by a ticker thread, and an on-disk cache of compiled code.
 
+use crate::wasm_error::WasmtimeError;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -24,9 +25,13 @@ pub struct EngineConfig {
     /// Tool calls whose sandboxes may exist at once, across all tenants (default
     /// 1000). A call past it waits for one to end, as long as its tool's queue timeout,
     /// then fails with a concurrency limit. `schema()` and `check()` runs have
-    /// [`METADATA_SANDBOXES`] more of their own, so a host full of calls still loads
-    /// and checks tools.
+    /// [`EngineConfig::metadata_sandboxes`] more of their own, so a host full of calls
+    /// still loads and checks tools.
     pub max_instances: u32,
+    /// Sandboxes kept for `schema()` (loading) and `check()` runs beside the calls'
+    /// (default [`METADATA_SANDBOXES`]; at least 1). A run that finds none free within
+    /// its deadline fails to load, or leaves the tool's last `check()` answer standing.
+    pub metadata_sandboxes: u32,
     /// Epoch tick: the granularity of deadlines (default 5 ms).
     pub epoch_tick: Duration,
     /// Where compiled code is cached (`None` = no cache).
@@ -47,6 +52,7 @@ impl Default for EngineConfig {
             pooling: true,
             max_memory_bytes: 512 << 20,
             max_instances: 1000,
+            metadata_sandboxes: METADATA_SANDBOXES,
             epoch_tick: Duration::from_millis(5),
             cache_dir: default_cache_dir(),
             fuel: false,
@@ -72,10 +78,13 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 pub enum EngineError {
     /// wasmtime rejected the configuration.
     #[error("engine configuration: {0}")]
-    Config(String),
+    Config(#[source] WasmtimeError),
+    /// The thread that advances the epochs (the call deadlines' clock) did not start.
+    #[error("starting the epoch ticker: {0}")]
+    Ticker(#[source] std::io::Error),
     /// The bytes are not a valid component, or compilation failed.
     #[error("compiling component: {0}")]
-    Compile(String),
+    Compile(#[source] WasmtimeError),
 }
 
 /// Whether the pagemap-based reset of pooled memory is safe on this host.
@@ -90,8 +99,8 @@ pub fn pagemap_scan_is_safe() -> bool {
     }
 }
 
-/// Sandboxes kept for `schema()` (loading) and `check()` runs beside
-/// [`EngineConfig::max_instances`] calls: a host whose calls use every sandbox must not
+/// Sandboxes kept by default ([`EngineConfig::metadata_sandboxes`]) for `schema()`
+/// (loading) and `check()` runs beside [`EngineConfig::max_instances`] calls: a host whose calls use every sandbox must not
 /// hide tools because their checks could not run.
 pub const METADATA_SANDBOXES: u32 = 64;
 
@@ -116,7 +125,8 @@ pub struct Runtime {
     fiber_calls: Arc<crate::slots::Slots>,
     /// Sandboxes of tool calls ([`EngineConfig::max_instances`]).
     call_sandboxes: Arc<crate::slots::Slots>,
-    /// Sandboxes of `schema()` and `check()` runs ([`METADATA_SANDBOXES`]).
+    /// Sandboxes of `schema()` and `check()` runs
+    /// ([`EngineConfig::metadata_sandboxes`]).
     metadata_sandboxes: Arc<crate::slots::Slots>,
     /// Woken at every epoch tick: what a call on a fiber waits on to look at its
     /// deadline and cancel token, so it needs no timer of the caller's runtime.
@@ -173,7 +183,9 @@ impl Runtime {
             // Sized for every sandbox the slots allow, each at the per-component cap:
             // with fewer (the pool once had 2 core instances a sandbox, where a Rust
             // tool needs 3), calls past two thirds of the cap failed as crashes.
-            let sandboxes = config.max_instances.saturating_add(METADATA_SANDBOXES);
+            let sandboxes = config
+                .max_instances
+                .saturating_add(config.metadata_sandboxes.max(1));
             pool.total_component_instances(sandboxes)
                 .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
                 .max_memories_per_component(MEMORIES_PER_COMPONENT)
@@ -198,7 +210,7 @@ impl Runtime {
             }
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
-        let engine = Engine::new(&wasm).map_err(|e| EngineError::Config(format!("{e:#}")))?;
+        let engine = Engine::new(&wasm).map_err(|e| EngineError::Config(e.into()))?;
 
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -219,11 +231,13 @@ impl Runtime {
                     ticked.notify_waiters();
                 }
             })
-            .map_err(|e| EngineError::Config(format!("starting the epoch ticker: {e}")))?;
+            .map_err(EngineError::Ticker)?;
 
         let fiber_calls = Arc::new(crate::slots::Slots::new(config.async_calls as usize));
         let call_sandboxes = Arc::new(crate::slots::Slots::new(config.max_instances as usize));
-        let metadata_sandboxes = Arc::new(crate::slots::Slots::new(METADATA_SANDBOXES as usize));
+        let metadata_sandboxes = Arc::new(crate::slots::Slots::new(
+            config.metadata_sandboxes.max(1) as usize,
+        ));
         Ok(Self {
             engine,
             config,
@@ -352,8 +366,8 @@ impl Runtime {
                 }
             }
         }
-        let component = Component::new(&self.engine, bytes)
-            .map_err(|e| EngineError::Compile(format!("{e:#}")))?;
+        let component =
+            Component::new(&self.engine, bytes).map_err(|e| EngineError::Compile(e.into()))?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(Compiled {
             component,

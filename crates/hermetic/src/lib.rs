@@ -33,6 +33,7 @@ mod sandbox;
 mod sanitize;
 mod slots;
 pub mod toolsets;
+mod wasm_error;
 
 /// The approval gate (`hermetic-approval`), re-exported: call options carry an
 /// [`approval::Approver`].
@@ -70,6 +71,7 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
+pub use wasm_error::WasmtimeError;
 
 /// Names and bytes of the tools embedded in this binary.
 pub fn bundled_tools() -> &'static [(&'static str, &'static [u8])] {

@@ -17,6 +17,7 @@ use crate::declaration::Declaration;
 use crate::engine::Runtime;
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
+use crate::wasm_error::WasmtimeError;
 use capability::{clock, env, fs, http};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
 use std::sync::Arc;
@@ -37,29 +38,38 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 #[non_exhaustive]
 pub enum SandboxError {
     /// A granted mount's host directory cannot be opened.
-    #[error("mount `{mount}` ({path}) cannot be opened: {reason}")]
+    #[error("mount `{mount}` ({path}) cannot be opened: {source}")]
     Mount {
         /// Logical mount name.
         mount: String,
         /// Host path.
         path: String,
-        /// OS error.
-        reason: String,
+        /// Why: an OS error, or the symlink walk's refusal.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Linking the host interfaces failed (a bug, not a guest problem).
     #[error("linking host interfaces: {0}")]
-    Link(String),
+    Link(#[source] WasmtimeError),
+    /// A call whose tool or grants need the blocking host interfaces was sent to a
+    /// fiber (a bug, not a guest problem).
+    #[error(
+        "{0} does not run on a fiber: a call with mounts, network or the terminal needs a thread"
+    )]
+    NotForFiber(String),
     /// The store refused the fuel budget (fuel metering misconfigured; not a guest
     /// problem).
     #[error("setting the fuel budget: {0}")]
-    Fuel(String),
+    Fuel(#[source] WasmtimeError),
     /// Every sandbox kept for `schema()` and `check()` runs
-    /// ([`crate::METADATA_SANDBOXES`]) stayed in use for as long as the run could wait.
+    /// ([`crate::EngineConfig::metadata_sandboxes`]) stayed in use for as long as the
+    /// run could wait.
     #[error(
-        "no sandbox free: the host already runs {} schema() and check() calls; waited {waited_ms} ms",
-        crate::METADATA_SANDBOXES
+        "no sandbox free: the host already runs {sandboxes} schema() and check() calls; waited {waited_ms} ms"
     )]
     Busy {
+        /// Sandboxes kept for such runs.
+        sandboxes: u32,
         /// How long the run waited.
         waited_ms: u128,
     },
@@ -372,9 +382,9 @@ fn base_linker(
     link_wasi: fn(&mut Linker<CallState>) -> wasmtime::Result<()>,
 ) -> Result<Linker<CallState>, SandboxError> {
     let mut linker = Linker::new(engine);
-    link_wasi(&mut linker).map_err(|e| capability::link_error(&e))?;
+    link_wasi(&mut linker).map_err(capability::link_error)?;
     bindings::ToolComponent::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-        .map_err(|e| capability::link_error(&e))?;
+        .map_err(capability::link_error)?;
     Ok(linker)
 }
 
@@ -490,7 +500,7 @@ pub fn runs_on_fiber(declaration: &Declaration) -> bool {
 /// back (the dispatcher then moves the call to a blocking thread).
 ///
 /// # Errors
-/// [`SandboxError::Link`] for grants with mounts, network or the terminal (a host
+/// [`SandboxError::NotForFiber`] for grants with mounts, network or the terminal (a host
 /// bug: such tools never run on a fiber, whose filesystem has no guard).
 pub(crate) fn fiber_store(
     runtime: &Runtime,
@@ -500,9 +510,7 @@ pub(crate) fn fiber_store(
     setup: CallSetup,
 ) -> Result<Store<CallState>, SandboxError> {
     if !grants.mounts.is_empty() || !grants.network.is_empty() || grants.terminal {
-        return Err(SandboxError::Link(format!(
-            "{tool}: a call with mounts, network or the terminal cannot run on a fiber"
-        )));
+        return Err(SandboxError::NotForFiber(tool.to_string()));
     }
     build_store(runtime, tool, grants, secrets, setup, true)
 }
@@ -558,7 +566,7 @@ fn build_store(
     if runtime.meters_fuel() {
         store
             .set_fuel(grants.limits.fuel.unwrap_or(u64::MAX))
-            .map_err(|e| SandboxError::Fuel(format!("{e:#}")))?;
+            .map_err(|e| SandboxError::Fuel(e.into()))?;
     }
     store.limiter(|s| &mut s.limiter);
     let cancel = setup.cancel;

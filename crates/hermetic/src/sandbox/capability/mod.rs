@@ -62,6 +62,6 @@ impl LinkedCapabilities {
 }
 
 /// A linking failure as a [`SandboxError`] (a host bug, never a guest problem).
-pub(crate) fn link_error(e: &wasmtime::Error) -> SandboxError {
-    SandboxError::Link(format!("{e:#}"))
+pub(crate) fn link_error(e: wasmtime::Error) -> SandboxError {
+    SandboxError::Link(e.into())
 }

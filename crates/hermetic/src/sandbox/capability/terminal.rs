@@ -391,7 +391,7 @@ pub const INTERFACE: &str = "hermetic:tool/terminal";
 /// [`SandboxError::Link`] on a wasmtime linking failure.
 pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
     bindings::hermetic::tool::terminal::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(|e| super::link_error(&e))
+        .map_err(super::link_error)
 }
 
 impl From<WitCommandRequest> for CommandRequest {

@@ -8,6 +8,7 @@ mod mounts;
 use crate::declaration::Access;
 use crate::policy::EffectiveGrants;
 use crate::sandbox::{CallState, SandboxError};
+use crate::wasm_error::WasmtimeError;
 use wasmtime::component::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -25,15 +26,15 @@ pub(crate) fn configure(
             Access::Ro => FsPerms::ReadOnly,
             Access::Rw => FsPerms::ReadWrite,
         };
-        let refused = |reason: String| SandboxError::Mount {
+        let refused = |source: Box<dyn std::error::Error + Send + Sync>| SandboxError::Mount {
             mount: mount.name.clone(),
             path: mount.host_path.display().to_string(),
-            reason,
+            source,
         };
         // `_held` keeps a walked subdirectory open until the preopen has its own handle.
-        let (path, _held) = mounts::resolve(mount).map_err(|e| refused(e.to_string()))?;
+        let (path, _held) = mounts::resolve(mount).map_err(|e| refused(Box::new(e)))?;
         wasi.preopened_dir(&path, format!("/{}", mount.name), perms)
-            .map_err(|e| refused(format!("{e:#}")))?;
+            .map_err(|e| refused(Box::new(WasmtimeError::from(e))))?;
     }
     Ok(())
 }

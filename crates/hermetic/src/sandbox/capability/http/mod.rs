@@ -39,7 +39,7 @@ pub(crate) fn state(
 /// # Errors
 /// [`SandboxError::Link`] on a wasmtime linking failure.
 pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
-    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(linker).map_err(|e| super::link_error(&e))
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(linker).map_err(super::link_error)
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
