@@ -100,8 +100,9 @@ pub fn pagemap_scan_is_safe() -> bool {
 }
 
 /// Sandboxes kept by default ([`EngineConfig::metadata_sandboxes`]) for `schema()`
-/// (loading) and `check()` runs beside [`EngineConfig::max_instances`] calls: a host whose calls use every sandbox must not
-/// hide tools because their checks could not run.
+/// (loading) and `check()` runs beside [`EngineConfig::max_instances`] calls: a host
+/// whose calls use every sandbox must not hide tools because their checks could not
+/// run.
 pub const METADATA_SANDBOXES: u32 = 64;
 
 /// Most core instances one component may hold: the pool reserves this many, and
