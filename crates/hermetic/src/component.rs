@@ -8,7 +8,7 @@ use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
 use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
 use crate::sanitize::MAX_INPUT_CHARS;
-use crate::wasm_error::WasmtimeError;
+use crate::wasm_error::{Cause, WasmtimeError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -105,9 +105,6 @@ pub enum LoadError {
     },
 }
 
-/// The cause kept under a [`LoadError`]'s words, for callers that inspect it.
-pub type Cause = Box<dyn std::error::Error + Send + Sync>;
-
 impl LoadError {
     fn not_a_component(reason: impl Into<String>) -> Self {
         Self::NotAComponent {
@@ -136,12 +133,12 @@ impl LoadError {
         }
     }
 
-    /// A link error: wasmtime's words with the hint that fits the declaration.
-    fn link_from(declaration: &Declaration, error: wasmtime::Error) -> Self {
-        let error = WasmtimeError::from(error);
+    /// A link error that keeps `cause`: its words, with what `hint` adds to them.
+    fn link_from(cause: impl Into<Cause>, hint: impl FnOnce(String) -> String) -> Self {
+        let cause = cause.into();
         Self::Link {
-            reason: link_hint(declaration, error.to_string()),
-            source: Some(Box::new(error)),
+            reason: hint(cause.to_string()),
+            source: Some(cause),
         }
     }
 }
@@ -305,16 +302,16 @@ pub fn load(
     let declaration = read_declaration(bytes)?;
     let compiled = runtime.compile(bytes)?;
     let component = &compiled.component;
-    let linker = linkers.for_declaration(&declaration).map_err(host_link)?;
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|e| LoadError::link_from(&declaration, e))?;
+    // The host's linker failing is a host fault, reported as a misfit all the same.
+    let linker = linkers
+        .for_declaration(&declaration)
+        .map_err(|e| LoadError::link_from(e, |words| words))?;
+    let misfit = |e| LoadError::link_from(WasmtimeError::from(e), |w| link_hint(&declaration, w));
+    let pre = linker.instantiate_pre(component).map_err(misfit)?;
     let pre = ToolComponentPre::new(pre).map_err(|e| {
-        let e = WasmtimeError::from(e);
-        LoadError::Link {
-            reason: version_hint(exported_other_version(component), e.to_string()),
-            source: Some(Box::new(e)),
-        }
+        LoadError::link_from(WasmtimeError::from(e), |words| {
+            version_hint(exported_other_version(component), words)
+        })
     })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
 
@@ -377,12 +374,10 @@ pub fn load(
             source: None,
         })?;
     let fiber_pre = if sandbox::runs_on_fiber(&declaration) {
-        let linker = linkers.fiber().map_err(host_link)?;
-        Some(
-            linker
-                .instantiate_pre(component)
-                .map_err(|e| LoadError::link_from(&declaration, e))?,
-        )
+        let linker = linkers
+            .fiber()
+            .map_err(|e| LoadError::link_from(e, |words| words))?;
+        Some(linker.instantiate_pre(component).map_err(misfit)?)
     } else {
         None
     };
@@ -402,14 +397,6 @@ pub fn load(
 
 /// Adds what to do about a missing import the host *can* provide when declared, or
 /// about a component built against another version of the WIT package.
-/// The host's linker could not be built: a host fault, reported as a misfit.
-fn host_link(error: SandboxError) -> LoadError {
-    LoadError::Link {
-        reason: error.to_string(),
-        source: Some(Box::new(error)),
-    }
-}
-
 fn link_hint(declaration: &Declaration, message: String) -> String {
     let other_version = other_package_version(&message);
     if other_version.is_some() {
@@ -693,7 +680,7 @@ impl LoadedTool {
 /// for one; held until the run's store is dropped.
 fn metadata_sandbox(runtime: &Runtime, wait: Duration) -> Result<crate::slots::Slot, SandboxError> {
     runtime.metadata_sandbox(wait).ok_or(SandboxError::Busy {
-        sandboxes: runtime.config().metadata_sandboxes.max(1),
+        sandboxes: runtime.config().metadata_sandboxes,
         waited_ms: wait.as_millis(),
     })
 }

@@ -166,6 +166,8 @@ impl Runtime {
     /// [`EngineError::Config`] if wasmtime rejects the settings (e.g. the host cannot
     /// reserve the pool's address space).
     pub fn new(mut config: EngineConfig) -> Result<Self, EngineError> {
+        // None at all would refuse every load: one is the least that works.
+        config.metadata_sandboxes = config.metadata_sandboxes.max(1);
         if let Some(dir) = &config.cache_dir
             && let Err(reason) = check_cache_dir(dir)
         {
@@ -186,7 +188,7 @@ impl Runtime {
             // tool needs 3), calls past two thirds of the cap failed as crashes.
             let sandboxes = config
                 .max_instances
-                .saturating_add(config.metadata_sandboxes.max(1));
+                .saturating_add(config.metadata_sandboxes);
             pool.total_component_instances(sandboxes)
                 .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
                 .max_memories_per_component(MEMORIES_PER_COMPONENT)
@@ -236,9 +238,8 @@ impl Runtime {
 
         let fiber_calls = Arc::new(crate::slots::Slots::new(config.async_calls as usize));
         let call_sandboxes = Arc::new(crate::slots::Slots::new(config.max_instances as usize));
-        let metadata_sandboxes = Arc::new(crate::slots::Slots::new(
-            config.metadata_sandboxes.max(1) as usize,
-        ));
+        let metadata_sandboxes =
+            Arc::new(crate::slots::Slots::new(config.metadata_sandboxes as usize));
         Ok(Self {
             engine,
             config,

@@ -71,7 +71,7 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
-pub use wasm_error::WasmtimeError;
+pub use wasm_error::{Cause, WasmtimeError};
 
 /// Names and bytes of the tools embedded in this binary.
 pub fn bundled_tools() -> &'static [(&'static str, &'static [u8])] {

@@ -1,6 +1,10 @@
-//! wasmtime's errors as causes of hermetic's own.
+//! The causes kept under hermetic's errors, wasmtime's among them.
 
 use std::fmt;
+
+/// A cause kept under a hermetic error's words ([`std::error::Error::source`]), for
+/// callers that inspect it.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// A wasmtime error kept whole as the cause ([`std::error::Error::source`]) of a
 /// hermetic error, so a caller can walk its chain or downcast it (e.g. to

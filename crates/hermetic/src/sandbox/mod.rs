@@ -17,7 +17,7 @@ use crate::declaration::Declaration;
 use crate::engine::Runtime;
 use crate::policy::EffectiveGrants;
 use crate::policy_file::Secrets;
-use crate::wasm_error::WasmtimeError;
+use crate::wasm_error::{Cause, WasmtimeError};
 use capability::{clock, env, fs, http};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ pub enum SandboxError {
         path: String,
         /// Why: an OS error, or the symlink walk's refusal.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Cause,
     },
     /// Linking the host interfaces failed (a bug, not a guest problem).
     #[error("linking host interfaces: {0}")]

@@ -8,7 +8,7 @@ mod mounts;
 use crate::declaration::Access;
 use crate::policy::EffectiveGrants;
 use crate::sandbox::{CallState, SandboxError};
-use crate::wasm_error::WasmtimeError;
+use crate::wasm_error::{Cause, WasmtimeError};
 use wasmtime::component::Linker;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -26,7 +26,7 @@ pub(crate) fn configure(
             Access::Ro => FsPerms::ReadOnly,
             Access::Rw => FsPerms::ReadWrite,
         };
-        let refused = |source: Box<dyn std::error::Error + Send + Sync>| SandboxError::Mount {
+        let refused = |source: Cause| SandboxError::Mount {
             mount: mount.name.clone(),
             path: mount.host_path.display().to_string(),
             source,
