@@ -17,7 +17,7 @@ use hermetic::approval::Detector;
 use std::hint::black_box;
 use std::time::Instant;
 
-#[path = "../crates/detect/tests/common/mod.rs"]
+#[path = "../host/detect/tests/common/mod.rs"]
 mod labelled;
 
 /// Times each command on its own and prints the distribution of per-command times.

@@ -1,7 +1,7 @@
 //! The operator console's page and admin JSON endpoints over real HTTP, with the server
 //! in this process: off without an admin token, refused without it, strict headers,
 //! bounded answers, JSON errors for malformed requests, and the tools view agreeing
-//! with tools/list. The console in a browser is `crates/cli/tests/console.rs`.
+//! with tools/list. The console in a browser is `host/cli/tests/console.rs`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -10,8 +10,8 @@ pub const CORPUS: &str = "../shared/corpus/approval.jsonl";
 /// two.
 pub const LABELLED: [&str; 3] = [
     CORPUS,
-    "crates/detect/tests/approval_extra.jsonl",
-    "crates/detect/tests/unseen.jsonl",
+    "host/detect/tests/approval_extra.jsonl",
+    "host/detect/tests/unseen.jsonl",
 ];
 
 /// The repository root: the nearest directory above the including package that holds

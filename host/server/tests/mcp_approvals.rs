@@ -196,7 +196,7 @@ fn shutdown_hooks_run_when_the_server_stops() {
 // whose one tool asks the question through it, as a call does when the gate asks its
 // `CallOptions::approver`. The client is tests/mcp/client.py's `elicit` scenario; the
 // same scenario drives the real terminal tool through `hermetic serve` in
-// crates/cli/tests/mcp.rs (`a_dangerous_terminal_command_runs_only_after_…`).
+// host/cli/tests/mcp.rs (`a_dangerous_terminal_command_runs_only_after_…`).
 
 mod elicitation {
     use super::*;

@@ -1368,7 +1368,7 @@ fn terminal_elicit(
     running.report()
 }
 
-/// The message a refusal by the user carries (crates/approval flow.rs).
+/// The message a refusal by the user carries (host/approval flow.rs).
 const DENIED_BY_THE_USER: &str = "DENIED by the user";
 
 /// The Python SDK's approvals in one protocol era (`legacy`: elicitation requests;

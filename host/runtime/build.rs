@@ -32,11 +32,11 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
-    // crates/hermetic → the workspace root.
+    // host/runtime → the workspace root.
     let root = manifest_dir
         .ancestors()
         .nth(2)
-        .ok_or("crates/hermetic has no workspace root above it")?
+        .ok_or("host/runtime has no workspace root above it")?
         .to_path_buf();
     let guests = root.join("guest-tools");
     let target_dir = match std::env::var_os("CARGO_TARGET_DIR") {

@@ -646,7 +646,7 @@ impl ApprovalBroker {
             .allowlist
             .as_ref()
             .is_some_and(|persists| persists(&request.key.tenant));
-        // The gate's own rule (crates/approval flow.rs): without a file, or with a
+        // The gate's own rule (host/approval flow.rs): without a file, or with a
         // finding that may not be allowed forever, "always" is approved for the session.
         let always_note = if !has_file {
             Some("no allowlist_file is configured, so \"always\" lasts for the session")

@@ -37,8 +37,8 @@ ORDER = CLI / "startup-order.txt"
 BLOCKS = ("seed", "idle", "bench")
 HEADER = """\
 # The functions (and data) `hermetic` touches to start and serve its first calls, which
-# the linker lays out first (crates/cli/build.rs says why). Blocks in the order of
-# use; refresh with crates/cli/startup-order.py. Lines starting with # are comments to
+# the linker lays out first (host/cli/build.rs says why). Blocks in the order of
+# use; refresh with host/cli/startup-order.py. Lines starting with # are comments to
 # lld, and names the binary lacks are skipped.
 """
 
