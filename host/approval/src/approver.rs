@@ -3,6 +3,7 @@
 //! observers that see every request and answer.
 
 use super::store::SessionKey;
+use super::verdict::Verdict;
 use crate::clock::ManualClock;
 use hermetic_detect::{RuleId, Tier};
 use serde::Serialize;
@@ -138,14 +139,14 @@ pub trait ApprovalObserver: Send + Sync {
     }
 
     /// Called after the answer, with the verdict the gate reached.
-    fn after_answer(&self, request: &ApprovalRequest, verdict: &super::Verdict) {
+    fn after_answer(&self, request: &ApprovalRequest, verdict: &Verdict) {
         let _ = (request, verdict);
     }
 
     /// Called when the gate decides a non-safe command without asking anyone: a
     /// hardline or deny-rule block, approval mode off, the allowlist, or an earlier
     /// session approval.
-    fn decided(&self, key: &SessionKey, command: &str, verdict: &super::Verdict) {
+    fn decided(&self, key: &SessionKey, command: &str, verdict: &Verdict) {
         let _ = (key, command, verdict);
     }
 }

@@ -30,6 +30,7 @@ pub mod clock;
 mod flow;
 mod smart;
 mod store;
+mod verdict;
 
 pub use allowlist::{AllowlistError, AllowlistFile};
 pub use approver::{
@@ -37,7 +38,7 @@ pub use approver::{
     ScriptedApprover, TtyApprover, parse_answer, prompt_text,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use flow::{ApprovalContext, ApprovalGate, DecidedBy, Outcome, Verdict};
+pub use flow::{ApprovalContext, ApprovalGate};
 pub use hermetic_detect::{
     Detection, Detector, DetectorConfig, Hit, RULES, Rule, RuleId, Tier, limits, rules,
 };
@@ -48,3 +49,4 @@ pub use smart::{
     SYSTEM_PROMPT, SmartAnswer, SmartClient, SmartError, parse_smart_answer, strip_comments,
 };
 pub use store::{ApprovalStore, MemoryStore, SessionKey, StoreError};
+pub use verdict::{DecidedBy, Outcome, Verdict};

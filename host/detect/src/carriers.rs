@@ -2,46 +2,10 @@
 //! and what a command's output is made of (for `… | sh` and `$(…)`).
 
 use super::code::{self, Lang};
-use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
-use super::walk::{Analyzer, Cx};
-
-pub(crate) const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "rbash", "fish", "tcsh",
-    "csh", "posh",
-];
-
-/// True when `argv` is a shell given only options (`sh`, `/bin/bash -i`): one that
-/// reads commands from its terminal.
-pub(crate) fn is_bare_shell(argv: &[Field]) -> bool {
-    let Some((first, rest)) = argv.split_first() else {
-        return false;
-    };
-    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
-    SHELLS.contains(&name)
-        && rest
-            .iter()
-            .all(|w| w.text.starts_with('-') && !w.text.contains('c'))
-}
-
-/// Names of interpreters and the language of their inline code.
-pub(crate) fn language(name: &str) -> Option<Lang> {
-    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    Some(match base {
-        "python" | "pypy" => Lang::Python,
-        "node" | "nodejs" | "bun" | "deno" => Lang::Node,
-        "perl" => Lang::Perl,
-        "ruby" | "jruby" => Lang::Ruby,
-        "php" => Lang::Php,
-        "awk" | "gawk" | "mawk" | "nawk" => Lang::Awk,
-        "lua" | "luajit" | "tclsh" | "wish" | "Rscript" | "osascript" | "julia" | "groovy" => {
-            Lang::Generic
-        }
-        _ => return None,
-    })
-}
+use super::walk::{Analyzer, Cx, Invocation};
 
 impl Analyzer<'_> {
     /// tar options whose value is a command tar runs.
@@ -244,7 +208,7 @@ impl Analyzer<'_> {
                 operands.get(1..).unwrap_or(&[])
             };
             for f in files {
-                if paths::is_protected(&canonical(&f.text), &self.det.agent_dirs) {
+                if paths::is_protected(&canonical(&f.text), &self.own.agent_dirs) {
                     self.hit(RuleId::ProtectedWrite, r);
                 }
             }

@@ -7,15 +7,15 @@
 //! broken. Commands whose arguments need reading (rm's paths, chmod's mode, kill's
 //! signal and pids) have a handler function, named in the same table.
 
-use super::carriers::{SHELLS, language};
 use super::code;
-use super::commands::Invocation;
+use super::code::{SHELLS, language};
 use super::fold::{Field, Producer};
 use super::net::{NETWORK, archive_operand};
 use super::opts::{self, Spec};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
 use super::walk::Analyzer;
+use super::walk::Invocation;
 use super::wrappers::NameMap;
 use std::sync::LazyLock;
 
@@ -596,7 +596,7 @@ impl Analyzer<'_> {
             }
             if paths::is_block_device(&p) {
                 self.hit(RuleId::DiskFormat, inv.rendered);
-            } else if paths::is_protected(&p, &self.det.agent_dirs) {
+            } else if paths::is_protected(&p, &self.own.agent_dirs) {
                 self.hit(RuleId::ProtectedWrite, inv.rendered);
             }
         }
@@ -749,7 +749,7 @@ impl Analyzer<'_> {
 
     fn check_truncate(&mut self, args: &[Field], inv: &Invocation<'_>) {
         for a in args.iter().filter(|a| !a.text.starts_with('-')) {
-            if paths::is_protected(&canonical(&a.text), &self.det.agent_dirs) {
+            if paths::is_protected(&canonical(&a.text), &self.own.agent_dirs) {
                 self.hit(RuleId::ProtectedWrite, inv.rendered);
             }
         }
@@ -983,7 +983,7 @@ impl Analyzer<'_> {
             }
             if recursive && paths::is_critical_dir(&p) {
                 critical = true;
-            } else if paths::is_protected(&p, &self.det.agent_dirs) {
+            } else if paths::is_protected(&p, &self.own.agent_dirs) {
                 self.hit(RuleId::ProtectedWrite, r);
             }
             let last = p.rsplit('/').next().unwrap_or(&p);
@@ -1130,7 +1130,7 @@ impl Analyzer<'_> {
         }
         if name == "mv" {
             for s in sources {
-                if paths::is_protected(&canonical(&s.text), &self.det.agent_dirs) {
+                if paths::is_protected(&canonical(&s.text), &self.own.agent_dirs) {
                     self.hit(RuleId::ProtectedWrite, r);
                 }
             }

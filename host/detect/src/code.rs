@@ -5,6 +5,8 @@
 //! without any of them (`print(sum(range(10)))`) runs freely; code with one needs
 //! approval. A capability name inside a string literal is a false positive we accept.
 
+use super::fold::Field;
+
 /// Language of an inline program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lang {
@@ -15,6 +17,41 @@ pub(crate) enum Lang {
     Php,
     Awk,
     Generic,
+}
+
+pub(crate) const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "rbash", "fish", "tcsh",
+    "csh", "posh",
+];
+
+/// True when `argv` is a shell given only options (`sh`, `/bin/bash -i`): one that
+/// reads commands from its terminal.
+pub(crate) fn is_bare_shell(argv: &[Field]) -> bool {
+    let Some((first, rest)) = argv.split_first() else {
+        return false;
+    };
+    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
+    SHELLS.contains(&name)
+        && rest
+            .iter()
+            .all(|w| w.text.starts_with('-') && !w.text.contains('c'))
+}
+
+/// Names of interpreters and the language of their inline code.
+pub(crate) fn language(name: &str) -> Option<Lang> {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    Some(match base {
+        "python" | "pypy" => Lang::Python,
+        "node" | "nodejs" | "bun" | "deno" => Lang::Node,
+        "perl" => Lang::Perl,
+        "ruby" | "jruby" => Lang::Ruby,
+        "php" => Lang::Php,
+        "awk" | "gawk" | "mawk" | "nawk" => Lang::Awk,
+        "lua" | "luajit" | "tclsh" | "wish" | "Rscript" | "osascript" | "julia" | "groovy" => {
+            Lang::Generic
+        }
+        _ => return None,
+    })
 }
 
 const PYTHON: &[&str] = &[

@@ -2,49 +2,13 @@
 //! analyzed as code, and the rules of the table are applied to the command that
 //! actually runs.
 
-use super::carriers::language;
+use super::code::language;
 use super::fold::{Field, Producer};
 use super::limits::MAX_CARRIER_DEPTH;
 use super::paths::{self, canonical};
 use super::rules::RuleId;
-use super::walk::{Analyzer, Cx, Redirect};
+use super::walk::{Analyzer, Cx, Invocation, Redirect};
 use brush_parser::ast::IoFileRedirectKind;
-
-/// A simple command about to be checked, with its context.
-pub(crate) struct Invocation<'a> {
-    pub argv: &'a [Field],
-    pub stdin: &'a Producer,
-    pub background: bool,
-    pub piped: bool,
-    /// Run once per item by a multiplier (find -exec, xargs, fd -x, parallel, rg --pre).
-    pub bulk: bool,
-    /// Detached from the session (nohup, setsid).
-    pub detached: bool,
-    pub depth: usize,
-    pub function: Option<&'a str>,
-    pub rendered: &'a str,
-}
-
-impl Invocation<'_> {
-    pub(crate) fn nested<'b>(
-        &'b self,
-        argv: &'b [Field],
-        bulk: bool,
-        detached: bool,
-    ) -> Invocation<'b> {
-        Invocation {
-            argv,
-            stdin: self.stdin,
-            background: self.background,
-            piped: self.piped,
-            bulk: self.bulk || bulk,
-            detached: self.detached || detached,
-            depth: self.depth + 1,
-            function: self.function,
-            rendered: self.rendered,
-        }
-    }
-}
 
 /// Options that turn a command the rules let through into one they flag (find's
 /// actions, rm's recursion, git's force, kill's signals): what a glob in option
@@ -171,7 +135,7 @@ impl Analyzer<'_> {
             self.hit(RuleId::DeviceWrite, rendered);
         } else if paths::is_kernel_knob(&path) {
             self.hit(RuleId::KernelWrite, rendered);
-        } else if paths::is_protected(&path, &self.det.agent_dirs) {
+        } else if paths::is_protected(&path, &self.own.agent_dirs) {
             self.hit(RuleId::ProtectedWrite, rendered);
         } else if truncates && paths::is_config_file(&path) {
             self.hit(RuleId::ConfigOverwrite, rendered);
@@ -371,7 +335,7 @@ impl Analyzer<'_> {
         // lowercase ASCII; this runs for every simple command).
         let is_self = |s: &str| {
             let bytes = s.as_bytes();
-            self.det.self_names.iter().any(|n| {
+            self.own.self_names.iter().any(|n| {
                 let n = n.as_bytes();
                 !n.is_empty() && bytes.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
             })

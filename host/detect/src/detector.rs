@@ -2,6 +2,7 @@
 
 use super::limits::MAX_INPUT_BYTES;
 use super::normalize::{Finding, normalize};
+use super::protection::SelfProtection;
 use super::rules::{RuleId, Tier};
 use super::walk::{Analyzer, Cx};
 use serde::{Deserialize, Serialize};
@@ -50,8 +51,7 @@ impl Default for DetectorConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Detector {
-    pub(crate) self_names: Vec<String>,
-    pub(crate) agent_dirs: Vec<String>,
+    pub(crate) protection: SelfProtection,
 }
 
 impl Default for Detector {
@@ -118,8 +118,10 @@ impl Detector {
             agent_dirs.push(format!("${}_HOME", n.to_ascii_uppercase()));
         }
         Self {
-            self_names,
-            agent_dirs,
+            protection: SelfProtection {
+                self_names,
+                agent_dirs,
+            },
         }
     }
 
@@ -145,7 +147,7 @@ impl Detector {
     }
 
     fn classify(&self, command: &str, plain_shortcut: bool) -> Detection {
-        let mut analyzer = Analyzer::new(self);
+        let mut analyzer = Analyzer::new(&self.protection);
         analyzer.plain_shortcut = plain_shortcut;
         if command.len() > MAX_INPUT_BYTES {
             analyzer.hit(RuleId::TooLarge, "(input too long)");

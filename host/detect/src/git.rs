@@ -1,10 +1,10 @@
 //! git: destructive subcommands and configuration values that git runs as commands.
 
-use super::commands::Invocation;
 use super::fold::Field;
 use super::opts::{self, Spec};
 use super::rules::RuleId;
 use super::walk::Analyzer;
+use super::walk::Invocation;
 
 impl Analyzer<'_> {
     /// git: destructive subcommands, and options and configuration whose value is a

@@ -44,6 +44,7 @@ mod normalize;
 mod opts;
 mod paths;
 mod plain;
+mod protection;
 pub mod rules;
 mod sed;
 mod walk;

@@ -1,10 +1,10 @@
 //! Network: uploads of credentials, cloud metadata endpoints, remote copies.
 
-use super::commands::Invocation;
 use super::fold::{Field, Producer};
 use super::paths::canonical;
 use super::rules::RuleId;
 use super::walk::Analyzer;
+use super::walk::Invocation;
 
 /// Commands that send their stdin over the network.
 pub(crate) const NETWORK: &[&str] = &[

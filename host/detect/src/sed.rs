@@ -2,11 +2,11 @@
 //! command, the `e` flag of `s`) and writes files (`w`, `W`, the `w` flag) from inside
 //! its script, where an `e` in a pattern or in appended text means nothing.
 
-use super::commands::Invocation;
 use super::fold::Field;
 use super::paths::{self, canonical};
 use super::rules::RuleId;
 use super::walk::Analyzer;
+use super::walk::Invocation;
 
 /// What a sed script does beyond editing text.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -309,7 +309,7 @@ impl Analyzer<'_> {
         }
         if in_place {
             for f in &operands {
-                if paths::is_protected(&canonical(&f.text), &self.det.agent_dirs) {
+                if paths::is_protected(&canonical(&f.text), &self.own.agent_dirs) {
                     self.hit(RuleId::ProtectedWrite, r);
                 }
             }

@@ -2,13 +2,12 @@
 //! lists, subshells, groups, functions, loops, conditionals, command and process
 //! substitutions, heredocs, arithmetic), with its words folded statically.
 
-use super::Detector;
-use super::commands::Invocation;
 use super::fold::{self, Field, Producer};
 use super::limits::{
     MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_CWD_BYTES, MAX_FRESH_FILES,
     MAX_NESTING, exceeds_nesting,
 };
+use super::protection::SelfProtection;
 use super::rules::RuleId;
 use brush_parser::ast::{
     self, AndOr, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList,
@@ -58,9 +57,46 @@ pub(crate) struct Redirect {
     pub target: Field,
 }
 
+/// A simple command about to be checked, with its context.
+pub(crate) struct Invocation<'a> {
+    pub argv: &'a [Field],
+    pub stdin: &'a Producer,
+    pub background: bool,
+    pub piped: bool,
+    /// Run once per item by a multiplier (find -exec, xargs, fd -x, parallel, rg --pre).
+    pub bulk: bool,
+    /// Detached from the session (nohup, setsid).
+    pub detached: bool,
+    pub depth: usize,
+    pub function: Option<&'a str>,
+    pub rendered: &'a str,
+}
+
+impl Invocation<'_> {
+    pub(crate) fn nested<'b>(
+        &'b self,
+        argv: &'b [Field],
+        bulk: bool,
+        detached: bool,
+    ) -> Invocation<'b> {
+        Invocation {
+            argv,
+            stdin: self.stdin,
+            background: self.background,
+            piped: self.piped,
+            bulk: self.bulk || bulk,
+            detached: self.detached || detached,
+            depth: self.depth + 1,
+            function: self.function,
+            rendered: self.rendered,
+        }
+    }
+}
+
 /// The state of one analysis.
 pub(crate) struct Analyzer<'d> {
-    pub det: &'d Detector,
+    /// The agent host's own names and directories.
+    pub own: &'d SelfProtection,
     pub hits: Vec<RawHit>,
     pub commands: Vec<String>,
     /// Variables assigned earlier in the same input; `None` = not statically known.
@@ -90,9 +126,9 @@ pub(crate) struct Analyzer<'d> {
 }
 
 impl<'d> Analyzer<'d> {
-    pub(crate) fn new(det: &'d Detector) -> Self {
+    pub(crate) fn new(own: &'d SelfProtection) -> Self {
         Self {
-            det,
+            own,
             hits: Vec::new(),
             commands: Vec::new(),
             vars: HashMap::new(),
@@ -537,7 +573,7 @@ impl<'d> Analyzer<'d> {
         let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
         stdin = redirect_cx.stdin;
 
-        if assignments.is_empty() && redirects.is_empty() && super::carriers::is_bare_shell(&argv) {
+        if assignments.is_empty() && redirects.is_empty() && super::code::is_bare_shell(&argv) {
             self.bare_shell_at = number;
         }
         let rendered = render(&assignments, &argv, &redirects);
@@ -1350,7 +1386,7 @@ mod tests {
     /// overflow counts every file as fresh rather than forgetting any.
     #[test]
     fn cds_and_fresh_files_stay_bounded() {
-        let det = Detector::default();
+        let det = crate::Detector::default();
         let mut text = String::new();
         for _ in 0..40 {
             text.push_str(&format!("cd {}; ", "d/".repeat(30)));
@@ -1360,7 +1396,7 @@ mod tests {
             text.push_str(&format!(" f{i}"));
         }
         text.push_str("; ./anything");
-        let mut a = Analyzer::new(&det);
+        let mut a = Analyzer::new(&det.protection);
         a.analyze_code(&text, &Cx::default());
         assert!(a.cwd.len() <= MAX_CWD_BYTES, "{}", a.cwd.len());
         assert!(a.fresh_files.len() <= MAX_FRESH_FILES + 1);
@@ -1370,9 +1406,9 @@ mod tests {
     /// The plain-word shortcut folds tilde words exactly as the parser's pieces do.
     #[test]
     fn tilde_words_fold_as_the_parser_reads_them() {
-        let det = Detector::default();
+        let det = crate::Detector::default();
         for raw in ["~", "~/x", "~/src/*.rs", "~/.ssh/id_rsa", "~/a[12]"] {
-            let mut a = Analyzer::new(&det);
+            let mut a = Analyzer::new(&det.protection);
             let fast = a.fold_word(raw, true, &Cx::default());
             let pieces = bword::parse(raw, &PARSER_OPTIONS).unwrap();
             let mut b = FieldBuilder {

@@ -2,11 +2,11 @@
 //! agents on Windows hosts, or with a Windows-built toolchain on the PATH, reach the
 //! same destructive acts through cmd's own built-ins (`del /s`, `rd /s`, `format`).
 
-use super::commands::Invocation;
 use super::fold::Field;
 use super::limits::MAX_CARRIER_DEPTH;
 use super::rules::RuleId;
 use super::walk::Analyzer;
+use super::walk::Invocation;
 
 /// True when `name` (a command name as typed) is cmd.exe, in any case and with or
 /// without a Windows directory (`C:\Windows\System32\cmd.exe`).

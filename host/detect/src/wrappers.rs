@@ -4,10 +4,10 @@
 //! table; the few programs whose argv is not getopt-shaped (find, docker, ssh, eval…)
 //! have a handler function each, named in the same table.
 
-use super::commands::Invocation;
 use super::fold::{Field, Producer};
 use super::opts::{self, Spec};
 use super::rules::RuleId;
+use super::walk::Invocation;
 use super::walk::{Analyzer, Cx};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

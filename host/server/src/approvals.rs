@@ -15,6 +15,7 @@
 //! All three are deadline-driven [`Approver`]s of kind [`ApproverKind::Async`]: the gate
 //! calls them on the call's blocking thread and they wait on a channel.
 
+use crate::formats::hex;
 use hermetic::CancelToken;
 use hermetic::approval::{Answer, ApprovalRequest, Approver, ApproverError, ApproverKind};
 use rmcp::model::{
@@ -432,10 +433,6 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
         .into()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn now_ms() -> u128 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -665,7 +662,7 @@ impl ApprovalBroker {
             command: request.command.clone(),
             rules: request.rules.iter().map(ToString::to_string).collect(),
             descriptions: request.descriptions.clone(),
-            raised: super::audit::rfc3339(SystemTime::now()),
+            raised: crate::formats::rfc3339(SystemTime::now()),
             age_ms: 0,
             expires_in_ms: 0,
             always_persists: always_note.is_none(),

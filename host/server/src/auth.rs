@@ -20,16 +20,11 @@ pub fn digest(token: &str) -> TokenDigest {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
-}
+pub use crate::formats::hex;
+
+/// Default of `[server] sessions_per_minute`: agents open a session when they start, not
+/// per call; one a second (with bursts of 60) leaves room for restarts and reconnects.
+pub const DEFAULT_SESSIONS_PER_MINUTE: u32 = 60;
 
 /// A fresh random token: [`TOKEN_PREFIX`] + 256 bits from the OS, in hex.
 ///
@@ -109,7 +104,7 @@ impl Authenticator {
         };
         let sessions_per_minute = policy
             .sessions_per_minute
-            .unwrap_or(super::http::DEFAULT_SESSIONS_PER_MINUTE);
+            .unwrap_or(DEFAULT_SESSIONS_PER_MINUTE);
         let mut tenants = Vec::new();
         let mut tokens = Vec::new();
         for (id, digests) in &policy.tenant_tokens {

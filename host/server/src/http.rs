@@ -92,9 +92,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// agent fleet's tenant keeps open, and bounds a tenant to about 8 MB of sessions.
 pub const DEFAULT_MAX_SESSIONS_PER_TENANT: u32 = 256;
 
-/// Default of `[server] sessions_per_minute`: agents open a session when they start, not
-/// per call; one a second (with bursts of 60) leaves room for restarts and reconnects.
-pub const DEFAULT_SESSIONS_PER_MINUTE: u32 = 60;
+pub use crate::auth::DEFAULT_SESSIONS_PER_MINUTE;
 
 /// Default of `[server] session_idle_timeout_secs`: rmcp's own (5 minutes). A session
 /// with no traffic that long is almost surely abandoned, and ending it frees its

@@ -36,6 +36,7 @@
 mod approvals;
 pub mod audit;
 pub mod auth;
+mod formats;
 mod handler;
 pub mod http;
 mod jsonrpc;

@@ -20,6 +20,7 @@
 //! There is no `fsync` per line (it would cost milliseconds per call): a crash of the
 //! whole machine can lose the last lines the kernel had not written yet.
 
+use crate::formats::rfc3339;
 use hermetic::approval::{ApprovalObserver, ApprovalRequest, SessionKey, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -28,7 +29,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 mod verify;
 pub use verify::{
@@ -226,7 +227,7 @@ impl AuditLog {
     /// SHA-256 (hex) of a call's JSON arguments after redacting secret values, so the
     /// digest cannot be used to test guesses of a secret.
     pub fn args_digest(&self, args: &str) -> String {
-        super::auth::hex(&Sha256::digest(self.redact(args).as_bytes()))
+        crate::formats::hex(&Sha256::digest(self.redact(args).as_bytes()))
     }
 
     /// Appends one line.
@@ -262,7 +263,7 @@ impl AuditLog {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
-        let hash = super::auth::hex(&Sha256::digest(&chain.buf));
+        let hash = crate::formats::hex(&Sha256::digest(&chain.buf));
         chain.buf.pop(); // the closing brace
         chain.buf.extend_from_slice(b",\"hash\":\"");
         chain.buf.extend_from_slice(hash.as_bytes());
@@ -377,7 +378,7 @@ fn check_line(line: &str) -> Result<Link, String> {
     let mut hasher = Sha256::new();
     hasher.update(body.as_bytes());
     hasher.update(b"}");
-    if super::auth::hex(&hasher.finalize()) != hash {
+    if crate::formats::hex(&hasher.finalize()) != hash {
         return Err("its hash does not match its content (the line was edited)".to_owned());
     }
     #[derive(serde::Deserialize)]
@@ -392,33 +393,6 @@ fn check_line(line: &str) -> Result<Link, String> {
         prev: probe.prev,
         hash: hash.to_owned(),
     })
-}
-
-/// Formats a time as RFC 3339 in UTC with milliseconds (`2026-11-30T08:48:46.123Z`).
-pub fn rfc3339(time: SystemTime) -> String {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    let secs = since.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
 }
 
 /// Writes approval requests and answers to the audit log. Attach it to the approval
@@ -797,12 +771,5 @@ mod tests {
         assert_eq!(tail[0]["seq"], 15);
         let seqs: Vec<u64> = tail.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
         assert!(seqs.windows(2).all(|w| w[0] == w[1] + 1), "{seqs:?}");
-    }
-
-    #[test]
-    fn times_are_rfc3339_utc() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_028_526_123);
-        assert_eq!(rfc3339(t), "2026-11-30T08:48:46.123Z");
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
     }
 }
