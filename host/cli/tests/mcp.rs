@@ -206,6 +206,29 @@ enum Target<'a> {
     Stdio(&'a Dirs),
 }
 
+/// The Python of the venv with the MCP SDK (`mcp==2.3.0`; .ci/run makes it): `MCP_VENV`,
+/// or `target/venv-mcp` in the workspace. A venv, not the system Python: Debian's is
+/// "externally managed" (PEP 668) and refuses `pip install`.
+fn mcp_python() -> PathBuf {
+    let venv = std::env::var_os("MCP_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/venv-mcp"),
+        PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    let probe = Command::new(&python).args(["-c", "import mcp"]).output();
+    assert!(
+        probe.as_ref().is_ok_and(|p| p.status.success()),
+        "the MCP SDK venv is missing or broken at {}: python3 -m venv {0} && \
+         {0}/bin/pip install 'mcp==2.3.0' (.ci/run does)\n{}",
+        venv.display(),
+        probe.map_or_else(
+            |e| e.to_string(),
+            |p| String::from_utf8_lossy(&p.stderr).into_owned()
+        )
+    );
+    python
+}
+
 /// The Python client for one scenario, with stdout and stderr piped.
 fn client(scenario: &str, mode: &str, target: &Target<'_>) -> Command {
     client_with(scenario, mode, target, &[])
@@ -213,16 +236,7 @@ fn client(scenario: &str, mode: &str, target: &Target<'_>) -> Command {
 
 /// [`client`] with extra client arguments (`--token`, `--call`, …).
 fn client_with(scenario: &str, mode: &str, target: &Target<'_>, extra: &[&str]) -> Command {
-    let probe = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .expect("python3 must be installed");
-    assert!(
-        probe.status.success(),
-        "the Python MCP SDK is missing: python3 -m pip install 'mcp==2.3.0' (.ci/run does)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(mcp_python());
     cmd.arg(client_script()).args([scenario, mode]).args(extra);
     match target {
         Target::Http(server) => {

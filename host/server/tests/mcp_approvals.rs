@@ -295,7 +295,13 @@ mod elicitation {
     fn elicit(mode: &str, answer: &str) -> Value {
         let url = start();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/client.py");
-        let out = Command::new("python3")
+        // The venv .ci/run makes (`MCP_VENV`, or target/venv-mcp): Debian's own
+        // python3 refuses `pip install` (PEP 668).
+        let venv = std::env::var_os("MCP_VENV").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/venv-mcp"),
+            std::path::PathBuf::from,
+        );
+        let out = Command::new(venv.join("bin/python"))
             .arg(script)
             .args([
                 "elicit",
@@ -308,7 +314,7 @@ mod elicitation {
                 answer,
             ])
             .output()
-            .expect("python3 with the MCP SDK (.ci/run installs it)");
+            .expect("the MCP SDK venv (.ci/run makes it at target/venv-mcp)");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
