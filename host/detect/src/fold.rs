@@ -36,8 +36,10 @@ impl Field {
 /// `!`/`^` negation; a backslash quotes the next character).
 pub(crate) fn glob_matches(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    // Iterative matching with one backtrack point for the last `*`: linear enough for
-    // the short option names it is used on, and no recursion on agent input.
+    // Iterative matching with one backtrack point for the last `*`: no recursion on
+    // agent input, and O(pattern × text) steps at worst — not linear, but the text is
+    // always one of the short option names of GLOB_OPTIONS (≤ 12 bytes) while the
+    // pattern is the agent's, so the cost is linear in what the agent sent.
     let (mut pi, mut ti) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {

@@ -628,8 +628,39 @@ mod tests {
 
     #[test]
     fn every_host_failure_is_an_error_result() {
-        let r = call_tool_result(&CallOutcome::Cancelled);
-        assert_eq!(r.is_error, Some(true));
+        // Every outcome but Success and UnknownTool (a protocol error, above), each
+        // with the JSON error text the agent reads.
+        let failures = [
+            CallOutcome::Unavailable {
+                name: "t".to_owned(),
+                reason: "requires env K".to_owned(),
+            },
+            CallOutcome::Denied {
+                reason: "Unknown tenant: x".to_owned(),
+            },
+            CallOutcome::InvalidArguments {
+                name: "t".to_owned(),
+                message: "/path: missing".to_owned(),
+            },
+            CallOutcome::Limit {
+                kind: hermetic::LimitKind::Time,
+                message: "time limit exceeded".to_owned(),
+            },
+            CallOutcome::Cancelled,
+            CallOutcome::ToolError {
+                message: "trap".to_owned(),
+            },
+        ];
+        for outcome in failures {
+            let r = call_tool_result(&outcome);
+            assert_eq!(r.is_error, Some(true), "{outcome:?}");
+            let text = r.content[0].as_text().map(|t| t.text.as_str()).unwrap();
+            let json: Value = serde_json::from_str(text).unwrap();
+            assert!(
+                json["error"].as_str().is_some_and(|e| !e.is_empty()),
+                "{outcome:?}: {text}"
+            );
+        }
     }
 
     #[test]
