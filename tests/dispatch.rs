@@ -532,3 +532,56 @@ fn calls_on_a_fiber_need_no_timer_of_the_callers_runtime() {
         assert!(echoed.is_success(), "{echoed:?}");
     });
 }
+
+#[test]
+fn every_bundled_tool_refuses_arguments_its_schema_does_not_know() {
+    let f = fixture(true, &["echo"]);
+    let bundled = [
+        "patch",
+        "process",
+        "read_file",
+        "search_files",
+        "terminal",
+        "weather",
+        "web_extract",
+        "write_file",
+    ];
+    for name in bundled {
+        let inspected = f.registry.inspect(name).unwrap();
+        assert_eq!(
+            inspected["schema"]["parameters"]["additionalProperties"],
+            json!(false),
+            "{name}'s schema says it"
+        );
+        if !inspected["available"].as_bool().unwrap() {
+            continue; // weather and web_extract need grants the fixture does not give
+        }
+        // Arguments the schema accepts, plus one it does not know.
+        let parameters = &inspected["schema"]["parameters"];
+        let mut args = serde_json::Map::new();
+        for required in parameters["required"].as_array().into_iter().flatten() {
+            let key = required.as_str().unwrap();
+            let property = &parameters["properties"][key];
+            let value = match &property["enum"] {
+                serde_json::Value::Array(values) => values[0].clone(),
+                _ => match property["type"].as_str() {
+                    Some("integer" | "number") => json!(1),
+                    Some("boolean") => json!(false),
+                    Some("array") => json!([]),
+                    Some("object") => json!({}),
+                    _ => json!("x"),
+                },
+            };
+            args.insert(key.to_owned(), value);
+        }
+        args.insert("bogus".to_owned(), json!(1));
+        let err = error_of(&call(&f.registry, name, serde_json::Value::Object(args)));
+        assert!(
+            err.starts_with(&format!("Invalid arguments for {name}: ")) && err.contains("bogus"),
+            "{name}: {err}"
+        );
+    }
+    // A tool whose schema does not close its object still gets extra arguments.
+    let out = call(&f.registry, "echo", json!({"message": "ab", "extra": 1}));
+    assert_eq!(out["echo"], "ab");
+}

@@ -46,6 +46,7 @@ impl Tool for Patch {
             "description": "Targeted find-and-replace edits in files. Use this instead of sed/awk. Finds a unique string and replaces it; matching is exact (whitespace and indentation included), so copy old_string from read_file output without the 'LINE_NUM|' prefix. Returns a unified diff.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "path": {"type": "string", "description": "File path to edit."},
                     "old_string": {"type": "string", "description": "Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},

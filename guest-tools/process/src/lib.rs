@@ -25,6 +25,7 @@ impl Tool for Process {
             "description": "Manage background processes started with terminal(background=true). Actions: list (all processes of this session), poll (status and recent output), log (output lines; offset/limit, newest lines by default), wait (until it exits or timeout seconds pass), kill, write (send data to stdin), submit (send data plus a newline), close (close stdin).",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "action": {"type": "string", "enum": ["list", "poll", "log", "wait", "kill", "write", "submit", "close"], "description": "What to do"},
                     "session_id": {"type": "string", "description": "The process id from terminal(background=true), e.g. proc_…; required except for list"},

@@ -57,6 +57,7 @@ impl Tool for ReadFile {
             "description": "Read a text file with line numbers and pagination. Use this instead of cat/head/tail. Output format: 'LINE_NUM|CONTENT'. Suggests similar filenames if not found. Use offset and limit for large files. Reads exceeding ~100K characters are rejected; use offset and limit to read specific sections of large files. NOTE: Cannot read images or other binary files.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "path": {"type": "string", "description": "Path to the file to read (relative to the workspace, or absolute under /workspace)"},
                     "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},

@@ -118,6 +118,7 @@ impl Tool for SearchFiles {
             "description": "Search file contents or find files by name. Use this instead of grep/rg/find/ls.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by path.\n\nHidden files and dependency/build/cache directories (.git, node_modules, target, ...) are skipped unless searched directly.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
                     "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},

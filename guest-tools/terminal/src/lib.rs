@@ -26,6 +26,7 @@ impl Tool for Terminal {
             "description": "Execute a shell command. Commands run in a persistent environment for the session: the working directory carries over between calls (a `cd` holds for the next command). Output (stdout and stderr merged) is capped at 50,000 characters (head and tail kept). Dangerous commands need the user's approval first; a result with status \"blocked\" or \"pending_approval\" did not run — do not retry it, ask the user. For long-running commands (servers, watchers, builds over 10 minutes) set background=true and use the process tool to poll, read logs, wait or kill.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "command": {"type": "string", "description": "The command to execute"},
                     "background": {"type": "boolean", "description": "Run in the background and return a session_id for the process tool (default false)", "default": false},

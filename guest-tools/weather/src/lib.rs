@@ -34,6 +34,7 @@ impl Tool for Weather {
             "description": "Get current weather for a location.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "location": {
                         "type": "string",

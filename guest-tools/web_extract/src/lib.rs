@@ -35,6 +35,7 @@ impl Tool for WebExtract {
             "description": "Extract content from web page URLs. Returns each page's title and readable text (HTML reduced to text, long pages truncated). Use this to read pages found by search or given by the user.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "urls": {
                         "type": "array",

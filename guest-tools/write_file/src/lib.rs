@@ -27,6 +27,7 @@ impl Tool for WriteFile {
             "description": "Write content to a file, completely replacing existing content. Use this instead of echo/cat heredoc. Creates parent directories automatically. OVERWRITES the entire file — use 'patch' for targeted edits.",
             "parameters": {
                 "type": "object",
+                "additionalProperties": false,
                 "properties": {
                     "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
                     "content": {"type": "string", "description": "Complete content to write to the file"}
