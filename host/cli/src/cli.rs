@@ -252,8 +252,12 @@ enum TokenCommand {
     /// Print a fresh random token and the policy line that grants it.
     New {
         /// The tenant the line is for (default: a placeholder to fill in).
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", conflicts_with = "admin")]
         tenant: Option<String>,
+        /// A token for the operator console instead: prints the `[server]
+        /// admin_token_sha256` line.
+        #[arg(long)]
+        admin: bool,
     },
     /// Read a token on stdin and print its SHA-256 (what `token_sha256` lists).
     Hash,
@@ -287,6 +291,17 @@ enum AuditCommand {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // HERMETIC_LOG wins over --log-level, so it is checked as strictly.
+    if let Some(value) = std::env::var_os("HERMETIC_LOG") {
+        if let Err(e) = value
+            .to_str()
+            .ok_or_else(|| "not UTF-8".to_owned())
+            .and_then(parse_log_level)
+        {
+            eprintln!("error: invalid value {value:?} for HERMETIC_LOG: {e}");
+            return ExitCode::from(2);
+        }
+    }
     init_logging(&cli.log_level);
     match run(cli) {
         Ok(code) => code,
@@ -347,12 +362,15 @@ fn init_logging(level: &str) {
 fn build_registry(global: &HostArgs) -> Result<Registry> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
-        Some(dir) => Some(
-            dir.canonicalize()
-                .ok()
-                .filter(|d| d.is_dir())
-                .with_context(|| format!("workspace {} is not a directory", dir.display()))?,
-        ),
+        Some(dir) => {
+            let resolved = dir
+                .canonicalize()
+                .with_context(|| format!("workspace {} does not exist", dir.display()))?;
+            if !resolved.is_dir() {
+                bail!("workspace {} is not a directory", dir.display());
+            }
+            Some(resolved)
+        }
         None => None,
     };
     let (mut policy, secrets) = match &global.policy {
@@ -412,6 +430,7 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
         eprintln!("warning: skipped {}: {}", problem.source, problem.reason);
     }
     registry.check_tenant(global.tenant())?;
+    registry.check_tenant_toolsets()?;
     Ok(registry)
 }
 
@@ -576,12 +595,16 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
         hermetic_server::DEFAULT_SHUTDOWN_GRACE,
         std::time::Duration::from_secs,
     );
+    let selection = Selection {
+        enabled: args.toolsets,
+        disabled: args.disable,
+    };
+    for w in registry.select(&selection).1 {
+        eprintln!("warning: {w}");
+    }
     let options = hermetic_server::ServeOptions {
         tenant: host.tenant().to_owned(),
-        selection: Selection {
-            enabled: args.toolsets,
-            disabled: args.disable,
-        },
+        selection,
         access,
         audit,
         shutdown_grace,
@@ -704,10 +727,19 @@ fn toml_key(key: &str) -> String {
 fn token(command: TokenCommand) -> Result<ExitCode> {
     use hermetic_server::auth;
     match command {
-        TokenCommand::New { tenant } => {
+        TokenCommand::New { tenant, admin } => {
             let token = auth::new_token()
                 .map_err(|e| anyhow::anyhow!("reading the OS random source: {e}"))?;
             let digest = auth::hex(&auth::digest(&token));
+            if admin {
+                out!("token: {token}");
+                out!(
+                    "# sign in to the operator console (/console) with the token; put this in the policy:"
+                );
+                out!("[server]");
+                out!("admin_token_sha256 = [\"{digest}\"]");
+                return Ok(ExitCode::SUCCESS);
+            }
             let placeholder = tenant.is_none();
             let tenant = toml_key(tenant.as_deref().unwrap_or("TENANT"));
             out!("token: {token}");
@@ -727,7 +759,11 @@ fn token(command: TokenCommand) -> Result<ExitCode> {
                 .context("reading the token from stdin")?;
             let token = token.trim();
             if token.is_empty() {
-                bail!("no token on stdin");
+                // A usage error (exit 2, like clap's), not a failure of the host.
+                eprintln!(
+                    "error: no token on stdin (e.g. `echo -n \"$TOKEN\" | hermetic token hash`)"
+                );
+                return Ok(ExitCode::from(2));
             }
             out!("{}", auth::hex(&auth::digest(token)));
         }

@@ -281,6 +281,56 @@ fn definitions_filter_by_toolsets_and_disable() {
 }
 
 #[test]
+fn a_typo_in_a_tenants_toolsets_is_an_error_naming_the_known_ones() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join("ws")).unwrap();
+    let policy = |toolsets: &str| {
+        std::fs::write(
+            root.path().join("policy.toml"),
+            format!(
+                "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[tenants.acme]\ntoolsets = {toolsets}\n"
+            ),
+        )
+        .unwrap();
+        let out = hermetic(root.path())
+            .args(["--policy", "policy.toml", "tools", "--json"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = policy(r#"["file", "fiel"]"#);
+    assert_ne!(code, Some(0), "a typo must not load: {stderr}");
+    assert!(stderr.contains("\"fiel\""), "{stderr}");
+    assert!(stderr.contains("acme"), "{stderr}");
+    assert!(
+        stderr.contains("known: ") && stderr.contains("file"),
+        "{stderr}"
+    );
+    // Known names, a legacy name and `all` load.
+    let (code, stderr) = policy(r#"["file", "file_tools", "terminal", "all"]"#);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn an_unknown_toolset_on_the_command_line_is_warned_about_once() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let out = hermetic(ws.path())
+        .args(["definitions", "--toolsets", "fiel,file"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("Unknown toolset: fiel").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
 fn toolsets_json_resolves_tools() {
     let ws = tempfile::TempDir::new().unwrap();
     let (out, stdout) = run(hermetic(ws.path()).args(["toolsets", "--json"]));
@@ -508,6 +558,69 @@ fn token_new_prints_valid_toml_for_any_tenant() {
     }
 }
 
+#[test]
+fn token_new_admin_prints_the_console_line_and_hash_agrees() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, stdout) = run(hermetic(ws.path()).args(["token", "new", "--admin"]));
+    assert!(out.status.success(), "{stdout}");
+    let (token_line, snippet) = stdout.split_once('\n').unwrap();
+    let token = token_line.strip_prefix("token: ").unwrap();
+    let parsed: toml::Table = snippet.parse().unwrap();
+    let digest = parsed["server"]["admin_token_sha256"][0].as_str().unwrap();
+    let mut hash = hermetic(ws.path());
+    hash.args(["token", "hash"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = hash.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), token.as_bytes()).unwrap();
+    let hashed = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&hashed.stdout).trim(), digest);
+    // --admin and --tenant say different things: refused together (usage, exit 2).
+    let (out, _) = run(hermetic(ws.path()).args(["token", "new", "--admin", "--tenant", "a"]));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn serve_stdio_closed_before_initialize_ends_quietly() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, _) = run(hermetic(ws.path())
+        .args(["serve", "--stdio", "--no-watch"])
+        .stdin(std::process::Stdio::null()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}
+
+#[test]
+fn token_hash_of_nothing_is_a_usage_error() {
+    let ws = tempfile::TempDir::new().unwrap();
+    let (out, _) = run(hermetic(ws.path())
+        .args(["token", "hash"])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no token on stdin"));
+}
+
+#[test]
+fn a_missing_workspace_is_said_to_be_missing() {
+    let ws = tempfile::TempDir::new().unwrap();
+    std::fs::write(ws.path().join("file"), "").unwrap();
+    let (out, _) = run(hermetic(ws.path()).args(["--workspace", "nowhere", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("workspace nowhere does not exist"),
+        "{stderr}"
+    );
+    let (out, _) = run(hermetic(ws.path()).args(["--workspace", "file", "tools"]));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("workspace file is not a directory"),
+        "{stderr}"
+    );
+}
+
 /// Options mean one thing and appear where they apply: tool-host options are not
 /// offered on `token`, are refused before it, and work before or after `serve`-like
 /// commands alike.
@@ -541,6 +654,20 @@ fn log_levels_are_checked_and_logs_to_a_pipe_are_plain() {
         stderr.contains("error, warn, info, debug, trace"),
         "{stderr}"
     );
+    // The environment's level is checked as strictly as the option's.
+    let (out, stdout) = run(hermetic(ws.path())
+        .env("HERMETIC_LOG", "bogus")
+        .args(["tools"]));
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HERMETIC_LOG") && stderr.contains("error, warn, info, debug, trace"),
+        "{stderr}"
+    );
+    let (out, _) = run(hermetic(ws.path())
+        .env("HERMETIC_LOG", "hermetic=debug,warn")
+        .args(["tools"]));
+    assert!(out.status.success());
     let (out, _) =
         run(hermetic(ws.path())
             .env_remove("NO_COLOR")

@@ -13,7 +13,7 @@ use crate::policy::{self, EffectiveGrants, OperatorPolicy};
 use crate::policy_file::Secrets;
 use crate::sandbox::{self, SandboxError};
 use crate::slots::Slots;
-use crate::toolsets::Toolsets;
+use crate::toolsets::{Toolsets, legacy_tools};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -62,6 +62,16 @@ pub enum RegistryError {
     /// No tenant with this id in the policy.
     #[error("Unknown tenant: {0}")]
     UnknownTenant(String),
+    /// A tenant's `toolsets` names a toolset that does not exist.
+    #[error("tenant {tenant:?}: unknown toolset {name:?} in its toolsets (known: {known}; or all)")]
+    UnknownToolset {
+        /// The tenant.
+        tenant: String,
+        /// The name that resolves to nothing.
+        name: String,
+        /// The known toolset names, comma-separated.
+        known: String,
+    },
     /// A tools directory could not be read.
     #[error("cannot read tools directory {path}: {source}")]
     Dir {
@@ -831,16 +841,38 @@ impl Catalog {
             .collect()
     }
 
-    /// Tool names a selection resolves to, with warnings for unknown toolsets.
+    /// Tool names a selection resolves to, with warnings for unknown toolsets. The
+    /// warnings are returned, not logged: a selection is resolved on every listing, and
+    /// its owner says them once (the CLI when it starts).
     pub fn select(&self, selection: &Selection) -> (BTreeSet<String>, Vec<String>) {
         let members = self.membership();
         let resolution =
             self.toolsets
                 .select(selection.enabled.as_deref(), &selection.disabled, &members);
-        for warning in &resolution.warnings {
-            tracing::warn!("{warning}");
-        }
         (resolution.tools, resolution.warnings)
+    }
+
+    /// Checks that every toolset a tenant of the policy names exists (a toolset of the
+    /// static table, of a registered tool, a legacy name or `all`), so a typo in
+    /// `toolsets` is an error instead of a tenant who silently sees nothing. Run it once
+    /// the tools are loaded: a tool's own toolset is known only then.
+    ///
+    /// # Errors
+    /// [`RegistryError::UnknownToolset`] for the first unknown name.
+    pub fn check_tenant_toolsets(&self) -> Result<(), RegistryError> {
+        let members = self.membership();
+        for (tenant, policy) in &self.policy.tenants {
+            for name in policy.toolsets.iter().flatten() {
+                if !self.toolsets.is_known(name, &members) && legacy_tools(name).is_none() {
+                    return Err(RegistryError::UnknownToolset {
+                        tenant: tenant.clone(),
+                        name: name.clone(),
+                        known: self.toolsets.names(&members).join(", "),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// OpenAI function definitions of the selected, available tools, sorted by name:

@@ -185,6 +185,14 @@ impl Registry {
         self.catalog.check_tenant(tenant)
     }
 
+    /// [`Catalog::check_tenant_toolsets`].
+    ///
+    /// # Errors
+    /// [`RegistryError::UnknownToolset`].
+    pub fn check_tenant_toolsets(&self) -> Result<(), RegistryError> {
+        self.catalog.check_tenant_toolsets()
+    }
+
     /// [`Catalog::add`].
     ///
     /// # Errors

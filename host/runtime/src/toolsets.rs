@@ -220,7 +220,8 @@ impl Toolsets {
         add(
             "file",
             ToolsetDef::new(
-                "File manipulation tools: read, write, patch (with fuzzy matching), and \
+                // Hermes says "patch (with fuzzy matching)"; ours matches exactly.
+                "File manipulation tools: read, write, patch (exact find-and-replace), and \
                  search (content + files)",
                 &["read_file", "write_file", "patch", "search_files"],
                 &[],

@@ -57,7 +57,8 @@ pub const MAX_UNANSWERED: usize = 256;
 /// is cancelled (see [`serve_streams`]).
 ///
 /// # Errors
-/// [`ServeError::Start`] if the session cannot start (e.g. stdin closed at once), and
+/// [`ServeError::Start`] if the session cannot start (stdin closed before `initialize`
+/// is not an error: the client went away), and
 /// [`ServeError::Session`] if it ends abnormally.
 pub async fn serve(
     server: &McpServer,
@@ -76,7 +77,8 @@ pub async fn serve(
 /// [`McpServer::on_shutdown`] hooks run.
 ///
 /// # Errors
-/// [`ServeError::Start`] if the session cannot start (e.g. `read` closed at once), and
+/// [`ServeError::Start`] if the session cannot start (`read` closed before `initialize`
+/// is not an error: the client went away), and
 /// [`ServeError::Session`] if it ends abnormally.
 pub async fn serve_streams<R, W>(
     server: &McpServer,
@@ -110,11 +112,17 @@ where
             with_rmcp: HashMap::new(),
         },
     };
-    let running = server
+    let running = match server
         .handler(Some(session))
         .serve_with_ct(transport, session_end.clone())
         .await
-        .map_err(|e| ServeError::Start(e.to_string()))?;
+    {
+        Ok(running) => running,
+        // A client that went away before saying anything (`</dev/null`, a probe, a
+        // launcher that changed its mind) ended the session; nothing failed.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(ServeError::Start(e.to_string())),
+    };
     let waiting = running.waiting();
     tokio::pin!(waiting);
     let ended = tokio::select! {

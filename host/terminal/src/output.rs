@@ -17,37 +17,45 @@ pub const REDACTED: &str = "[REDACTED]";
 /// output would hide more than it protects.
 const MIN_SECRET_CHARS: usize = 6;
 
-/// CSI and OSC sequences, and two-character escapes (compiled once).
-static ANSI: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r").ok()
-});
+/// CSI and OSC sequences, two-character escapes and carriage returns.
+const ANSI_PATTERN: &str =
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r";
 
 /// Common credential shapes. Each keeps a recognisable prefix (group `keep`) so the agent
 /// still knows what was there.
+const CREDENTIAL_PATTERNS: [&str; 9] = [
+    // PEM private keys, whole block.
+    r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----",
+    // AWS access key ids.
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    // GitHub tokens.
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b",
+    // OpenAI / Anthropic style API keys.
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",
+    // Slack tokens.
+    r"\bxox[baprs]-[A-Za-z0-9\-]{10,}",
+    // Google API keys.
+    r"\bAIza[0-9A-Za-z_\-]{35}\b",
+    // JSON web tokens.
+    r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+    // Bearer / basic authorization values.
+    r"(?i)(?P<keep>\b(?:authorization:\s*)?(?:bearer|basic)\s+)[A-Za-z0-9_\-\.=+/]{12,}",
+    // NAME=value and "name": "value" assignments of secret-sounding names.
+    r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:password|passwd|secret|token|api_?key|access_?key|private_?key)[A-Z0-9_]*["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#,
+];
+
+/// [`ANSI_PATTERN`], compiled once. The patterns are constants, so a compile failure
+/// is a bug in this file, caught by `every_pattern_compiles` rather than at a user's
+/// call (where it would quietly stop stripping or redacting).
+static ANSI: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(ANSI_PATTERN).ok());
+
+/// [`CREDENTIAL_PATTERNS`], compiled once (see [`ANSI`] for why a failure is skipped
+/// here and caught by a test).
 static CREDENTIALS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
-        // PEM private keys, whole block.
-        r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----",
-        // AWS access key ids.
-        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        // GitHub tokens.
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b",
-        // OpenAI / Anthropic style API keys.
-        r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",
-        // Slack tokens.
-        r"\bxox[baprs]-[A-Za-z0-9\-]{10,}",
-        // Google API keys.
-        r"\bAIza[0-9A-Za-z_\-]{35}\b",
-        // JSON web tokens.
-        r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-        // Bearer / basic authorization values.
-        r"(?i)(?P<keep>\b(?:authorization:\s*)?(?:bearer|basic)\s+)[A-Za-z0-9_\-\.=+/]{12,}",
-        // NAME=value and "name": "value" assignments of secret-sounding names.
-        r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:password|passwd|secret|token|api_?key|access_?key|private_?key)[A-Z0-9_]*["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#,
-    ]
-    .iter()
-    .filter_map(|p| Regex::new(p).ok())
-    .collect()
+    CREDENTIAL_PATTERNS
+        .iter()
+        .filter_map(|p| Regex::new(p).ok())
+        .collect()
 });
 
 /// Removes ANSI escape sequences and carriage returns.
@@ -180,6 +188,17 @@ pub fn exit_code_meaning(command: &str, exit_code: i32) -> Option<&'static str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        for pattern in std::iter::once(ANSI_PATTERN).chain(CREDENTIAL_PATTERNS) {
+            if let Err(e) = Regex::new(pattern) {
+                panic!("{pattern}: {e}");
+            }
+        }
+        assert!(ANSI.is_some());
+        assert_eq!(CREDENTIALS.len(), CREDENTIAL_PATTERNS.len());
+    }
 
     #[test]
     fn ansi_sequences_and_carriage_returns_are_stripped() {
