@@ -575,3 +575,102 @@ fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
     // The one flood call running spins to its deadline; do not wait for it.
     runtime.shutdown_background();
 }
+
+/// `n` calls of `tool` with `args` as `tenant`, each on its own thread, started
+/// `stagger` apart (so they queue in order); each reports its outcome and when it
+/// ended.
+fn calls_as(
+    registry: &std::sync::Arc<Registry>,
+    tenant: &str,
+    tool: &str,
+    args: Value,
+    n: usize,
+    stagger: Duration,
+) -> Vec<std::thread::JoinHandle<(CallOutcome, Instant)>> {
+    (0..n)
+        .map(|_| {
+            let (registry, args) = (std::sync::Arc::clone(registry), args.to_string());
+            let options = CallOptions::default().with_tenant(tenant);
+            let tool = tool.to_owned();
+            let call = std::thread::spawn(move || {
+                let outcome = registry.invoke(&tool, &args, &options);
+                (outcome, Instant::now())
+            });
+            std::thread::sleep(stagger);
+            call
+        })
+        .collect()
+}
+
+/// No tenant limits configured, two sandboxes: tenant `flood` takes both and queues
+/// four more calls, then `calm` asks for one. The next sandbox that frees is `calm`'s
+/// (its tenant holds none), not the next of `flood`'s queue. Before, a freed sandbox
+/// went to the longest waiter: `calm` waited behind all of `flood`'s queued calls.
+#[test]
+fn a_freed_sandbox_goes_to_the_tenant_holding_fewest_not_to_the_first_queued() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = "[tenants.flood]\n[tenants.calm]\n";
+    let registry = std::sync::Arc::new(small_host(root.path(), policy, 2, &["sleeper"]));
+    let stagger = Duration::from_millis(20);
+    let flood = calls_as(&registry, "flood", "sleeper", json!({"secs": 1}), 6, stagger);
+    std::thread::sleep(Duration::from_millis(200));
+    let calm = calls_as(&registry, "calm", "sleeper", json!({"secs": 0}), 1, stagger);
+    let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
+    assert!(calm_outcome.is_success(), "{calm_outcome:?}");
+    let flood: Vec<(CallOutcome, Instant)> = flood.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(flood.iter().all(|(o, _)| o.is_success()), "{flood:?}");
+    let before_calm = flood.iter().filter(|(_, done)| *done < calm_done).count();
+    assert!(
+        before_calm <= 2,
+        "{before_calm} of flood's calls ended before calm's: calm waited behind its queue"
+    );
+}
+
+/// No tenant limits configured, two CPU turns: tenant `flood` runs sixteen computing
+/// calls, `calm` one, all with the same work to do (a fuel budget that takes about
+/// 25 ms alone). `calm`'s call gets a turn of its own and finishes its work well
+/// within its 200 ms deadline, before any of `flood`'s, which share the other turn.
+/// Before, the seventeen calls were seventeen threads on the cores, each with a
+/// seventeenth of them: `calm`'s ran out of time with the rest.
+#[test]
+fn a_tenant_s_computing_call_gets_its_share_of_the_cpu_beside_another_s_many() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = |fuel: u64| {
+        format!("[tenants.flood]\n[tenants.calm]\n[tools.spin.limits]\nfuel = {fuel}\n")
+    };
+    let host = |fuel: u64| {
+        let registry = hermetic_tests::policy_registry_with(root.path(), &policy(fuel), false, |options| {
+            options.engine.compute_turns = 2;
+        });
+        let dir = hermetic_tests::tools_dir(&["spin"]);
+        assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+        std::sync::Arc::new(registry)
+    };
+    let fuel_out = |outcome: &CallOutcome| {
+        matches!(outcome, CallOutcome::Limit { kind: LimitKind::Fuel, .. })
+    };
+    // A budget that takes this machine about 25 ms alone (the spin's deadline is 200).
+    let mut fuel: u64 = 20_000_000;
+    for _ in 0..3 {
+        let registry = host(fuel);
+        let started = Instant::now();
+        let outcome = registry.invoke("spin", "{}", &CallOptions::default().with_tenant("calm"));
+        assert!(fuel_out(&outcome), "{outcome:?}");
+        let took = started.elapsed().as_secs_f64().max(0.001);
+        fuel = ((fuel as f64) * 0.025 / took) as u64;
+        if (0.015..0.04).contains(&took) {
+            break;
+        }
+    }
+    let registry = host(fuel);
+    let flood = calls_as(&registry, "flood", "spin", json!({}), 16, Duration::ZERO);
+    let calm = calls_as(&registry, "calm", "spin", json!({}), 1, Duration::ZERO);
+    let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
+    assert!(fuel_out(&calm_outcome), "calm did not finish its work: {calm_outcome:?}");
+    let flood: Vec<(CallOutcome, Instant)> = flood.into_iter().map(|c| c.join().unwrap()).collect();
+    let finished_first = flood
+        .iter()
+        .filter(|(outcome, done)| fuel_out(outcome) && *done < calm_done)
+        .count();
+    assert_eq!(finished_first, 0, "flood's calls finished their work first: {flood:?}");
+}

@@ -12,7 +12,7 @@ use crate::component::CallFailure;
 use crate::outcome::{CallOutcome, LimitKind};
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
-use crate::slots::{Slot, Slots};
+use crate::slots::{Share, Slot, Slots};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -126,6 +126,12 @@ pub struct Dispatcher {
     terminal: Option<Arc<dyn TerminalService>>,
     /// Tenant id → calls of that tenant running at once.
     tenant_slots: HashMap<String, Arc<Slots>>,
+    /// Tenant id → its share of the slots every tenant's calls use (a tool's, the
+    /// host's sandboxes) and of the CPU turns: each is served by fair share between
+    /// tenants (`slots`), so a tenant's queued calls never stand between another's
+    /// call and the next free slot. The operator (`""`), and a tenant the policy does
+    /// not name, are share 0.
+    shares: HashMap<String, Share>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -152,11 +158,24 @@ impl Dispatcher {
                 )
             })
             .collect();
+        let shares = catalog
+            .policy()
+            .tenants
+            .keys()
+            .enumerate()
+            .map(|(i, id)| (id.clone(), i + 1))
+            .collect();
         Self {
             catalog,
             terminal,
             tenant_slots,
+            shares,
         }
+    }
+
+    /// `tenant`'s share of the slots and turns all tenants use.
+    fn share(&self, tenant: &str) -> Share {
+        self.shares.get(tenant).copied().unwrap_or(0)
     }
 
     /// The terminal service, if one was given.
@@ -182,18 +201,19 @@ impl Dispatcher {
             Err(outcome) => return outcome,
         };
         let tenant = options.tenant.as_str();
+        let share = self.share(tenant);
         let tenant_slot = match self.tenant_slots.get(tenant) {
             None => None,
-            Some(slots) => match slots.acquire(wait) {
+            Some(slots) => match slots.acquire(share, wait) {
                 Some(slot) => Some(slot),
                 None => return busy(&format!("tenant {tenant}"), slots, wait),
             },
         };
-        let Some(tool_slot) = tool.slots().acquire(wait) else {
+        let Some(tool_slot) = tool.slots().acquire(share, wait) else {
             return busy(name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
-        let Some(sandbox) = sandboxes.acquire(wait) else {
+        let Some(sandbox) = sandboxes.acquire(share, wait) else {
             return busy("the host", sandboxes, wait);
         };
         let held = Held {
@@ -242,18 +262,19 @@ impl Dispatcher {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
+        let share = self.share(&options.tenant);
         let tenant_slot = match self.tenant_slots.get(options.tenant.as_str()) {
             None => None,
-            Some(slots) => match slots.acquire_async(wait).await {
+            Some(slots) => match slots.acquire_async(share, wait).await {
                 Some(slot) => Some(slot),
                 None => return busy(&format!("tenant {}", options.tenant), slots, wait),
             },
         };
-        let Some(tool_slot) = tool.slots().acquire_async(wait).await else {
+        let Some(tool_slot) = tool.slots().acquire_async(share, wait).await else {
             return busy(&name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
-        let Some(sandbox) = sandboxes.acquire_async(wait).await else {
+        let Some(sandbox) = sandboxes.acquire_async(share, wait).await else {
             return busy("the host", sandboxes, wait);
         };
         let held = Held {
@@ -472,6 +493,12 @@ impl Dispatcher {
             } else {
                 None
             },
+            turn: Some(
+                self.catalog
+                    .runtime()
+                    .turns()
+                    .turn(self.share(&options.tenant)),
+            ),
         };
         Ok(Prepared { args, ctx, setup })
     }
