@@ -612,7 +612,14 @@ fn a_freed_sandbox_goes_to_the_tenant_holding_fewest_not_to_the_first_queued() {
     let policy = "[tenants.flood]\n[tenants.calm]\n";
     let registry = std::sync::Arc::new(small_host(root.path(), policy, 2, &["sleeper"]));
     let stagger = Duration::from_millis(20);
-    let flood = calls_as(&registry, "flood", "sleeper", json!({"secs": 1}), 6, stagger);
+    let flood = calls_as(
+        &registry,
+        "flood",
+        "sleeper",
+        json!({"secs": 1}),
+        6,
+        stagger,
+    );
     std::thread::sleep(Duration::from_millis(200));
     let calm = calls_as(&registry, "calm", "sleeper", json!({"secs": 0}), 1, stagger);
     let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
@@ -639,15 +646,22 @@ fn a_tenant_s_computing_call_gets_its_share_of_the_cpu_beside_another_s_many() {
         format!("[tenants.flood]\n[tenants.calm]\n[tools.spin.limits]\nfuel = {fuel}\n")
     };
     let host = |fuel: u64| {
-        let registry = hermetic_tests::policy_registry_with(root.path(), &policy(fuel), false, |options| {
-            options.engine.compute_turns = 2;
-        });
+        let registry =
+            hermetic_tests::policy_registry_with(root.path(), &policy(fuel), false, |options| {
+                options.engine.compute_turns = 2;
+            });
         let dir = hermetic_tests::tools_dir(&["spin"]);
         assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
         std::sync::Arc::new(registry)
     };
     let fuel_out = |outcome: &CallOutcome| {
-        matches!(outcome, CallOutcome::Limit { kind: LimitKind::Fuel, .. })
+        matches!(
+            outcome,
+            CallOutcome::Limit {
+                kind: LimitKind::Fuel,
+                ..
+            }
+        )
     };
     // A budget that takes this machine about 25 ms alone (the spin's deadline is 200).
     let mut fuel: u64 = 20_000_000;
@@ -666,11 +680,17 @@ fn a_tenant_s_computing_call_gets_its_share_of_the_cpu_beside_another_s_many() {
     let flood = calls_as(&registry, "flood", "spin", json!({}), 16, Duration::ZERO);
     let calm = calls_as(&registry, "calm", "spin", json!({}), 1, Duration::ZERO);
     let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
-    assert!(fuel_out(&calm_outcome), "calm did not finish its work: {calm_outcome:?}");
+    assert!(
+        fuel_out(&calm_outcome),
+        "calm did not finish its work: {calm_outcome:?}"
+    );
     let flood: Vec<(CallOutcome, Instant)> = flood.into_iter().map(|c| c.join().unwrap()).collect();
     let finished_first = flood
         .iter()
         .filter(|(outcome, done)| fuel_out(outcome) && *done < calm_done)
         .count();
-    assert_eq!(finished_first, 0, "flood's calls finished their work first: {flood:?}");
+    assert_eq!(
+        finished_first, 0,
+        "flood's calls finished their work first: {flood:?}"
+    );
 }

@@ -73,8 +73,7 @@ impl Default for EngineConfig {
 /// (1 when that cannot be read). More turns than cores would only let the kernel
 /// time-slice what the turns already do, without their fairness between tenants.
 pub fn default_compute_turns() -> u32 {
-    std::thread::available_parallelism()
-        .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
 }
 
 /// `$HERMETIC_CACHE_DIR`, else `$XDG_CACHE_HOME/hermetic`, else `~/.cache/hermetic`.

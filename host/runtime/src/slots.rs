@@ -227,7 +227,7 @@ impl Slots {
             slots: self,
             waiter: Some(waiter),
         };
-        let notified = pending.waiter.as_ref().map(|w| Arc::clone(w));
+        let notified = pending.waiter.as_ref().map(Arc::clone);
         if let Some(waiter) = notified {
             let _ = tokio::time::timeout_at(deadline, waiter.task.notified()).await;
         }
@@ -252,10 +252,7 @@ impl Slots {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return state
-                    .queue
-                    .abandon(&waiter)
-                    .then(|| self.slot(share));
+                return state.queue.abandon(&waiter).then(|| self.slot(share));
             }
             state = waiter
                 .thread
@@ -667,7 +664,8 @@ mod tests {
             .unwrap();
         runtime.block_on(async {
             let s = Arc::clone(&slots);
-            let mut first = Box::pin(async move { s.acquire_async(1, Duration::from_secs(30)).await });
+            let mut first =
+                Box::pin(async move { s.acquire_async(1, Duration::from_secs(30)).await });
             // Queued, then handed the slot, then dropped before it looked.
             assert!(futures_poll_once(first.as_mut()).await.is_none());
             drop(held);
@@ -736,7 +734,10 @@ mod tests {
         let mut other = turns.turn(2);
         assert!(matches!(other.at_tick(), AtTick::Wait));
         turns.advance();
-        assert!(matches!(other.at_tick(), AtTick::Wait), "one tick is not stale");
+        assert!(
+            matches!(other.at_tick(), AtTick::Wait),
+            "one tick is not stale"
+        );
         turns.advance();
         // `idle` (in a host call) did not tick for two: its turn went to `other`.
         assert!(matches!(other.at_tick(), AtTick::Run));
@@ -781,7 +782,10 @@ mod tests {
         assert!(matches!(waiting.at_tick(), AtTick::Wait));
         let wait = tokio::spawn(waiting.wait_async());
         tokio::task::yield_now().await;
-        assert!(matches!(holder.at_tick(), AtTick::Wait), "it yields to share 2");
+        assert!(
+            matches!(holder.at_tick(), AtTick::Wait),
+            "it yields to share 2"
+        );
         wait.await.unwrap();
         // The turn is `waiting`'s now: the former holder waits for it.
         assert!(matches!(holder.at_tick(), AtTick::Wait));
