@@ -431,6 +431,61 @@ fn a_call_that_finds_no_sandbox_in_its_queue_time_is_a_concurrency_limit() {
     assert!(invoke(&registry, "sleeper", json!({"secs": 0})).is_success());
 }
 
+/// `queue_timeout_ms` is one budget for every queue a call waits in. Tenant `a` may run
+/// one call at once and the host has one sandbox: `a`'s first call holds both, `b`'s
+/// call queues for the sandbox, then `a`'s second call queues for its tenant's place.
+/// When the first ends, `b` gets the sandbox (it ran for its 2 s deadline) and `a`'s
+/// second call queues for it in turn, with only what its 2 s budget has left: it is
+/// refused when the budget runs out, before the first call's end plus a whole budget.
+/// Before, each queue had a budget of its own: the call waited about a second at its
+/// tenant's queue and then 2 s more at the host's (or got the sandbox when `b`'s call
+/// ended).
+#[test]
+fn queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = "[tenants.a.limits]\nmax_concurrent = 1\n[tenants.b]\n\
+                  [tools.sleeper.limits]\nqueue_timeout_ms = 2000\n";
+    let registry = std::sync::Arc::new(small_host(root.path(), policy, 1, &["sleeper"]));
+    let budget = Duration::from_millis(2000);
+    let stagger = Duration::from_millis(100);
+    let first = calls_as(&registry, "a", "sleeper", json!({"secs": 1}), 1, stagger);
+    let b = calls_as(&registry, "b", "sleeper", json!({}), 1, stagger);
+    let started = Instant::now();
+    let second = calls_as(&registry, "a", "sleeper", json!({"secs": 0}), 1, stagger);
+    let (second, second_done) = second.into_iter().next().unwrap().join().unwrap();
+    let (first, first_done) = first.into_iter().next().unwrap().join().unwrap();
+    assert!(first.is_success(), "{first:?}");
+    match &second {
+        CallOutcome::Limit {
+            kind: LimitKind::Concurrency,
+            message,
+        } => assert!(
+            message.contains("the host already runs 1 calls"),
+            "{message}"
+        ),
+        other => panic!("expected a concurrency limit at the host's queue, got {other:?}"),
+    }
+    // It waited at its tenant's queue until the first call ended: a budget of its own
+    // for the host's queue would have ended no sooner than that plus the whole budget.
+    assert!(
+        first_done > started && second_done < first_done + budget,
+        "waited {:?} in all; the first call ended after {:?}",
+        second_done - started,
+        first_done - started
+    );
+    let (b, _) = b.into_iter().next().unwrap().join().unwrap();
+    assert!(
+        matches!(
+            b,
+            CallOutcome::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{b:?}"
+    );
+}
+
 /// With every call sandbox in use, tools are still checked (listings run `check()` in
 /// sandboxes of their own): a host full of one tenant's calls does not hide tools from
 /// the others. Before, the check found the pool empty and the tool was listed as

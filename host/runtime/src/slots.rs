@@ -208,21 +208,27 @@ impl Slots {
         self.take(&mut state, share)
     }
 
-    /// Takes a slot for `share`, waiting at most `wait` for one to free up, without
-    /// blocking a thread. `None` if none did. Dropping the future gives up its place
-    /// (or, if it had just been handed a slot, passes the slot on).
-    pub async fn acquire_async(self: &Arc<Self>, share: Share, wait: Duration) -> Option<Slot> {
-        let deadline = tokio::time::Instant::now() + wait;
+    /// Takes a slot for `share`, waiting until `deadline` at most for one to free up,
+    /// without blocking a thread (a deadline, not a wait: a call that queues for
+    /// several slots in turn spends one budget across them). `None` if none did.
+    /// Dropping the future gives up its place (or, if it had just been handed a slot,
+    /// passes the slot on).
+    pub async fn acquire_async_by(
+        self: &Arc<Self>,
+        share: Share,
+        deadline: Instant,
+    ) -> Option<Slot> {
         let waiter = {
             let mut state = self.lock();
             if let Some(slot) = self.take(&mut state, share) {
                 return Some(slot);
             }
-            if wait.is_zero() {
+            if Instant::now() >= deadline {
                 return None;
             }
             state.queue.push(share, 0)
         };
+        let deadline = tokio::time::Instant::from_std(deadline);
         let mut pending = PendingSlot {
             slots: self,
             waiter: Some(waiter),
@@ -237,12 +243,17 @@ impl Slots {
     /// Takes a slot for `share`, waiting at most `wait` for one to free up. `None` if
     /// none did.
     pub fn acquire(self: &Arc<Self>, share: Share, wait: Duration) -> Option<Slot> {
-        let deadline = Instant::now() + wait;
+        self.acquire_by(share, Instant::now() + wait)
+    }
+
+    /// [`Slots::acquire`] waiting until `deadline` at most: a call that queues for
+    /// several slots in turn spends one budget across them.
+    pub fn acquire_by(self: &Arc<Self>, share: Share, deadline: Instant) -> Option<Slot> {
         let mut state = self.lock();
         if let Some(slot) = self.take(&mut state, share) {
             return Some(slot);
         }
-        if wait.is_zero() {
+        if Instant::now() >= deadline {
             return None;
         }
         let waiter = state.queue.push(share, 0);
@@ -332,6 +343,9 @@ pub struct Turns {
     state: Mutex<TurnState>,
     /// Hands out [`Turn`] ids.
     tickets: AtomicU64,
+    /// Every turn is held or someone waits for one ([`Turns::saturated`]); kept up to
+    /// date under the state lock, read without it.
+    saturated: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -376,11 +390,24 @@ impl Turns {
             epoch: AtomicU64::new(0),
             state: Mutex::new(TurnState::default()),
             tickets: AtomicU64::new(1),
+            saturated: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether every turn is held or a call waits for one: a call starting now may
+    /// have to wait for the CPU. A hint (read without the lock).
+    pub fn saturated(&self) -> bool {
+        self.saturated.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, TurnState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records whether `state` (just changed, its lock held) is saturated.
+    fn note(&self, state: &TurnState) {
+        let saturated = state.running.len() >= self.capacity || state.queue.waiting > 0;
+        self.saturated.store(saturated, Ordering::Relaxed);
     }
 
     /// A place in the turns for a call of `share`; it takes no turn until
@@ -403,6 +430,7 @@ impl Turns {
             state.reclaim(epoch);
             state.fill(self.capacity, epoch);
         }
+        self.note(&state);
     }
 
     /// Turns held now.
@@ -459,8 +487,14 @@ impl Turn {
     /// nobody waits, or if a turn is free for it by fair share; else it must wait.
     pub fn at_tick(&mut self) -> AtTick {
         let turns = Arc::clone(&self.turns);
-        let epoch = turns.epoch.load(Ordering::Relaxed);
         let mut state = turns.lock();
+        let next = self.next_at_tick(&turns, &mut state);
+        turns.note(&state);
+        next
+    }
+
+    fn next_at_tick(&mut self, turns: &Turns, state: &mut TurnState) -> AtTick {
+        let epoch = turns.epoch.load(Ordering::Relaxed);
         if let Some(waiter) = &self.waiter {
             if waiter.state() != GRANTED {
                 return AtTick::Wait;
@@ -554,6 +588,7 @@ impl Turn {
             let epoch = turns.epoch.load(Ordering::Relaxed);
             state.fill(turns.capacity, epoch);
         }
+        turns.note(&state);
     }
 }
 
@@ -566,6 +601,7 @@ impl Drop for Turn {
             let epoch = turns.epoch.load(Ordering::Relaxed);
             state.fill(turns.capacity, epoch);
         }
+        turns.note(&state);
     }
 }
 
@@ -603,9 +639,11 @@ mod tests {
         let waiters: Vec<_> = (0..100)
             .map(|_| {
                 let s = Arc::clone(&slots);
-                tokio::spawn(
-                    async move { s.acquire_async(0, Duration::from_secs(30)).await.is_some() },
-                )
+                tokio::spawn(async move {
+                    s.acquire_async_by(0, Instant::now() + Duration::from_secs(30))
+                        .await
+                        .is_some()
+                })
             })
             .collect();
         tokio::task::yield_now().await;
@@ -621,7 +659,7 @@ mod tests {
         let _held = slots.acquire(0, Duration::ZERO).unwrap();
         assert!(
             slots
-                .acquire_async(0, Duration::from_millis(20))
+                .acquire_async_by(0, Instant::now() + Duration::from_millis(20))
                 .await
                 .is_none()
         );
@@ -639,7 +677,9 @@ mod tests {
         for share in [1, 1, 1, 2] {
             let (s, order) = (Arc::clone(&slots), Arc::clone(&order));
             waiters.push(tokio::spawn(async move {
-                let slot = s.acquire_async(share, Duration::from_secs(30)).await;
+                let slot = s
+                    .acquire_async_by(share, Instant::now() + Duration::from_secs(30))
+                    .await;
                 order.lock().unwrap().push(share);
                 slot
             }));
@@ -664,8 +704,10 @@ mod tests {
             .unwrap();
         runtime.block_on(async {
             let s = Arc::clone(&slots);
-            let mut first =
-                Box::pin(async move { s.acquire_async(1, Duration::from_secs(30)).await });
+            let mut first = Box::pin(async move {
+                s.acquire_async_by(1, Instant::now() + Duration::from_secs(30))
+                    .await
+            });
             // Queued, then handed the slot, then dropped before it looked.
             assert!(futures_poll_once(first.as_mut()).await.is_none());
             drop(held);
@@ -690,13 +732,17 @@ mod tests {
         let turns = Arc::new(Turns::new(1));
         let mut a = turns.turn(1);
         let _short = turns.turn(2);
+        assert!(!turns.saturated());
         for _ in 0..5 {
             assert!(matches!(a.at_tick(), AtTick::Run));
             turns.advance();
         }
         assert_eq!(turns.running(), 1);
+        // Its one turn is taken: a call starting now might wait for the CPU.
+        assert!(turns.saturated());
         drop(a);
         assert_eq!(turns.running(), 0);
+        assert!(!turns.saturated());
     }
 
     #[test]
