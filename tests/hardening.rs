@@ -442,6 +442,19 @@ fn a_call_that_finds_no_sandbox_in_its_queue_time_is_a_concurrency_limit() {
 /// ended).
 #[test]
 fn queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues() {
+    one_queue_budget(false);
+}
+
+/// [`queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues`] for
+/// a call made with `invoke_async`, which waits in the same queues without a thread.
+#[test]
+fn queue_timeout_is_one_budget_on_the_async_path_too() {
+    one_queue_budget(true);
+}
+
+/// The scenario of the two tests above; the measured call made `asynchronously` or
+/// not.
+fn one_queue_budget(asynchronously: bool) {
     let root = tempfile::TempDir::new().unwrap();
     let policy = "[tenants.a.limits]\nmax_concurrent = 1\n[tenants.b]\n\
                   [tools.sleeper.limits]\nqueue_timeout_ms = 2000\n";
@@ -451,8 +464,22 @@ fn queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues() 
     let first = calls_as(&registry, "a", "sleeper", json!({"secs": 1}), 1, stagger);
     let b = calls_as(&registry, "b", "sleeper", json!({}), 1, stagger);
     let started = Instant::now();
-    let second = calls_as(&registry, "a", "sleeper", json!({"secs": 0}), 1, stagger);
-    let (second, second_done) = second.into_iter().next().unwrap().join().unwrap();
+    let second = if asynchronously {
+        let registry = std::sync::Arc::clone(&registry);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let options = CallOptions::default().with_tenant("a");
+            let call = registry.invoke_async("sleeper".into(), r#"{"secs": 0}"#.into(), options);
+            (runtime.block_on(call), Instant::now())
+        })
+    } else {
+        let mut calls = calls_as(&registry, "a", "sleeper", json!({"secs": 0}), 1, stagger);
+        calls.remove(0)
+    };
+    let (second, second_done) = second.join().unwrap();
     let (first, first_done) = first.into_iter().next().unwrap().join().unwrap();
     assert!(first.is_success(), "{first:?}");
     match &second {
