@@ -431,6 +431,88 @@ fn a_call_that_finds_no_sandbox_in_its_queue_time_is_a_concurrency_limit() {
     assert!(invoke(&registry, "sleeper", json!({"secs": 0})).is_success());
 }
 
+/// `queue_timeout_ms` is one budget for every queue a call waits in. Tenant `a` may run
+/// one call at once and the host has one sandbox: `a`'s first call holds both, `b`'s
+/// call queues for the sandbox, then `a`'s second call queues for its tenant's place.
+/// When the first ends, `b` gets the sandbox (it ran for its 2 s deadline) and `a`'s
+/// second call queues for it in turn, with only what its 2 s budget has left: it is
+/// refused when the budget runs out, before the first call's end plus a whole budget.
+/// Before, each queue had a budget of its own: the call waited about a second at its
+/// tenant's queue and then 2 s more at the host's (or got the sandbox when `b`'s call
+/// ended).
+#[test]
+fn queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues() {
+    one_queue_budget(false);
+}
+
+/// [`queue_timeout_is_one_budget_across_the_tenant_the_tool_and_the_host_queues`] for
+/// a call made with `invoke_async`, which waits in the same queues without a thread.
+#[test]
+fn queue_timeout_is_one_budget_on_the_async_path_too() {
+    one_queue_budget(true);
+}
+
+/// The scenario of the two tests above; the measured call made `asynchronously` or
+/// not.
+fn one_queue_budget(asynchronously: bool) {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = "[tenants.a.limits]\nmax_concurrent = 1\n[tenants.b]\n\
+                  [tools.sleeper.limits]\nqueue_timeout_ms = 2000\n";
+    let registry = std::sync::Arc::new(small_host(root.path(), policy, 1, &["sleeper"]));
+    let budget = Duration::from_millis(2000);
+    let stagger = Duration::from_millis(100);
+    let first = calls_as(&registry, "a", "sleeper", json!({"secs": 1}), 1, stagger);
+    let b = calls_as(&registry, "b", "sleeper", json!({}), 1, stagger);
+    let started = Instant::now();
+    let second = if asynchronously {
+        let registry = std::sync::Arc::clone(&registry);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let options = CallOptions::default().with_tenant("a");
+            let call = registry.invoke_async("sleeper".into(), r#"{"secs": 0}"#.into(), options);
+            (runtime.block_on(call), Instant::now())
+        })
+    } else {
+        let mut calls = calls_as(&registry, "a", "sleeper", json!({"secs": 0}), 1, stagger);
+        calls.remove(0)
+    };
+    let (second, second_done) = second.join().unwrap();
+    let (first, first_done) = first.into_iter().next().unwrap().join().unwrap();
+    assert!(first.is_success(), "{first:?}");
+    match &second {
+        CallOutcome::Limit {
+            kind: LimitKind::Concurrency,
+            message,
+        } => assert!(
+            message.contains("the host already runs 1 calls"),
+            "{message}"
+        ),
+        other => panic!("expected a concurrency limit at the host's queue, got {other:?}"),
+    }
+    // It waited at its tenant's queue until the first call ended: a budget of its own
+    // for the host's queue would have ended no sooner than that plus the whole budget.
+    assert!(
+        first_done > started && second_done < first_done + budget,
+        "waited {:?} in all; the first call ended after {:?}",
+        second_done - started,
+        first_done - started
+    );
+    let (b, _) = b.into_iter().next().unwrap().join().unwrap();
+    assert!(
+        matches!(
+            b,
+            CallOutcome::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{b:?}"
+    );
+}
+
 /// With every call sandbox in use, tools are still checked (listings run `check()` in
 /// sandboxes of their own): a host full of one tenant's calls does not hide tools from
 /// the others. Before, the check found the pool empty and the tool was listed as
@@ -574,4 +656,123 @@ fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
     });
     // The one flood call running spins to its deadline; do not wait for it.
     runtime.shutdown_background();
+}
+
+/// `n` calls of `tool` with `args` as `tenant`, each on its own thread, started
+/// `stagger` apart (so they queue in order); each reports its outcome and when it
+/// ended.
+fn calls_as(
+    registry: &std::sync::Arc<Registry>,
+    tenant: &str,
+    tool: &str,
+    args: Value,
+    n: usize,
+    stagger: Duration,
+) -> Vec<std::thread::JoinHandle<(CallOutcome, Instant)>> {
+    (0..n)
+        .map(|_| {
+            let (registry, args) = (std::sync::Arc::clone(registry), args.to_string());
+            let options = CallOptions::default().with_tenant(tenant);
+            let tool = tool.to_owned();
+            let call = std::thread::spawn(move || {
+                let outcome = registry.invoke(&tool, &args, &options);
+                (outcome, Instant::now())
+            });
+            std::thread::sleep(stagger);
+            call
+        })
+        .collect()
+}
+
+/// No tenant limits configured, two sandboxes: tenant `flood` takes both and queues
+/// four more calls, then `calm` asks for one. The next sandbox that frees is `calm`'s
+/// (its tenant holds none), not the next of `flood`'s queue. Before, a freed sandbox
+/// went to the longest waiter: `calm` waited behind all of `flood`'s queued calls.
+#[test]
+fn a_freed_sandbox_goes_to_the_tenant_holding_fewest_not_to_the_first_queued() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = "[tenants.flood]\n[tenants.calm]\n";
+    let registry = std::sync::Arc::new(small_host(root.path(), policy, 2, &["sleeper"]));
+    let stagger = Duration::from_millis(20);
+    let flood = calls_as(
+        &registry,
+        "flood",
+        "sleeper",
+        json!({"secs": 1}),
+        6,
+        stagger,
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let calm = calls_as(&registry, "calm", "sleeper", json!({"secs": 0}), 1, stagger);
+    let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
+    assert!(calm_outcome.is_success(), "{calm_outcome:?}");
+    let flood: Vec<(CallOutcome, Instant)> = flood.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(flood.iter().all(|(o, _)| o.is_success()), "{flood:?}");
+    let before_calm = flood.iter().filter(|(_, done)| *done < calm_done).count();
+    assert!(
+        before_calm <= 2,
+        "{before_calm} of flood's calls ended before calm's: calm waited behind its queue"
+    );
+}
+
+/// No tenant limits configured, two CPU turns: tenant `flood` runs sixteen computing
+/// calls, `calm` one, all with the same work to do (a fuel budget that takes about
+/// 25 ms alone). `calm`'s call gets a turn of its own and finishes its work well
+/// within its 200 ms deadline, before any of `flood`'s, which share the other turn.
+/// Before, the seventeen calls were seventeen threads on the cores, each with a
+/// seventeenth of them: `calm`'s ran out of time with the rest.
+#[test]
+fn a_tenant_s_computing_call_gets_its_share_of_the_cpu_beside_another_s_many() {
+    let root = tempfile::TempDir::new().unwrap();
+    let policy = |fuel: u64| {
+        format!("[tenants.flood]\n[tenants.calm]\n[tools.spin.limits]\nfuel = {fuel}\n")
+    };
+    let host = |fuel: u64| {
+        let registry =
+            hermetic_tests::policy_registry_with(root.path(), &policy(fuel), false, |options| {
+                options.engine.compute_turns = 2;
+            });
+        let dir = hermetic_tests::tools_dir(&["spin"]);
+        assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+        std::sync::Arc::new(registry)
+    };
+    let fuel_out = |outcome: &CallOutcome| {
+        matches!(
+            outcome,
+            CallOutcome::Limit {
+                kind: LimitKind::Fuel,
+                ..
+            }
+        )
+    };
+    // A budget that takes this machine about 25 ms alone (the spin's deadline is 200).
+    let mut fuel: u64 = 20_000_000;
+    for _ in 0..3 {
+        let registry = host(fuel);
+        let started = Instant::now();
+        let outcome = registry.invoke("spin", "{}", &CallOptions::default().with_tenant("calm"));
+        assert!(fuel_out(&outcome), "{outcome:?}");
+        let took = started.elapsed().as_secs_f64().max(0.001);
+        fuel = ((fuel as f64) * 0.025 / took) as u64;
+        if (0.015..0.04).contains(&took) {
+            break;
+        }
+    }
+    let registry = host(fuel);
+    let flood = calls_as(&registry, "flood", "spin", json!({}), 16, Duration::ZERO);
+    let calm = calls_as(&registry, "calm", "spin", json!({}), 1, Duration::ZERO);
+    let (calm_outcome, calm_done) = calm.into_iter().next().unwrap().join().unwrap();
+    assert!(
+        fuel_out(&calm_outcome),
+        "calm did not finish its work: {calm_outcome:?}"
+    );
+    let flood: Vec<(CallOutcome, Instant)> = flood.into_iter().map(|c| c.join().unwrap()).collect();
+    let finished_first = flood
+        .iter()
+        .filter(|(outcome, done)| fuel_out(outcome) && *done < calm_done)
+        .count();
+    assert_eq!(
+        finished_first, 0,
+        "flood's calls finished their work first: {flood:?}"
+    );
 }

@@ -172,7 +172,10 @@ pub struct LimitPolicy {
     pub fuel: Option<u64>,
     /// Calls of one tool that may run at once.
     pub max_concurrent: usize,
-    /// How long a call over the concurrency cap may wait for a slot.
+    /// How long a call may wait for its concurrency slots, in all: one budget across
+    /// its tenant's `max_concurrent`, its tool's and the host's sandboxes (a call
+    /// queued at one queue has only what is left of it at the next), then it gets a
+    /// `concurrency` limit error.
     pub queue_timeout_ms: u64,
     /// Bytes of guest stdout/stderr kept (for logs) per call; the rest is dropped.
     pub output_bytes: usize,
@@ -403,7 +406,8 @@ pub struct EffectiveLimits {
     pub fuel: Option<u64>,
     /// Concurrent calls of this tool.
     pub max_concurrent: usize,
-    /// Queue wait for a slot.
+    /// Queue budget for all the call's slots together
+    /// ([`LimitPolicy::queue_timeout_ms`]).
     pub queue_timeout_ms: u64,
     /// Captured guest output bytes.
     pub output_bytes: usize,

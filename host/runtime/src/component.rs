@@ -330,6 +330,7 @@ pub fn load(
                 timeout: Some(METADATA_TIMEOUT),
                 cancel: None,
                 terminal: None,
+                turn: None,
             },
         )
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
@@ -664,6 +665,7 @@ impl LoadedTool {
             timeout: Some(timeout),
             cancel: None,
             terminal: None,
+            turn: None,
         };
         let _sandbox = metadata_sandbox(runtime, timeout)?;
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;

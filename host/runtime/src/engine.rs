@@ -44,6 +44,13 @@ pub struct EngineConfig {
     /// `dispatch`). Each holds one pooled fiber stack; past this many, calls run on a
     /// blocking thread as every other call does. 0 turns the fiber path off.
     pub async_calls: u32,
+    /// Calls that may run guest code at once past their first epoch tick, shared
+    /// fairly between tenants and time-sliced at the tick (default: the host's cores,
+    /// [`std::thread::available_parallelism`]; at least 1). Calls that end within a
+    /// tick (nearly all) or that wait in a host call (a command, a download) do not
+    /// count: this bounds how much of the CPU one tenant's computing calls take from
+    /// another's, not how many calls run. See `slots::Turns`.
+    pub compute_turns: u32,
 }
 
 impl Default for EngineConfig {
@@ -57,8 +64,16 @@ impl Default for EngineConfig {
             cache_dir: default_cache_dir(),
             fuel: false,
             async_calls: 128,
+            compute_turns: default_compute_turns(),
         }
     }
+}
+
+/// Default of [`EngineConfig::compute_turns`]: one turn per core the process may use
+/// (1 when that cannot be read). More turns than cores would only let the kernel
+/// time-slice what the turns already do, without their fairness between tenants.
+pub fn default_compute_turns() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
 }
 
 /// `$HERMETIC_CACHE_DIR`, else `$XDG_CACHE_HOME/hermetic`, else `~/.cache/hermetic`.
@@ -129,6 +144,9 @@ pub struct Runtime {
     /// Sandboxes of `schema()` and `check()` runs
     /// ([`EngineConfig::metadata_sandboxes`]).
     metadata_sandboxes: Arc<crate::slots::Slots>,
+    /// CPU turns of calls computing past an epoch tick
+    /// ([`EngineConfig::compute_turns`]).
+    turns: Arc<crate::slots::Turns>,
     /// Woken at every epoch tick: what a call on a fiber waits on to look at its
     /// deadline and cancel token, so it needs no timer of the caller's runtime.
     ticks: Arc<tokio::sync::Notify>,
@@ -225,6 +243,8 @@ impl Runtime {
         let tick = config.epoch_tick;
         let ticks = Arc::new(tokio::sync::Notify::new());
         let ticked = Arc::clone(&ticks);
+        let turns = Arc::new(crate::slots::Turns::new(config.compute_turns as usize));
+        let turned = Arc::clone(&turns);
         std::thread::Builder::new()
             .name("hermetic-epoch".into())
             .spawn(move || {
@@ -232,6 +252,7 @@ impl Runtime {
                     std::thread::sleep(tick);
                     ticking.increment_epoch();
                     ticked.notify_waiters();
+                    turned.advance();
                 }
             })
             .map_err(EngineError::Ticker)?;
@@ -246,6 +267,7 @@ impl Runtime {
             fiber_calls,
             call_sandboxes,
             metadata_sandboxes,
+            turns,
             ticks,
             engine_digest,
             ticker_stop,
@@ -263,7 +285,7 @@ impl Runtime {
     /// A fiber stack for one call, if one is free ([`EngineConfig::async_calls`]);
     /// held until the returned slot drops.
     pub(crate) fn fiber_slot(&self) -> Option<crate::slots::Slot> {
-        self.fiber_calls.try_acquire()
+        self.fiber_calls.try_acquire(0)
     }
 
     /// The sandboxes of tool calls: a call holds one of these slots from before its
@@ -274,7 +296,12 @@ impl Runtime {
 
     /// A sandbox for a `schema()` or `check()` run, waiting at most `wait` for one.
     pub(crate) fn metadata_sandbox(&self, wait: Duration) -> Option<crate::slots::Slot> {
-        self.metadata_sandboxes.acquire(wait)
+        self.metadata_sandboxes.acquire(0, wait)
+    }
+
+    /// The CPU turns tool calls take while they compute.
+    pub(crate) fn turns(&self) -> &Arc<crate::slots::Turns> {
+        &self.turns
     }
 
     /// Resolves at the next epoch tick (every [`EngineConfig::epoch_tick`]).
@@ -498,4 +525,23 @@ fn store_cached(component: &Component, path: &Path) -> std::io::Result<()> {
     ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_defaults_hold() {
+        let config = EngineConfig::default();
+        assert!(config.pooling);
+        assert_eq!(config.max_memory_bytes, 512 << 20);
+        assert_eq!(config.max_instances, 1000);
+        assert_eq!(config.metadata_sandboxes, METADATA_SANDBOXES);
+        assert_eq!(config.epoch_tick, Duration::from_millis(5));
+        assert!(!config.fuel);
+        assert_eq!(config.async_calls, 128);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(config.compute_turns as usize, cores);
+    }
 }

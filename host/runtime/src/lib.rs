@@ -55,7 +55,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use component::{LoadError, ToolSource};
 pub use declaration::{Access, Declaration};
 pub use dispatch::{CallOptions, Dispatcher, MAX_RESULT_DEPTH};
-pub use engine::{EngineConfig, EngineError, METADATA_SANDBOXES, Runtime};
+pub use engine::{EngineConfig, EngineError, METADATA_SANDBOXES, Runtime, default_compute_turns};
 pub use outcome::{CallOutcome, LimitKind};
 pub use policy::{EffectiveGrants, OperatorPolicy};
 pub use policy_file::{LoadedPolicy, PolicyFileError, Secrets};

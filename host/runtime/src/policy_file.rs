@@ -127,8 +127,37 @@ pub struct ServerPolicy {
     pub header_timeout_secs: Option<u64>,
     /// Open HTTP connections in total (absent: the server's default).
     pub max_connections: Option<u32>,
-    /// Open HTTP connections from one peer IP address (absent: the server's default).
+    /// Open HTTP connections from one peer IP address that have not yet sent an
+    /// authenticated request (absent: the server's default).
     pub max_connections_per_ip: Option<u32>,
+    /// Requests of one tenant the HTTP server handles at once; more wait briefly, then
+    /// get 503 with `Retry-After` (absent: the server's default).
+    pub max_requests_per_tenant: Option<u32>,
+    /// Reverse proxies in front of the server (addresses or CIDR ranges): a connection
+    /// from one of them does not count against `max_connections_per_ip` (it carries
+    /// many clients' requests), and a request's client address is read from its
+    /// `X-Forwarded-For` (or `Forwarded`) header, the rightmost hop not in this list.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+/// Parses an address range of `trusted_proxies`: an address (`10.0.0.7`, `::1`) or a
+/// CIDR range (`10.0.0.0/8`, `fd00::/8`).
+///
+/// # Errors
+/// A message saying what to write instead.
+pub fn parse_ip_range(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    if let Ok(net) = text.parse::<ipnet::IpNet>() {
+        // `10.1.2.3/8` names the range by one of its members: keep the range.
+        return Ok(net.trunc());
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|_| {
+            format!(
+                "{text:?} is not an IP address or CIDR range: write e.g. 10.0.0.7 or 10.0.0.0/8"
+            )
+        })
 }
 
 /// Parses a token digest written as 64 hex digits (either case).
@@ -194,6 +223,9 @@ struct ServerToml {
     header_timeout_secs: Option<u64>,
     max_connections: Option<u32>,
     max_connections_per_ip: Option<u32>,
+    max_requests_per_tenant: Option<u32>,
+    #[serde(default)]
+    trusted_proxies: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -475,6 +507,17 @@ fn server_policy(
         "max_connections_per_ip",
         raw.max_connections_per_ip.map(u64::from),
     )?;
+    at_least_one(
+        "max_requests_per_tenant",
+        raw.max_requests_per_tenant.map(u64::from),
+    )?;
+    server.trusted_proxies = raw
+        .trusted_proxies
+        .iter()
+        .map(|text| {
+            parse_ip_range(text).map_err(|e| invalid(format!("server.trusted_proxies: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
     server.allowed_hosts = raw.allowed_hosts;
     server.allowed_origins = raw.allowed_origins;
     server.shutdown_grace_secs = raw.shutdown_grace_secs;
@@ -484,6 +527,7 @@ fn server_policy(
     server.header_timeout_secs = raw.header_timeout_secs;
     server.max_connections = raw.max_connections;
     server.max_connections_per_ip = raw.max_connections_per_ip;
+    server.max_requests_per_tenant = raw.max_requests_per_tenant;
     server.audit_file = raw.audit_file.map(|f| file_dir.join(f));
     Ok(server)
 }
@@ -825,6 +869,41 @@ mod tests {
         assert_eq!(server.header_timeout_secs, Some(10));
         assert_eq!(server.max_connections, Some(1024));
         assert_eq!(server.max_connections_per_ip, Some(64));
+        assert_eq!(server.max_requests_per_tenant, Some(256));
+        assert_eq!(
+            server.trusted_proxies,
+            ["10.0.0.0/8".parse::<ipnet::IpNet>().unwrap()]
+        );
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_ranges_and_anything_else_is_a_load_error() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let server = parse_in(
+            dir.path(),
+            "[server]\ntrusted_proxies = [\"10.1.2.3\", \"10.9.9.9/8\", \"fd00::/8\", \"::1\"]",
+        )
+        .unwrap()
+        .server;
+        let nets: Vec<String> = server
+            .trusted_proxies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        // An address is its own /32 (/128); a range written by a member is the range.
+        assert_eq!(nets, ["10.1.2.3/32", "10.0.0.0/8", "fd00::/8", "::1/128"]);
+        for bad in ["proxy.example.com", "10.0.0.0/33", "", "10.0.0.1:80"] {
+            let err = parse_in(
+                dir.path(),
+                &format!("[server]\ntrusted_proxies = [\"{bad}\"]"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("server.trusted_proxies") && err.contains("CIDR"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]
@@ -854,6 +933,7 @@ mod tests {
             "header_timeout_secs",
             "max_connections",
             "max_connections_per_ip",
+            "max_requests_per_tenant",
         ] {
             let e = err(&format!("[server]\n{key} = 0"));
             assert!(

@@ -178,6 +178,17 @@ pub(crate) async fn call_tool(
         None => (None, None),
     };
     let cancel = CancelOnDrop(CancelToken::new());
+    // A call whose future is dropped before it returns (its client went away while a
+    // transport awaited it) is cancelled by `cancel`, and audited as cancelled here.
+    let mut unfinished = Unfinished {
+        audit,
+        shared,
+        tenant: &tenant,
+        session: &session,
+        name: &name,
+        args: &args,
+        started,
+    };
     // Lets the transport cancel this call at once: when the client's stream for it
     // goes away, its session is deleted, or a shutdown's grace ran out.
     let _live = shared.live.register(&session, request_id, cancel.0.clone());
@@ -223,6 +234,7 @@ pub(crate) async fn call_tool(
     {
         tracing::warn!("progress forwarding failed: {e}");
     }
+    unfinished.audit = None;
     // A 2026-07-28 call that asked the user: this leg's result (the command did not
     // run) gives way to the question; the client retries with the answer.
     let input_required = round.as_deref().and_then(InputRound::input_required);
@@ -443,6 +455,38 @@ impl ServerHandler for McpHandler {
                         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
                 }
             }
+        }
+    }
+}
+
+/// Audits a tools/call whose future was dropped before the call returned: the call is
+/// cancelled then ([`CancelOnDrop`]), and the audit log must still say it happened.
+struct Unfinished<'a> {
+    /// `None` once the call returned (it is audited with its outcome), or without
+    /// an audit log.
+    audit: Option<&'a super::audit::AuditLog>,
+    shared: &'a Shared,
+    tenant: &'a str,
+    session: &'a str,
+    name: &'a str,
+    args: &'a str,
+    started: std::time::Instant,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(audit) = self.audit {
+            record_call(
+                audit,
+                self.shared,
+                self.tenant,
+                self.session,
+                self.name,
+                self.args,
+                &CallOutcome::Cancelled,
+                None,
+                self.started,
+            );
         }
     }
 }

@@ -79,6 +79,12 @@ impl LiveCalls {
         })
     }
 
+    /// Whether a call of `session` is in flight: a session with one is in use, however
+    /// long the call runs.
+    pub(crate) fn has_calls(&self, session: &str) -> bool {
+        self.lock().contains_key(session)
+    }
+
     /// Cancels every call. Returns how many there were.
     pub(crate) fn cancel_all(&self) -> usize {
         self.lock()

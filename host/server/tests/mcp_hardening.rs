@@ -38,7 +38,7 @@ fn registry(workspace: &Path) -> Registry {
     options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
     let registry = Registry::new(options).unwrap();
     let dir = tempfile::TempDir::new().unwrap();
-    for tool in ["echo", "spin_long"] {
+    for tool in ["echo", "spin_long", "sleeper"] {
         std::fs::copy(
             Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
             dir.path().join(format!("{tool}.wasm")),
@@ -79,7 +79,13 @@ impl Running {
             shutdown_grace,
             ..ServeOptions::default()
         };
-        let server = McpServer::new(Arc::new(registry(workspace.path())), options);
+        let registry = registry(workspace.path());
+        Self::serve(registry, options, workspace)
+    }
+
+    /// Serves `registry` (over `workspace`) with `options`.
+    fn serve(registry: Registry, options: ServeOptions, workspace: tempfile::TempDir) -> Self {
+        let server = McpServer::new(Arc::new(registry), options);
         Self {
             http: common::serve_http(server, HANG_GUARD),
             _workspace: workspace,
@@ -511,10 +517,156 @@ fn a_session_used_only_by_plain_calls_stays_alive_and_still_idles_out() {
     running.stop();
 }
 
+/// A call that runs longer than `session_idle_timeout_secs` keeps its session: it gets
+/// its answer, on the plain path and through the session worker (a progress token),
+/// and the session is there afterwards. Before, the worker idled out under the call
+/// (its stream ended unanswered, the call was killed five seconds later) and the
+/// session was gone.
+#[test]
+fn a_call_longer_than_the_idle_timeout_keeps_its_session_and_gets_its_answer() {
+    let running = Running::start(ServerPolicy {
+        session_idle_timeout_secs: Some(1),
+        ..ServerPolicy::default()
+    });
+    let session = running.open_session().unwrap();
+    // sleeper ends at its 2 s deadline: twice the idle limit, without a message.
+    let plain = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": {"name": "sleeper", "arguments": {"secs": 3}}});
+    let mut tracked = plain.clone();
+    tracked["id"] = json!(12);
+    tracked["params"]["_meta"] = json!({"progressToken": "p"});
+    for (id, message) in [(11, plain), (12, tracked)] {
+        let (status, _, body) = running.exchange(Some(&session), true, &message.to_string());
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(&format!("\"id\":{id}")), "no answer: {body}");
+        assert!(body.contains("time limit exceeded"), "{body}");
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 13, "method": "tools/list"}).to_string();
+    let (status, _, body) = running.exchange(Some(&session), true, &list);
+    assert_eq!(status, 200, "the session ended under its call: {body}");
+    running.stop();
+}
+
+/// A session that idles out ends its terminal: a background process still running is
+/// killed, and one the agent killed (left unreaped until its session ends) is reaped,
+/// so neither is left in the process table. Before, an idled-out session's processes
+/// ran on (and killed ones stayed zombies) until the server stopped.
+#[test]
+fn a_session_that_idles_out_kills_and_reaps_its_background_processes() {
+    let workspace = tempfile::TempDir::new().unwrap();
+    let policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.add_bundled(), vec![]);
+    let running = Running::serve(
+        registry,
+        ServeOptions {
+            access: ServerPolicy {
+                session_idle_timeout_secs: Some(1),
+                ..ServerPolicy::default()
+            },
+            ..ServeOptions::default()
+        },
+        workspace,
+    );
+    let session = running.open_session().unwrap();
+    let tool = |id: u64, name: &str, arguments: Value| -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        let (status, _, body) = running.exchange(Some(&session), true, &message.to_string());
+        assert_eq!(status, 200, "{body}");
+        let reply: Value = serde_json::from_str(body.trim().trim_start_matches("data: "))
+            .unwrap_or_else(|e| panic!("{e}: {body}"));
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        serde_json::from_str(text).unwrap()
+    };
+    let start = |id: u64| {
+        let started = tool(
+            id,
+            "terminal",
+            json!({"command": "sleep 300", "background": true}),
+        );
+        let pid = started["pid"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{started}"));
+        (started["session_id"].as_str().unwrap().to_owned(), pid)
+    };
+    let (_, running_pid) = start(1);
+    let (killed, killed_pid) = start(2);
+    let kill = tool(
+        3,
+        "process",
+        json!({"action": "kill", "session_id": killed}),
+    );
+    assert!(kill.to_string().contains("kill"), "{kill}");
+    let alive = |pid: u64| Path::new(&format!("/proc/{pid}")).exists();
+    assert!(
+        alive(running_pid) && alive(killed_pid),
+        "a zombie still has an entry"
+    );
+    // Idle for the limit: the session ends, and its processes with it.
+    let start = Instant::now();
+    while alive(running_pid) || alive(killed_pid) {
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "left behind: running {} ({}), killed {} ({})",
+            running_pid,
+            alive(running_pid),
+            killed_pid,
+            alive(killed_pid)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string();
+    assert_eq!(running.exchange(Some(&session), true, &list).0, 404);
+    running.stop();
+}
+
+/// A plain session call whose client goes away is cancelled, and the audit log says
+/// so. Before, the front dropped the call's future: the call was cancelled, but no
+/// record of it was ever written.
+#[test]
+fn a_plain_session_call_dropped_by_its_client_is_audited_as_cancelled() {
+    let workspace = tempfile::TempDir::new().unwrap();
+    let log = workspace.path().join("audit.jsonl");
+    let audit = Arc::new(hermetic_server::audit::AuditLog::open(&log).unwrap());
+    let registry = registry(workspace.path());
+    let running = Running::serve(
+        registry,
+        ServeOptions {
+            audit: Some(Arc::clone(&audit)),
+            ..ServeOptions::default()
+        },
+        workspace,
+    );
+    let (_session, stream) = running.long_call_in_a_session();
+    drop(stream);
+    let took = running.time_until_idle();
+    assert!(took < AT_ONCE, "the call ran on for {took:?}");
+    let calls: Vec<Value> = audit
+        .tail(100)
+        .unwrap()
+        .into_iter()
+        .filter(|event| event["tool"] == "spin_long")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        (calls[0]["kind"].as_str(), calls[0]["outcome"].as_str()),
+        (Some("call"), Some("cancelled")),
+        "{}",
+        calls[0]
+    );
+    running.stop();
+}
+
 // ── 10. Slow and idle connections ─────────────────────────────────────────────────
 
+/// An address holding `max_connections_per_ip` connections that sent nothing: its next
+/// connection is on probation and, sending nothing either, is closed within a second
+/// (not after the two-minute header timeout).
 #[test]
-fn connections_beyond_max_connections_per_ip_are_closed_at_once() {
+fn unauthenticated_connections_beyond_max_connections_per_ip_are_closed() {
     let running = Running::start(ServerPolicy {
         max_connections_per_ip: Some(4),
         // Far longer than AT_ONCE: a close seen in time is the cap, not the timeout.
@@ -559,16 +711,44 @@ fn connections_beyond_max_connections_per_ip_are_closed_at_once() {
 }
 
 #[test]
-fn max_connections_caps_all_peers_together() {
+fn at_max_connections_an_idle_connection_makes_room_and_when_all_are_busy_the_request_gets_503() {
     let running = Running::start(ServerPolicy {
         max_connections: Some(3),
         header_timeout_secs: Some(120),
         ..ServerPolicy::default()
     });
-    let _held: Vec<TcpStream> = (0..3).map(|_| running.connect()).collect();
+    let mut held: Vec<TcpStream> = (0..3).map(|_| running.connect()).collect();
     std::thread::sleep(Duration::from_millis(300));
-    let mut refused = running.connect();
-    assert!(closed_within(&mut refused, AT_ONCE));
+    // All three places are taken by connections that sent nothing: the next client's
+    // request is still answered, and the oldest idle connection is closed for it.
+    let (status, _, body) = running.exchange(None, false, &call(1, "echo", true));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        closed_within(&mut held[0], AT_ONCE),
+        "the oldest idle one stayed"
+    );
+    drop(held);
+    // Three calls in flight hold every place: a fourth connection's request is read
+    // and refused with 503 and Retry-After, not reset.
+    let start = Instant::now();
+    let mut busy = Vec::new();
+    while busy.len() < 3 {
+        let mut stream = running.connect();
+        running.post(&mut stream, None, false, &call(2, "spin_long", true));
+        busy.push(stream);
+        if running.server.calls_in_flight() < busy.len() {
+            // A place not yet freed by a dropped connection: this one was refused.
+            std::thread::sleep(Duration::from_millis(100));
+            if running.server.calls_in_flight() < busy.len() {
+                busy.pop();
+            }
+        }
+        assert!(start.elapsed() < HANG_GUARD, "never three calls in flight");
+    }
+    let (status, head, body) = running.exchange(None, false, &call(3, "echo", true));
+    assert_eq!(status, 503, "{head}{body}");
+    assert!(head.contains("retry-after: 1"), "{head}");
+    drop(busy);
     running.stop();
 }
 

@@ -12,12 +12,12 @@ use crate::component::CallFailure;
 use crate::outcome::{CallOutcome, LimitKind};
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
-use crate::slots::{Slot, Slots};
+use crate::slots::{Share, Slot, Slots};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Per-call options from the transport: `CallOptions::default()` and the `with_`
 /// methods (the fields are public to read; new ones may be added).
@@ -95,8 +95,9 @@ fn limit(kind: LimitKind, message: String) -> CallOutcome {
     CallOutcome::Limit { kind, message }
 }
 
-/// The concurrency limit of a call that waited `wait` for one of `slots` and got none;
-/// `who` runs them all ("tenant acme", a tool's name, "the host").
+/// The concurrency limit of a call whose queue budget `wait` (`queue_timeout_ms`, for
+/// all its queues together) ran out before it got one of `slots`; `who` runs them all
+/// ("tenant acme", a tool's name, "the host").
 fn busy(who: &str, slots: &Slots, wait: Duration) -> CallOutcome {
     limit(
         LimitKind::Concurrency,
@@ -126,6 +127,12 @@ pub struct Dispatcher {
     terminal: Option<Arc<dyn TerminalService>>,
     /// Tenant id → calls of that tenant running at once.
     tenant_slots: HashMap<String, Arc<Slots>>,
+    /// Tenant id → its share of the slots every tenant's calls use (a tool's, the
+    /// host's sandboxes) and of the CPU turns: each is served by fair share between
+    /// tenants (`slots`), so a tenant's queued calls never stand between another's
+    /// call and the next free slot. The operator (`""`), and a tenant the policy does
+    /// not name, are share 0.
+    shares: HashMap<String, Share>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -152,11 +159,24 @@ impl Dispatcher {
                 )
             })
             .collect();
+        let shares = catalog
+            .policy()
+            .tenants
+            .keys()
+            .enumerate()
+            .map(|(i, id)| (id.clone(), i + 1))
+            .collect();
         Self {
             catalog,
             terminal,
             tenant_slots,
+            shares,
         }
+    }
+
+    /// `tenant`'s share of the slots and turns all tenants use.
+    fn share(&self, tenant: &str) -> Share {
+        self.shares.get(tenant).copied().unwrap_or(0)
     }
 
     /// The terminal service, if one was given.
@@ -181,19 +201,21 @@ impl Dispatcher {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
+        let until = Instant::now() + wait;
         let tenant = options.tenant.as_str();
+        let share = self.share(tenant);
         let tenant_slot = match self.tenant_slots.get(tenant) {
             None => None,
-            Some(slots) => match slots.acquire(wait) {
+            Some(slots) => match slots.acquire_by(share, until) {
                 Some(slot) => Some(slot),
                 None => return busy(&format!("tenant {tenant}"), slots, wait),
             },
         };
-        let Some(tool_slot) = tool.slots().acquire(wait) else {
+        let Some(tool_slot) = tool.slots().acquire_by(share, until) else {
             return busy(name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
-        let Some(sandbox) = sandboxes.acquire(wait) else {
+        let Some(sandbox) = sandboxes.acquire_by(share, until) else {
             return busy("the host", sandboxes, wait);
         };
         let held = Held {
@@ -242,18 +264,20 @@ impl Dispatcher {
             Ok(found) => found,
             Err(outcome) => return outcome,
         };
+        let until = Instant::now() + wait;
+        let share = self.share(&options.tenant);
         let tenant_slot = match self.tenant_slots.get(options.tenant.as_str()) {
             None => None,
-            Some(slots) => match slots.acquire_async(wait).await {
+            Some(slots) => match slots.acquire_async_by(share, until).await {
                 Some(slot) => Some(slot),
                 None => return busy(&format!("tenant {}", options.tenant), slots, wait),
             },
         };
-        let Some(tool_slot) = tool.slots().acquire_async(wait).await else {
+        let Some(tool_slot) = tool.slots().acquire_async_by(share, until).await else {
             return busy(&name, tool.slots(), wait);
         };
         let sandboxes = self.catalog.runtime().call_sandboxes();
-        let Some(sandbox) = sandboxes.acquire_async(wait).await else {
+        let Some(sandbox) = sandboxes.acquire_async_by(share, until).await else {
             return busy("the host", sandboxes, wait);
         };
         let held = Held {
@@ -283,9 +307,16 @@ impl Dispatcher {
     /// A fiber stack for a call of `tool`, when the call may start on the caller's task:
     /// the tool [runs on a fiber](crate::sandbox::runs_on_fiber), its `check()` answer
     /// is cached and says yes (a stale one would run guest code synchronously, on an
-    /// async worker), and a stack is free.
+    /// async worker), a stack is free, and the CPU turns are not all taken: a call
+    /// computes its first tick before it asks for a turn, and while other calls wait
+    /// for the CPU that tick must not be spent on an async worker, where every other
+    /// request's I/O waits behind it (a flood of computing calls kept a server's
+    /// workers busy that way).
     fn fiber_for(&self, tool: &Resolved) -> Option<Slot> {
         if !tool.tool().runs_on_fiber() || tool.grants().unavailable_reason().is_some() {
+            return None;
+        }
+        if self.catalog.runtime().turns().saturated() {
             return None;
         }
         match self.catalog.cached_check_failure(tool) {
@@ -362,7 +393,8 @@ impl Dispatcher {
     }
 
     /// The tool `name` as the caller's tenant sees it, and how long its calls may wait
-    /// for a concurrency slot.
+    /// for their concurrency slots: one budget for the tenant's, the tool's and the
+    /// host's queues together (each queue gets what the ones before it left).
     fn resolve(
         &self,
         name: &str,
@@ -472,6 +504,12 @@ impl Dispatcher {
             } else {
                 None
             },
+            turn: Some(
+                self.catalog
+                    .runtime()
+                    .turns()
+                    .turn(self.share(&options.tenant)),
+            ),
         };
         Ok(Prepared { args, ctx, setup })
     }

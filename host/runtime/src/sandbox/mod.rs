@@ -100,6 +100,8 @@ pub struct CallState {
     /// wasi:http state, for tools granted network destinations (`None` otherwise: no
     /// cost on the common path).
     http: Option<Box<HttpState>>,
+    /// The call's place in the CPU turns, asked at each epoch tick it computes past.
+    turn: Option<crate::slots::Turn>,
 }
 
 impl WasiView for CallState {
@@ -456,7 +458,7 @@ fn link_wasi_rest(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
 }
 
 /// What a single call needs besides the grants.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct CallSetup {
     /// Call id (for logs and progress).
     pub call_id: String,
@@ -468,6 +470,9 @@ pub struct CallSetup {
     pub cancel: Option<CancelToken>,
     /// The terminal for this call, built only when the grants include it.
     pub terminal: Option<terminal::TerminalAccess>,
+    /// The call's place in the engine's CPU turns (`None`: it takes none, as
+    /// `schema()` and `check()` runs, which have sandboxes of their own).
+    pub turn: Option<crate::slots::Turn>,
 }
 
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
@@ -561,6 +566,7 @@ fn build_store(
         cancelled: false,
         terminal: setup.terminal,
         http: http::state(tool, grants, deadline, setup.cancel.clone()),
+        turn: setup.turn,
     };
     let mut store = Store::new(runtime.engine(), state);
     if runtime.meters_fuel() {
@@ -570,9 +576,10 @@ fn build_store(
     }
     store.limiter(|s| &mut s.limiter);
     let cancel = setup.cancel;
-    if cancel.is_none() && !fiber {
-        // Neither cancellable nor on a fiber: one deadline, no callback — the cheapest
-        // path.
+    let tick = runtime.config().epoch_tick;
+    if cancel.is_none() && !fiber && store.data().turn.is_none() {
+        // Neither cancellable nor on a fiber nor taking CPU turns: one deadline, no
+        // callback — the cheapest path.
         store.set_epoch_deadline(runtime.ticks_for(timeout));
         store.epoch_deadline_trap();
         return Ok(store);
@@ -580,15 +587,31 @@ fn build_store(
     // Wake every tick to look at the token. The wall-clock deadline is checked on the
     // same wake-up, so the time limit (and its `Interrupt` trap, reported as "time
     // limit exceeded") is the same as on the path above. A call on a fiber also yields
-    // then, so the caller can move a long call off its async worker.
+    // then, so the caller can move a long call off its async worker. A call still
+    // computing asks for a CPU turn (`slots::Turns`), and waits for one when other
+    // calls have them: a fiber yields until it comes, a thread blocks here.
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |mut ctx| {
-        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+        let is_cancelled = || cancel.as_ref().is_some_and(CancelToken::is_cancelled);
+        if is_cancelled() {
             ctx.data_mut().cancelled = true;
             return Err(wasmtime::Trap::Interrupt.into());
         }
         if Instant::now() >= deadline {
             return Err(wasmtime::Trap::Interrupt.into());
+        }
+        let state = ctx.data_mut();
+        if let Some(turn) = &mut state.turn
+            && let crate::slots::AtTick::Wait = turn.at_tick()
+        {
+            if fiber {
+                // The caller races the deadline and the token while this waits.
+                return Ok(UpdateDeadline::YieldCustom(1, Box::pin(turn.wait_async())));
+            }
+            if !turn.wait_blocking(deadline, tick, is_cancelled) {
+                state.cancelled = is_cancelled();
+                return Err(wasmtime::Trap::Interrupt.into());
+            }
         }
         Ok(if fiber {
             UpdateDeadline::Yield(1)
