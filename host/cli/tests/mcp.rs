@@ -1915,6 +1915,115 @@ fn python_sdk_legacy_an_unanswered_approval_is_no_time_out_when_the_call_is_as_s
     assert!(!workspace.path().join("late").exists());
 }
 
+/// An operator's "always" is acknowledged (200) only once the allowlist file holding
+/// the rule is on disk: while another writer holds the file's lock the console's
+/// request waits; after the 200 the server is killed with SIGKILL at once, and the
+/// rule is in the file. (Before, the 200 came as the answer was handed to the call,
+/// ahead of the write: 6 of 29 acknowledged rules were lost to kill -9.)
+#[test]
+fn an_operator_s_always_is_on_disk_before_it_is_acknowledged() {
+    let workspace = TempDir::new().unwrap();
+    let state = TempDir::new().unwrap();
+    let allowlist = state.path().join("approvals.json");
+    let policy = state.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[mounts.workspace]\npath = \"{ws}\"\naccess = \"rw\"\n\n[tools.terminal]\nterminal = true\n\n\
+             [terminal]\ncwd = \"{ws}\"\n\n[terminal.approval]\nallowlist_file = \"{list}\"\n\n\
+             [server]\nadmin_token_sha256 = [\"{admin}\"]\n",
+            ws = workspace.path().display(),
+            list = allowlist.display(),
+            admin = sha256_hex(ADMIN_TOKEN),
+        ),
+    )
+    .unwrap();
+    let mut args = bundled_args(workspace.path());
+    args.extend(["--policy".to_owned(), policy.display().to_string()]);
+    let mut server = HttpServer::start_with(args, &[]);
+    // A client that cannot be asked: the console answers.
+    let url = server.url.clone();
+    let call = std::thread::spawn(move || {
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        // The server may be killed before it answers: any ending will do.
+        let _ = std::net::TcpStream::connect(&addr).map(|mut stream| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "terminal", "arguments": {"command": "git reset --hard"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+                }}})
+            .to_string();
+            let _ = write!(
+                stream,
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+                 Mcp-Method: tools/call\r\nMcp-Name: terminal\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.read_to_end(&mut Vec::new());
+        });
+    });
+    let start = Instant::now();
+    let pending = loop {
+        if let Some(first) = console_pending(&server).into_iter().next() {
+            break first;
+        }
+        assert!(start.elapsed() < HANG_GUARD, "the console was never asked");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pending["always_persists"], true, "{pending}");
+    // Another writer holds the list's lock (as the server's own writes take it).
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(allowlist.with_extension("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let answering = {
+        let addr = server.addr();
+        let id = pending["id"].clone();
+        std::thread::spawn(move || {
+            let bearer = format!("Bearer {ADMIN_TOKEN}");
+            let body = r#"{"answer": "always"}"#;
+            let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+            write!(
+                stream,
+                "POST /approvals/{id} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {bearer}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).unwrap();
+            response
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !answering.is_finished(),
+        "the console was answered before the rule was written"
+    );
+    lock.unlock().unwrap();
+    let response = answering.join().unwrap();
+    // Acknowledged: kill the server at once, before it could do anything more.
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("approved_always"), "{response}");
+    let kept = hermetic::approval::AllowlistFile::new(&allowlist)
+        .load()
+        .unwrap();
+    assert_eq!(kept, vec![hermetic::approval::RuleId::GitDestructive]);
+    call.join().unwrap();
+}
+
 // ── Hermes agent 0.19's own MCP client (tests/mcp/hermes_client.py) ─────────────────
 
 /// The venv with `hermes-agent[mcp]==0.19.0` (.ci/run makes it): `HERMES_VENV`, or
