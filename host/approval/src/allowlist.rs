@@ -143,6 +143,10 @@ impl AllowlistFile {
     }
 
     /// Adds `rules` to the list (merging with what other writers added meanwhile).
+    /// Returns once the list holding them is durable: written to a temporary file,
+    /// synced, renamed over the list, and the directory synced — so a caller may
+    /// acknowledge the rules as soon as this returns, and a crash after that (even
+    /// a power cut) keeps them.
     ///
     /// # Errors
     /// [`AllowlistError`] when the lock, the read, the write or the rename fails; the
@@ -164,8 +168,15 @@ impl AllowlistFile {
                 current.push(*rule);
             }
         }
+        let (dir, name) = self.dir_and_name();
         if current.len() == before && self.path.exists() {
-            return Ok(());
+            // Nothing to add, but "already there" is an acknowledgement too: make sure
+            // what was read is on disk (a writer outside hermetic may not have synced).
+            return (|| -> std::io::Result<()> {
+                File::open(&self.path)?.sync_all()?;
+                File::open(dir)?.sync_all()
+            })()
+            .map_err(|e| self.io(e));
         }
         current.sort();
         let body = serde_json::to_string_pretty(&FileFormat {
@@ -176,7 +187,6 @@ impl AllowlistFile {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
-        let (dir, name) = self.dir_and_name();
         let temp = dir.join(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),

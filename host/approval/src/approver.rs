@@ -84,9 +84,29 @@ pub enum ApproverError {
     /// Reading or writing the prompt failed.
     #[error("approval prompt: {0}")]
     Io(#[from] std::io::Error),
+    /// The answer was given before and has been used: an answer approves one run
+    /// (a replayed MCP 2026-07-28 `requestState`). The gate refuses the command
+    /// whatever `headless` says: someone answered, once.
+    #[error("this approval answer was already used")]
+    AnswerUsed,
     /// Any other failure of an approver implementation.
     #[error("approver: {0}")]
     Other(String),
+}
+
+/// The most an approval wait keeps back from the deadline of the call that asks.
+pub const CALL_MARGIN: Duration = Duration::from_secs(5);
+
+/// When an approver asked during a call must stop waiting: before the call's own
+/// `deadline`, by [`CALL_MARGIN`] or half the time left, whichever is less. A wait
+/// that ran to the call's deadline would leave the call no time to say so: the agent
+/// would read the call's time limit instead of "Nobody answered". Half the time left
+/// keeps a short call's wait from vanishing altogether.
+pub fn wait_within_call(deadline: Instant, now: Instant) -> Instant {
+    let left = deadline.saturating_duration_since(now);
+    deadline
+        .checked_sub(CALL_MARGIN.min(left / 2))
+        .unwrap_or(deadline)
 }
 
 /// How long an approver's requests may wait (the gate picks the configured timeout).
@@ -129,6 +149,15 @@ pub trait Approver: Send + Sync {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError>;
+
+    /// Called by the gate once it has acted on this approver's answer to `request`
+    /// (recorded a session approval, written and synced the allowlist file), with the
+    /// verdict it reached. An approver that tells whoever answered that the answer is
+    /// taken (the operator console's endpoint) does so only now, so an acknowledged
+    /// "always" is on disk. Wrappers must forward it. Default: nothing.
+    fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        let _ = (request, verdict);
+    }
 }
 
 /// Hooks called around approval requests (audit logs, metrics, UI notifications).
@@ -423,6 +452,17 @@ mod tests {
             tty.request(&request(), deadline).unwrap(),
             Answer::Unavailable
         );
+    }
+
+    #[test]
+    fn a_wait_inside_a_call_ends_before_the_call_does() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        // Long calls keep CALL_MARGIN back; short ones half of what is left.
+        assert_eq!(wait_within_call(now + s(300), now), now + s(295));
+        assert_eq!(wait_within_call(now + s(4), now), now + s(2));
+        assert_eq!(wait_within_call(now, now), now);
+        assert_eq!(wait_within_call(now, now + s(1)), now);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! permanent allowlist → session approvals → smart mode → a human → silence is denial.
 
 use super::allowlist::AllowlistFile;
-use super::approver::{Answer, ApprovalObserver, ApprovalRequest, Approver, ApproverKind};
+use super::approver::{
+    Answer, ApprovalObserver, ApprovalRequest, Approver, ApproverError, ApproverKind,
+};
 use super::smart::{SmartAnswer, SmartClient};
 use super::store::{ApprovalStore, MemoryStore, SessionKey};
 use super::verdict::{DecidedBy, Outcome, Verdict};
@@ -16,6 +18,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Whose command this is.
+///
+/// An empty session means the call has none (a sessionless MCP 2026-07-28 request, a
+/// one-shot `hermetic call`): every such caller of a tenant shares the key, so the gate
+/// remembers nothing for it — an answer for the session approves that one call.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ApprovalContext {
     /// Tenant and session.
@@ -216,10 +222,14 @@ impl ApprovalGate {
         if self.allowlisted(&detection, command, &rules) {
             return decided(base(Outcome::AllowedAllowlist, DecidedBy::Policy, true));
         }
-        // 5. Session approvals.
-        let session_ok = rules
-            .iter()
-            .all(|r| self.store.is_approved(&ctx.key, *r).unwrap_or(false));
+        // 5. Session approvals. A call without a session has none: nothing is ever
+        // remembered for the key every sessionless caller of the tenant shares.
+        let sessionless = ctx.key.session.is_empty();
+        let session_ok = !sessionless
+            && !rules.is_empty()
+            && rules
+                .iter()
+                .all(|r| self.store.is_approved(&ctx.key, *r).unwrap_or(false));
         if session_ok {
             return decided(base(Outcome::AllowedSession, DecidedBy::Session, true));
         }
@@ -230,7 +240,16 @@ impl ApprovalGate {
             rules.clone(),
             detection.commands.clone(),
         );
-        // Identical requests in flight are asked once.
+        // Identical requests of one session in flight are asked once. Sessionless
+        // callers are strangers to each other: each asks its own question, or one
+        // client's answer would run another's command.
+        if sessionless {
+            return self.ask(
+                &request,
+                base(Outcome::Denied, DecidedBy::Nobody, false),
+                approver,
+            );
+        }
         let flight_key = (ctx.key.clone(), command.to_owned());
         let (flight, leader) = {
             let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
@@ -284,10 +303,9 @@ impl ApprovalGate {
             });
             match answer {
                 SmartAnswer::Approve => {
-                    self.grant_session(request);
                     v.approved = true;
-                    v.outcome = Outcome::ApprovedSession;
                     v.decided_by = DecidedBy::Smart;
+                    self.for_session(request, &mut v, None);
                     return self.notify_after(request, v);
                 }
                 SmartAnswer::Deny => {
@@ -324,15 +342,12 @@ impl ApprovalGate {
                 v.decided_by = DecidedBy::Human;
             }
             Ok(Answer::Session) => {
-                self.grant_session(request);
                 v.approved = true;
-                v.outcome = Outcome::ApprovedSession;
                 v.decided_by = DecidedBy::Human;
+                self.for_session(request, &mut v, None);
             }
             Ok(Answer::Always) => {
-                self.grant_session(request);
                 v.approved = true;
-                v.outcome = Outcome::ApprovedAlways;
                 v.decided_by = DecidedBy::Human;
                 let permanent: Vec<RuleId> = request
                     .rules
@@ -342,21 +357,36 @@ impl ApprovalGate {
                     .collect();
                 match &self.allowlist {
                     Some(_) if permanent.len() < request.rules.len() => {
-                        v.outcome = Outcome::ApprovedSession;
-                        v.message = "Approved for this session (input.* findings cannot be allowed permanently).".to_owned();
+                        self.for_session(
+                            request,
+                            &mut v,
+                            Some("input.* findings cannot be allowed permanently".to_owned()),
+                        );
                     }
-                    Some(list) => {
-                        if let Err(e) = list.add(&permanent) {
+                    // Synced to disk before the verdict exists: whoever is told the
+                    // answer is taken (Approver::settled) is told after this.
+                    Some(list) => match list.add(&permanent) {
+                        Ok(()) => {
+                            if !request.key.session.is_empty() {
+                                self.grant_session(request);
+                            }
+                            v.outcome = Outcome::ApprovedAlways;
+                        }
+                        Err(e) => {
                             tracing::warn!(error = %e, "could not persist the allowlist; approved for this session only");
-                            v.outcome = Outcome::ApprovedSession;
-                            v.message = format!(
-                                "Approved for this session (the allowlist could not be written: {e})."
+                            self.for_session(
+                                request,
+                                &mut v,
+                                Some(format!("the allowlist could not be written: {e}")),
                             );
                         }
-                    }
+                    },
                     None => {
-                        v.outcome = Outcome::ApprovedSession;
-                        v.message = "Approved for this session (no allowlist file is configured, so \"always\" lasts for the session).".to_owned();
+                        self.for_session(
+                            request,
+                            &mut v,
+                            Some("no allowlist file is configured, so \"always\" lasts for the session".to_owned()),
+                        );
                     }
                 }
             }
@@ -389,12 +419,48 @@ impl ApprovalGate {
                 };
                 v = self.silence(v, outcome, what);
             }
+            // A replayed answer: someone answered, once, and it was used. Neither
+            // consent nor silence (headless does not apply).
+            Err(ApproverError::AnswerUsed) => {
+                v.outcome = Outcome::ApproverError;
+                v.decided_by = DecidedBy::Nobody;
+                v.message = "NOT RUN: this approval answer was already used, and an answer approves one run of the call it was given for. Do not retry with it; call again without it to be asked anew.".to_owned();
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "approver failed");
                 v = self.silence(v, Outcome::ApproverError, "The approval request failed");
             }
         }
-        self.notify_after(request, v)
+        let v = self.notify_after(request, v);
+        if let Some(approver) = approver {
+            approver.settled(request, &v);
+        }
+        v
+    }
+
+    /// Approves `request`'s rules for the rest of its session — or, for a call without
+    /// a session, for this call only: the sessionless key "" is every sessionless
+    /// caller's, and remembering the rules there would approve them for all of them,
+    /// whoever gave the answer. `why` says why a wider answer was narrowed to this.
+    fn for_session(&self, request: &ApprovalRequest, v: &mut Verdict, why: Option<String>) {
+        if request.key.session.is_empty() {
+            v.outcome = Outcome::ApprovedOnce;
+            v.message = match why {
+                Some(why) => format!(
+                    "Approved for this call only ({why}, and the call has no session to remember it for)."
+                ),
+                None => {
+                    "Approved for this call only (it has no session to remember the answer for)."
+                        .to_owned()
+                }
+            };
+        } else {
+            self.grant_session(request);
+            v.outcome = Outcome::ApprovedSession;
+            if let Some(why) = why {
+                v.message = format!("Approved for this session ({why}).");
+            }
+        }
     }
 
     fn silence(&self, mut v: Verdict, outcome: Outcome, what: &str) -> Verdict {
@@ -867,6 +933,179 @@ mod tests {
         assert_eq!(*approver.asked.lock().unwrap(), 1);
     }
 
+    fn sessionless() -> ApprovalContext {
+        ApprovalContext::new("tenant", "")
+    }
+
+    #[test]
+    fn a_session_answer_on_a_sessionless_call_approves_that_call_only() {
+        // "session", and "always" without an allowlist file (which would last for the
+        // session): each runs its own call and nothing after it.
+        let (gate, approver) = gate_with(
+            ApprovalConfig::default(),
+            vec![Answer::Session, Answer::Always],
+        );
+        for _ in 0..2 {
+            let v = gate.check(&sessionless(), "rm -rf build");
+            assert_eq!(
+                (v.approved, v.outcome, v.decided_by),
+                (true, Outcome::ApprovedOnce, DecidedBy::Human)
+            );
+            assert!(v.message.contains("this call only"), "{}", v.message);
+        }
+        assert_eq!(approver.requests().len(), 2, "each call was asked");
+        // A later sessionless caller with nobody to ask — or one whose client would
+        // deny — is not covered by them.
+        let v = gate.check_with_approver(&sessionless(), "rm -rf build", None);
+        assert_eq!((v.approved, v.outcome), (false, Outcome::NoApprover));
+        let denier = ScriptedApprover::new([Answer::Deny]);
+        let v = gate.check_with_approver(&sessionless(), "rm -rf build", Some(&denier));
+        assert_eq!((v.approved, v.outcome), (false, Outcome::Denied));
+    }
+
+    #[test]
+    fn an_operator_s_always_on_a_sessionless_call_persists_but_remembers_no_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("allow.json");
+        let with_file = ApprovalConfig {
+            allowlist_file: Some(file.clone()),
+            ..ApprovalConfig::default()
+        };
+        let (gate, _) = gate_with(with_file, vec![Answer::Always, Answer::Always]);
+        let v = gate.check(&sessionless(), "git reset --hard");
+        assert_eq!((v.approved, v.outcome), (true, Outcome::ApprovedAlways));
+        assert_eq!(
+            gate.check_with_approver(&sessionless(), "git reset --hard", None)
+                .outcome,
+            Outcome::AllowedAllowlist
+        );
+        // input.* findings are never allowed permanently: on a sessionless call the
+        // answer covers the call.
+        let v = gate.check(&sessionless(), "echo \u{202e}hi");
+        assert!(v.rules.iter().any(|r| !r.is_allowlistable()), "{v:?}");
+        assert_eq!((v.approved, v.outcome), (true, Outcome::ApprovedOnce));
+        assert!(
+            v.message.contains("cannot be allowed permanently"),
+            "{}",
+            v.message
+        );
+        assert_eq!(
+            gate.check_with_approver(&sessionless(), "echo \u{202e}hi", None)
+                .outcome,
+            Outcome::NoApprover
+        );
+    }
+
+    #[test]
+    fn a_used_answer_is_refused_even_when_headless_allows() {
+        let headless = ApprovalConfig {
+            headless: Headless::Allow,
+            ..ApprovalConfig::default()
+        };
+        struct Replayed;
+        impl Approver for Replayed {
+            fn name(&self) -> &str {
+                "replayed"
+            }
+            fn kind(&self) -> ApproverKind {
+                ApproverKind::Async
+            }
+            fn request(
+                &self,
+                _: &ApprovalRequest,
+                _: std::time::Instant,
+            ) -> Result<Answer, ApproverError> {
+                Err(ApproverError::AnswerUsed)
+            }
+        }
+        let gate = ApprovalGate::new(&headless)
+            .unwrap()
+            .with_approver(Arc::new(Replayed));
+        let v = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(
+            (v.approved, v.outcome, v.decided_by),
+            (false, Outcome::ApproverError, DecidedBy::Nobody)
+        );
+        assert!(v.message.contains("already used"), "{}", v.message);
+    }
+
+    /// Records what the allowlist file held when the gate said the answer was acted on.
+    struct Settles {
+        file: std::path::PathBuf,
+        seen: Mutex<Vec<(Outcome, Vec<RuleId>)>>,
+    }
+    impl Approver for Settles {
+        fn name(&self) -> &str {
+            "settles"
+        }
+        fn kind(&self) -> ApproverKind {
+            ApproverKind::Async
+        }
+        fn request(
+            &self,
+            _: &ApprovalRequest,
+            _: std::time::Instant,
+        ) -> Result<Answer, ApproverError> {
+            Ok(Answer::Always)
+        }
+        fn settled(&self, _: &ApprovalRequest, verdict: &Verdict) {
+            let on_disk = AllowlistFile::new(&self.file).load().unwrap();
+            self.seen.lock().unwrap().push((verdict.outcome, on_disk));
+        }
+    }
+
+    #[test]
+    fn the_approver_hears_its_answer_was_acted_on_after_always_is_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("allow.json");
+        let config = ApprovalConfig {
+            allowlist_file: Some(file.clone()),
+            ..ApprovalConfig::default()
+        };
+        let settles = Arc::new(Settles {
+            file,
+            seen: Mutex::new(Vec::new()),
+        });
+        let gate = ApprovalGate::new(&config)
+            .unwrap()
+            .with_approver(settles.clone());
+        assert!(gate.check(&ctx(), "git clean -fdx").approved);
+        assert_eq!(
+            *settles.seen.lock().unwrap(),
+            vec![(Outcome::ApprovedAlways, vec![RuleId::GitDestructive])]
+        );
+    }
+
+    #[test]
+    fn concurrent_sessionless_requests_are_each_asked() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let approver = Arc::new(Gated {
+            asked: Mutex::new(0),
+            release: Mutex::new(rx),
+        });
+        let gate = Arc::new(
+            ApprovalGate::new(&ApprovalConfig::default())
+                .unwrap()
+                .with_approver(approver.clone()),
+        );
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                let g = gate.clone();
+                std::thread::spawn(move || g.check(&sessionless(), "rm -rf build"))
+            })
+            .collect();
+        // Both are asked before either is answered: neither waits on the other's
+        // question.
+        while *approver.asked.lock().unwrap() < 2 {
+            std::thread::yield_now();
+        }
+        tx.send(()).unwrap();
+        tx.send(()).unwrap();
+        for call in calls {
+            assert_eq!(call.join().unwrap().outcome, Outcome::ApprovedOnce);
+        }
+    }
+
     /// A fake OpenAI-compatible endpoint on 127.0.0.1: answers each request with the
     /// next scripted reply (`None` = accept and never answer) and records the bodies.
     fn fake_endpoint(replies: Vec<Option<(u16, String)>>) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -959,6 +1198,22 @@ mod tests {
         assert!(!user.contains("ignore previous"), "{user}");
         assert_eq!(body["model"], "judge");
         assert_eq!(body["messages"][0]["content"], SYSTEM_PROMPT_FOR_TEST);
+    }
+
+    #[test]
+    fn smart_approval_of_a_sessionless_call_covers_that_call_only() {
+        let (url, _) = fake_endpoint(vec![Some((200, "APPROVE".into()))]);
+        let (gate, _) = gate_with(smart_config(url), vec![]);
+        let v = gate.check(&sessionless(), "rm -rf build");
+        assert_eq!(
+            (v.approved, v.outcome, v.decided_by),
+            (true, Outcome::ApprovedOnce, DecidedBy::Smart)
+        );
+        // The endpoint has no more answers (escalates), and nobody is there to ask.
+        assert_eq!(
+            gate.check(&sessionless(), "rm -rf dist").outcome,
+            Outcome::NoApprover
+        );
     }
 
     const SYSTEM_PROMPT_FOR_TEST: &str = crate::smart::SYSTEM_PROMPT;

@@ -28,14 +28,15 @@ mod allowlist;
 mod approver;
 pub mod clock;
 mod flow;
+mod nonce;
 mod smart;
 mod store;
 mod verdict;
 
 pub use allowlist::{AllowlistError, AllowlistFile};
 pub use approver::{
-    Answer, ApprovalObserver, ApprovalRequest, Approver, ApproverError, ApproverKind,
-    ScriptedApprover, TtyApprover, parse_answer, prompt_text,
+    Answer, ApprovalObserver, ApprovalRequest, Approver, ApproverError, ApproverKind, CALL_MARGIN,
+    ScriptedApprover, TtyApprover, parse_answer, prompt_text, wait_within_call,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use flow::{ApprovalContext, ApprovalGate};
@@ -43,8 +44,10 @@ pub use hermetic_detect::{
     Detection, Detector, DetectorConfig, Hit, RULES, Rule, RuleId, Tier, limits, rules,
 };
 pub use hermetic_policy::approval::{
-    ApprovalConfig, ConfigError, Entry, Headless, Mode, Pattern, Policy, SmartConfig,
+    ApprovalConfig, ApproverChoice, ConfigError, Entry, Headless, Mode, Pattern, Policy,
+    SmartConfig,
 };
+pub use nonce::{MemoryNonceStore, NonceStore};
 pub use smart::{
     SYSTEM_PROMPT, SmartAnswer, SmartClient, SmartError, parse_smart_answer, strip_comments,
 };

@@ -33,6 +33,37 @@ pub enum Headless {
     Allow,
 }
 
+/// Who may answer a tenant's approval requests when it is served over MCP
+/// (`hermetic serve`). The operator's choice, never the client's: a client cannot ask
+/// to be the approver, and one the setting leaves out is never asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApproverChoice {
+    /// Only the MCP client that made the call (form elicitation, or a 2026-07-28
+    /// `input_required` round). A client that cannot be asked: nobody answers.
+    Client,
+    /// Only the operator, through the console (`POST /approvals/{id}`). Needs
+    /// `[server] admin_token_sha256`; the client is never asked.
+    Console,
+    /// The calling client first; the console when the client cannot be asked (it
+    /// declared no form elicitation, or the question could not reach it). The default.
+    #[default]
+    ClientOrConsole,
+}
+
+impl ApproverChoice {
+    /// Whether the calling MCP client may be asked.
+    pub fn asks_client(self) -> bool {
+        matches!(self, Self::Client | Self::ClientOrConsole)
+    }
+
+    /// Whether the operator console may be asked.
+    pub fn asks_console(self) -> bool {
+        matches!(self, Self::Console | Self::ClientOrConsole)
+    }
+}
+
 /// Smart-mode settings: any OpenAI-compatible chat-completions endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,6 +100,7 @@ fn default_smart_timeout() -> u64 {
 /// | `headless` | `deny` |
 /// | `tty_timeout_secs` | `60` |
 /// | `async_timeout_secs` | `300` |
+/// | `approver` | `client_or_console` (see [`ApproverChoice`]) |
 /// | `detector` | see [`DetectorConfig`] |
 ///
 /// `deny` and `allow` entries are rule ids (`git.destructive`) or command patterns
@@ -104,8 +136,12 @@ pub struct ApprovalConfig {
     pub headless: Headless,
     /// Seconds a TTY prompt waits.
     pub tty_timeout_secs: u64,
-    /// Seconds an asynchronous approval request (server, MCP elicitation) waits.
+    /// Seconds an asynchronous approval request (server, MCP elicitation) waits. A
+    /// call's own deadline cuts the wait shorter: the wait ends a margin before it, so
+    /// the agent reads "Nobody answered" rather than a time limit.
     pub async_timeout_secs: u64,
+    /// Who may answer when the tenant is served over MCP.
+    pub approver: ApproverChoice,
     /// Detector settings.
     pub detector: DetectorConfig,
 }
@@ -121,6 +157,7 @@ impl Default for ApprovalConfig {
             headless: Headless::Deny,
             tty_timeout_secs: 60,
             async_timeout_secs: 300,
+            approver: ApproverChoice::ClientOrConsole,
             detector: DetectorConfig::default(),
         }
     }
@@ -332,10 +369,33 @@ mod tests {
         assert_eq!(config.headless, Headless::Deny);
         assert_eq!(config.tty_timeout_secs, 60);
         assert_eq!(config.async_timeout_secs, 300);
+        assert_eq!(config.approver, ApproverChoice::ClientOrConsole);
         assert_eq!(config.detector.self_names, vec!["hermes", "hermetic"]);
         let smart: SmartConfig = serde_json::from_str(r#"{"url":"http://x","model":"m"}"#).unwrap();
         assert_eq!(smart.timeout_secs, 20);
         assert_eq!(smart.api_key_env, None);
+    }
+
+    #[test]
+    fn the_approver_is_one_of_three_names() {
+        let parse =
+            |v: &str| serde_json::from_str::<ApprovalConfig>(&format!(r#"{{"approver":"{v}"}}"#));
+        assert_eq!(parse("client").unwrap().approver, ApproverChoice::Client);
+        assert_eq!(parse("console").unwrap().approver, ApproverChoice::Console);
+        assert_eq!(
+            parse("client_or_console").unwrap().approver,
+            ApproverChoice::ClientOrConsole
+        );
+        assert!(parse("anyone").is_err());
+        assert_eq!(
+            [
+                ApproverChoice::Client,
+                ApproverChoice::Console,
+                ApproverChoice::ClientOrConsole
+            ]
+            .map(|c| (c.asks_client(), c.asks_console())),
+            [(true, false), (false, true), (true, true)]
+        );
     }
 
     #[test]

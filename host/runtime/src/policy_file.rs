@@ -373,6 +373,7 @@ pub fn parse(
         Some(s) => read_secrets(&file_dir.join(&s.file))?,
     };
     let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
+    console_approver_needs_admin(&terminal, &server, &invalid)?;
 
     Ok(LoadedPolicy {
         policy: OperatorPolicy {
@@ -665,6 +666,36 @@ fn terminal_settings(
     })
 }
 
+/// `approver = "console"` with no admin token: nobody could ever answer (the console
+/// is off without one), so every dangerous command would be denied — surely not what
+/// was meant. Said at load, with the fix.
+fn console_approver_needs_admin(
+    terminal: &crate::policy::terminal::TerminalSettings,
+    server: &ServerPolicy,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<(), PolicyFileError> {
+    use crate::policy::approval::ApproverChoice;
+    if !server.admin_tokens.is_empty() {
+        return Ok(());
+    }
+    let console_only = std::iter::once(("terminal", &terminal.default))
+        .chain(terminal.tenants.iter().map(|(id, c)| (id.as_str(), c)))
+        .find(|(_, c)| c.approval.approver == ApproverChoice::Console);
+    match console_only {
+        None => Ok(()),
+        Some((at, _)) => {
+            let at = if at == "terminal" {
+                "terminal.approval".to_owned()
+            } else {
+                format!("terminal.tenants.{at}.approval")
+            };
+            Err(invalid(format!(
+                "{at}.approver = \"console\" needs the console: set [server] admin_token_sha256 (`hermetic token new` makes one), or let the client answer (\"client\" or \"client_or_console\")"
+            )))
+        }
+    }
+}
+
 /// `over`'s keys into `base`, sub-tables key by key.
 fn merge(base: &mut toml::Table, over: toml::Table) {
     for (k, v) in over {
@@ -798,6 +829,42 @@ mod tests {
         assert!(!loaded.policy.tenants.is_empty());
         assert_eq!(loaded.secrets.get("WEATHER_API_KEY"), Some("k"));
         assert_eq!(format!("{:?}", loaded.secrets), "{\"WEATHER_API_KEY\"}");
+    }
+
+    #[test]
+    fn who_answers_approvals_is_a_tenant_key_with_three_values() {
+        use crate::policy::approval::ApproverChoice;
+        let admin = format!("[server]\nadmin_token_sha256 = [\"{}\"]\n", "ab".repeat(32));
+        let text = format!(
+            "[tenants.a]\n[tenants.b]\n[terminal.approval]\napprover = \"client\"\n\
+             [terminal.tenants.b.approval]\napprover = \"console\"\n{admin}"
+        );
+        let dir = tempfile::TempDir::new().unwrap();
+        let loaded = parse_in(dir.path(), &text).unwrap();
+        let terminal = &loaded.policy.terminal;
+        assert_eq!(
+            terminal.for_tenant("a").approval.approver,
+            ApproverChoice::Client
+        );
+        assert_eq!(
+            terminal.for_tenant("b").approval.approver,
+            ApproverChoice::Console
+        );
+        let err = |text: &str| parse_in(dir.path(), text).unwrap_err().to_string();
+        assert!(
+            err("[terminal.approval]\napprover = \"anyone\"").contains("client_or_console"),
+            "{}",
+            err("[terminal.approval]\napprover = \"anyone\"")
+        );
+        assert!(err("[terminal.approval]\napprovers = \"client\"").contains("approvers"));
+        // Console-only without a console: said at load, with the fix.
+        let without_admin = "[tenants.b]\n[terminal.tenants.b.approval]\napprover = \"console\"";
+        let message = err(without_admin);
+        assert!(
+            message.contains("terminal.tenants.b.approval.approver")
+                && message.contains("admin_token_sha256"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -5,19 +5,24 @@
 //!   elicitation, when the client declared that capability (and the session's protocol
 //!   still allows server-to-client requests).
 //! - [`ApprovalBroker`] holds requests for an operator console: `GET /approvals` lists
-//!   them and `POST /approvals/{id}` answers one (see [`super::http`]); a request nobody
-//!   answers by its deadline is a timeout, which the gate turns into a denial.
+//!   them and `POST /approvals/{id}` answers one (see [`super::http`]), acknowledged
+//!   only once the gate has acted on the answer ("always" synced to disk); a request
+//!   nobody answers by its deadline is a timeout, which the gate turns into a denial.
 //! - [`McpApprover`] is what the MCP handler puts in
-//!   [`CallOptions::approver`](hermetic::CallOptions::approver): elicitation first, the
-//!   broker when elicitation is not possible, and [`Answer::Unavailable`] (the headless
-//!   default: deny) when neither is.
+//!   [`CallOptions::approver`](hermetic::CallOptions::approver): among those the
+//!   tenant's `approver` setting allows ([`ApproverChoice`]), the client first, the
+//!   broker when the client cannot be asked, and [`Answer::Unavailable`] (the
+//!   headless default: deny) when neither is.
 //!
 //! All three are deadline-driven [`Approver`]s of kind [`ApproverKind::Async`]: the gate
 //! calls them on the call's blocking thread and they wait on a channel.
 
 use crate::formats::hex;
 use hermetic::CancelToken;
-use hermetic::approval::{Answer, ApprovalRequest, Approver, ApproverError, ApproverKind};
+use hermetic::approval::{
+    Answer, ApprovalRequest, Approver, ApproverChoice, ApproverError, ApproverKind, NonceStore,
+    Outcome, SessionKey, Verdict,
+};
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequiredResult,
 };
@@ -240,34 +245,66 @@ impl Approver for ElicitationApprover {
 /// The first leg does not run the command ([`Answer::Deferred`]); the retry runs the
 /// tool again and each question's answer is looked up by its `approval_key`. So a
 /// tool's work before its dangerous command happens once per leg — for the terminal
-/// tool, nothing. The server keeps no state between legs: `requestState` carries the
-/// questions asked, their expiry (the approval's deadline: a later answer is no
-/// answer, as in the other era) and an HMAC binding them to this tenant, session,
-/// tool and arguments under a per-process key, so a client cannot answer a question
-/// it was not asked. A retry this process cannot verify (another replica, a restart)
-/// is simply asked again.
-#[derive(Debug)]
+/// tool, nothing. The server keeps no state between legs but used nonces:
+/// `requestState` carries the questions asked, a fresh nonce, their deadline (the
+/// approval's: a later answer is no answer, as in the other era) and an HMAC binding
+/// them to this tenant, session, tool and arguments under a per-process key, so a
+/// client cannot answer a question it was not asked.
+///
+/// **Single use.** The answers of one `requestState` approve one retry: the first
+/// retry that uses them consumes its nonce in the [`NonceStore`], which remembers it
+/// until the deadline; a second retry with the same state and answers is refused
+/// ([`ApproverError::AnswerUsed`]) instead of running the command again.
+///
+/// **Monotonic deadline.** The deadline is sealed as milliseconds on this process's
+/// monotonic clock (since its first round), not the wall clock, which an operator or
+/// NTP may step. Neither the clock nor the key survives a restart, so a state from
+/// before one does not verify: the call is simply asked again. (Replicas sharing
+/// states would need a shared key and clock: not this one.)
 pub struct InputRound {
     binding: Vec<u8>,
-    /// No session to remember a "session" answer in (sessionless 2026-07-28 HTTP).
-    sessionless: bool,
     /// Verified answers from the retry, by question key.
     answers: BTreeMap<String, serde_json::Value>,
     /// The retry came after the questions' deadline.
     expired: bool,
+    /// The retried state's nonce and how long it must be remembered (until the
+    /// deadline).
+    nonce: Option<(String, std::time::Duration)>,
+    nonces: Arc<dyn NonceStore>,
+    /// Whether this round's answers may be used: decided by the first question that
+    /// reads one (a retry answering two questions consumes its nonce once).
+    fresh: Mutex<Option<bool>>,
     asked: Mutex<Asked>,
+}
+
+impl std::fmt::Debug for InputRound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputRound")
+            .field("answers", &self.answers.len())
+            .field("expired", &self.expired)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
 struct Asked {
     forms: BTreeMap<String, serde_json::Value>,
-    expires_ms: Option<u128>,
+    /// The earliest deadline of the questions asked.
+    deadline: Option<Instant>,
+}
+
+/// What a verified `requestState` says.
+struct Opened<'s> {
+    nonce: &'s str,
+    deadline: Option<Instant>,
+    keys: Vec<&'s str>,
 }
 
 impl InputRound {
     /// The round of a call by `tenant`/`session` of `tool` with `arguments` (its JSON
-    /// text), given what the client sent back, if this is a retry. `None` when this
-    /// process has no key to seal the round with (the OS random source failed).
+    /// text), given what the client sent back, if this is a retry; `nonces` remembers
+    /// which answers were used. `None` when this process has no key to seal the round
+    /// with (the OS random source failed).
     pub fn new(
         tenant: &str,
         session: &str,
@@ -275,6 +312,7 @@ impl InputRound {
         arguments: &str,
         responses: Option<&BTreeMap<String, serde_json::Value>>,
         state: Option<&str>,
+        nonces: Arc<dyn NonceStore>,
     ) -> Option<Self> {
         round_key()?;
         let mut binding = Vec::new();
@@ -284,16 +322,24 @@ impl InputRound {
         }
         let mut round = Self {
             binding,
-            sessionless: session.is_empty(),
             answers: BTreeMap::new(),
             expired: false,
+            nonce: None,
+            nonces,
+            fresh: Mutex::new(None),
             asked: Mutex::new(Asked::default()),
         };
         if let (Some(responses), Some(state)) = (responses, state)
-            && let Some((expires_ms, keys)) = round.open(state)
+            && let Some(opened) = round.open(state)
         {
-            round.expired = now_ms() > expires_ms;
-            for key in keys {
+            let now = Instant::now();
+            match opened.deadline {
+                Some(deadline) if now <= deadline => {
+                    round.nonce = Some((opened.nonce.to_owned(), deadline - now));
+                }
+                _ => round.expired = true,
+            }
+            for key in opened.keys {
                 if let Some(response) = responses.get(key) {
                     round.answers.insert(key.to_owned(), response.clone());
                 }
@@ -319,28 +365,38 @@ impl InputRound {
                     "the client's answer is not an elicitation result: {e}"
                 ))
             })?;
-            return answer_of(&result, request).map(|answer| match answer {
-                // Sessionless requests share the session key "": remembering the rules
-                // there would approve them for every sessionless call of the tenant,
-                // far more than the user chose. This call is what can be honoured.
-                Answer::Session if self.sessionless => Answer::Once,
-                other => other,
-            });
+            if !self.consume() {
+                tracing::info!("a retried call's requestState was used before; refusing it");
+                return Err(ApproverError::AnswerUsed);
+            }
+            // A "session" answer on a call without a session counts for this call
+            // only; the gate decides that for every approver (host/approval flow.rs).
+            return answer_of(&result, request);
         }
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis();
-        let expires_ms = now_ms().saturating_add(left);
         let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         asked.forms.insert(key, form(request));
-        asked.expires_ms = Some(asked.expires_ms.map_or(expires_ms, |e| e.min(expires_ms)));
+        asked.deadline = Some(asked.deadline.map_or(deadline, |d| d.min(deadline)));
         Ok(Answer::Deferred)
+    }
+
+    /// Consumes the retried state's nonce, once per round: true when its answers may
+    /// be used. A store that cannot answer counts as "used" (refused, never honoured
+    /// twice).
+    fn consume(&self) -> bool {
+        let mut fresh = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
+        *fresh.get_or_insert_with(|| match &self.nonce {
+            Some((nonce, ttl)) => self.nonces.consume(nonce, *ttl).unwrap_or_else(|e| {
+                tracing::warn!("the nonce store failed; refusing the answer: {e}");
+                false
+            }),
+            None => false,
+        })
     }
 
     /// The `input_required` result to end the call with, when it asked anything.
     pub fn input_required(&self) -> Option<InputRequiredResult> {
         let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
-        let expires_ms = asked.expires_ms?;
+        let deadline = asked.deadline?;
         let mut requests = BTreeMap::new();
         for (key, params) in &asked.forms {
             let request = serde_json::json!({"method": "elicitation/create", "params": params});
@@ -352,18 +408,25 @@ impl InputRound {
             }
         }
         let keys: Vec<&str> = asked.forms.keys().map(String::as_str).collect();
-        let state = self.seal(expires_ms, &keys)?;
+        let state = self.seal(deadline, &keys)?;
         Some(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
-    /// `v1.EXPIRES_MS.KEY,KEY.TAG`, the tag an HMAC of the rest and the binding.
-    fn seal(&self, expires_ms: u128, keys: &[&str]) -> Option<String> {
-        let body = format!("v1.{expires_ms}.{}", keys.join(","));
+    /// `v2.NONCE.DEADLINE_MS.KEY,KEY.TAG`: a fresh nonce, the deadline in
+    /// milliseconds on this process's monotonic clock, the questions, and an HMAC of
+    /// the rest and the binding.
+    fn seal(&self, deadline: Instant, keys: &[&str]) -> Option<String> {
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).ok()?;
+        let at = deadline
+            .saturating_duration_since(monotonic_origin())
+            .as_millis();
+        let body = format!("v2.{}.{at}.{}", hex(&nonce), keys.join(","));
         let tag = self.tag(&body)?;
         Some(format!("{body}.{}", hex(&tag)))
     }
 
-    fn open<'s>(&self, state: &'s str) -> Option<(u128, Vec<&'s str>)> {
+    fn open<'s>(&self, state: &'s str) -> Option<Opened<'s>> {
         let (body, tag) = state.rsplit_once('.')?;
         let expected = hex(&self.tag(body)?);
         if !bool::from(subtle::ConstantTimeEq::ct_eq(
@@ -373,13 +436,18 @@ impl InputRound {
             tracing::info!("a retried call's requestState does not verify; asking again");
             return None;
         }
-        let mut parts = body.splitn(3, '.');
-        if parts.next()? != "v1" {
+        let mut parts = body.splitn(4, '.');
+        if parts.next()? != "v2" {
             return None;
         }
-        let expires_ms = parts.next()?.parse().ok()?;
+        let nonce = parts.next()?;
+        let at: u64 = parts.next()?.parse().ok()?;
         let keys = parts.next()?.split(',').filter(|k| !k.is_empty()).collect();
-        Some((expires_ms, keys))
+        Some(Opened {
+            nonce,
+            deadline: monotonic_origin().checked_add(std::time::Duration::from_millis(at)),
+            keys,
+        })
     }
 
     fn tag(&self, body: &str) -> Option<[u8; 32]> {
@@ -387,6 +455,13 @@ impl InputRound {
         message.extend_from_slice(body.as_bytes());
         Some(hmac_sha256(round_key()?, &message))
     }
+}
+
+/// The origin of sealed deadlines: this process's first use of it. Monotonic, and
+/// meaningless to any other process — as the sealing key is.
+fn monotonic_origin() -> Instant {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
 }
 
 /// A question's key in `inputRequests`: the same for the same command and rules, so
@@ -431,12 +506,6 @@ fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
         .chain_update(inner)
         .finalize()
         .into()
-}
-
-fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
 }
 
 /// Waits on `rx` until `deadline`, or until `cancel` fires (polled: the approver
@@ -485,7 +554,8 @@ pub struct PendingApproval {
     pub id: u64,
     /// Tenant whose call raised it.
     pub tenant: String,
-    /// Session.
+    /// Session ("" for a call without one: then "session" and a session-only
+    /// "always" approve this call only).
     pub session: String,
     /// The tool whose call raised it (`terminal`, `process`; empty when the asker did
     /// not say, see [`McpApprover::with_tool`]).
@@ -504,10 +574,11 @@ pub struct PendingApproval {
     pub expires_in_ms: u64,
     /// Whether answering "always" allows these rules permanently. False when the
     /// tenant's approval settings have no `allowlist_file` (then "always" lasts for the
-    /// session, as the gate says in its verdict) or a rule cannot be allowlisted
-    /// (`input.*` findings); [`Self::always_note`] says which.
+    /// session, as the gate says in its verdict — for a call without a session, for
+    /// the call) or a rule cannot be allowlisted (`input.*` findings);
+    /// [`Self::always_note`] says which.
     pub always_persists: bool,
-    /// Why "always" is session-only, when it is (for the console's button).
+    /// Why "always" is not permanent, when it is not (for the console's button).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub always_note: Option<&'static str>,
 }
@@ -516,18 +587,139 @@ struct Pending {
     view: PendingApproval,
     raised: Instant,
     deadline: Instant,
-    answer: mpsc::SyncSender<Answer>,
+    answer: mpsc::SyncSender<(Answer, Ack)>,
 }
 
 /// Whether a tenant's "always" answers reach an allowlist file (tenant id → bool).
 type AllowlistProbe = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
-/// Why the broker could not take an answer.
+/// Longest the approvals endpoint waits for the gate to act on an answer (record it,
+/// write and sync the allowlist) before it answers the operator: far longer than a
+/// synced write takes, short enough that a stuck file lock is reported.
+pub const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why the broker could not take an answer, or could not confirm it was acted on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BrokerError {
     /// No pending request has that id (answered already, timed out, or never was).
     #[error("no pending approval with id {0}")]
     NotFound(u64),
+    /// The request ended before the gate used the answer: its call was cancelled, or
+    /// its deadline passed as the answer arrived. Nothing ran because of it.
+    #[error("approval {0} ended before the answer was used (its call was cancelled or timed out)")]
+    NotUsed(u64),
+    /// "always" could not be made permanent (the allowlist write failed); the gate
+    /// approved for the session, or for the call, instead.
+    #[error("approval {id}: \"always\" was not made permanent: {message}")]
+    NotPersisted {
+        /// The request.
+        id: u64,
+        /// The gate's verdict message, saying why.
+        message: String,
+    },
+    /// The gate had not acted on the answer within [`SETTLE_WAIT`].
+    #[error("approval {0}: the answer was delivered, but the gate has not acted on it yet")]
+    Unsettled(u64),
+}
+
+impl BrokerError {
+    /// The HTTP status the approvals endpoint answers with.
+    pub fn status(&self) -> ::http::StatusCode {
+        match self {
+            Self::NotFound(_) => ::http::StatusCode::NOT_FOUND,
+            Self::NotUsed(_) => ::http::StatusCode::CONFLICT,
+            Self::NotPersisted { .. } => ::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unsettled(_) => ::http::StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+}
+
+/// What the gate did with an answer: its verdict, as the console is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settled {
+    /// How the gate decided (`approved_once`, `approved_always`, `denied`, …).
+    pub outcome: Outcome,
+    /// Whether the command runs.
+    pub approved: bool,
+    /// The gate's message to the agent (why an answer was narrowed, say).
+    pub message: String,
+}
+
+/// The gate's side of an answer's acknowledgement: sent once the gate has acted on
+/// it ([`Approver::settled`]); dropped unsent when the call ends first.
+#[derive(Debug)]
+struct Ack(tokio::sync::oneshot::Sender<Settled>);
+
+/// Acknowledgements waiting for the gate, by the question they answer. Both the
+/// broker (used as an approver itself) and each call's [`McpApprover`] hold theirs.
+#[derive(Debug, Default)]
+struct Acks(Mutex<Vec<(SessionKey, String, Ack)>>);
+
+impl Acks {
+    fn hold(&self, request: &ApprovalRequest, ack: Ack) {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Whoever waited for these has given up: do not keep them.
+        held.retain(|(_, _, a)| !a.0.is_closed());
+        held.push((request.key.clone(), approval_key(request), ack));
+    }
+
+    fn settle(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        let key = approval_key(request);
+        let ack = {
+            let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            held.iter()
+                .position(|(k, q, _)| *k == request.key && *q == key)
+                .map(|at| held.remove(at).2)
+        };
+        if let Some(Ack(tx)) = ack {
+            let _ = tx.send(Settled {
+                outcome: verdict.outcome,
+                approved: verdict.approved,
+                message: verdict.message.clone(),
+            });
+        }
+    }
+}
+
+/// An answer delivered to its waiting request; [`Receipt::settled`] waits until the
+/// gate has acted on it.
+#[derive(Debug)]
+pub struct Receipt {
+    id: u64,
+    answer: Answer,
+    /// "always" was to be permanent (the console said so when it listed the request).
+    permanent: bool,
+    settled: tokio::sync::oneshot::Receiver<Settled>,
+}
+
+impl Receipt {
+    /// Waits (at most `within`) until the gate has acted on the answer — for "always",
+    /// until the allowlist file holding the rules is synced to disk — and returns what
+    /// it did.
+    ///
+    /// # Errors
+    /// [`BrokerError::NotUsed`] when the request ended first (or the gate found the
+    /// answer late), [`BrokerError::NotPersisted`] when "always" could not be made
+    /// permanent, [`BrokerError::Unsettled`] when `within` passed.
+    pub async fn settled(self, within: std::time::Duration) -> Result<Settled, BrokerError> {
+        let settled = match tokio::time::timeout(within, self.settled).await {
+            Ok(Ok(settled)) => settled,
+            Ok(Err(_)) => return Err(BrokerError::NotUsed(self.id)),
+            Err(_) => return Err(BrokerError::Unsettled(self.id)),
+        };
+        let wanted_to_run = matches!(self.answer, Answer::Once | Answer::Session | Answer::Always);
+        if settled.outcome == Outcome::Timeout || (wanted_to_run && !settled.approved) {
+            return Err(BrokerError::NotUsed(self.id));
+        }
+        if self.permanent && settled.outcome != Outcome::ApprovedAlways {
+            return Err(BrokerError::NotPersisted {
+                id: self.id,
+                message: settled.message,
+            });
+        }
+        Ok(settled)
+    }
 }
 
 /// Pending approvals answered from outside (the HTTP approvals endpoint).
@@ -537,6 +729,8 @@ pub struct ApprovalBroker {
     pending: Mutex<BTreeMap<u64, Pending>>,
     /// Which tenants have an allowlist file; `None`: nobody (the embedded default).
     allowlist: Option<AllowlistProbe>,
+    /// Answers the broker gave as an approver itself, until the gate acts on them.
+    acks: Acks,
 }
 
 impl std::fmt::Debug for ApprovalBroker {
@@ -582,20 +776,38 @@ impl ApprovalBroker {
             .collect()
     }
 
-    /// Answers request `id`.
+    /// Delivers `answer` to request `id`. The request's call goes on at once; the
+    /// [`Receipt`] says when the gate has acted on the answer, which is when the
+    /// operator may be told it is taken (the approvals endpoint waits for it).
     ///
     /// # Errors
     /// [`BrokerError::NotFound`] when no such request is waiting.
-    pub fn answer(&self, id: u64, answer: Answer) -> Result<(), BrokerError> {
+    pub fn answer(&self, id: u64, answer: Answer) -> Result<Receipt, BrokerError> {
         let pending = self
             .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id)
             .ok_or(BrokerError::NotFound(id))?;
-        // The waiter may have timed out a moment ago: then the answer is moot.
-        let _ = pending.answer.try_send(answer);
-        Ok(())
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // The waiter may have timed out a moment ago: the acknowledgement is then
+        // dropped with the message, and the receipt says the answer was not used.
+        let _ = pending.answer.try_send((answer, Ack(tx)));
+        Ok(Receipt {
+            id,
+            answer,
+            permanent: answer == Answer::Always && pending.view.always_persists,
+            settled: rx,
+        })
+    }
+
+    /// [`Self::answer`], then [`Receipt::settled`] within [`SETTLE_WAIT`]: what the
+    /// approvals endpoint answers the operator with.
+    ///
+    /// # Errors
+    /// As [`Self::answer`] and [`Receipt::settled`].
+    pub async fn answer_settled(&self, id: u64, answer: Answer) -> Result<Settled, BrokerError> {
+        self.answer(id, answer)?.settled(SETTLE_WAIT).await
     }
 }
 
@@ -615,6 +827,10 @@ impl Approver for ApprovalBroker {
     ) -> Result<Answer, ApproverError> {
         Ok(self.request_until(request, deadline, None))
     }
+
+    fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        self.acks.settle(request, verdict);
+    }
 }
 
 impl ApprovalBroker {
@@ -629,7 +845,9 @@ impl ApprovalBroker {
         self.request_for("", request, deadline, cancel)
     }
 
-    /// [`Self::request_until`] for a call of `tool` (shown to the console).
+    /// [`Self::request_until`] for a call of `tool` (shown to the console). The
+    /// operator is told the answer is taken once the gate reports it acted on it
+    /// ([`Approver::settled`] of this broker).
     pub fn request_for(
         &self,
         tool: &str,
@@ -637,6 +855,22 @@ impl ApprovalBroker {
         deadline: Instant,
         cancel: Option<&CancelToken>,
     ) -> Answer {
+        let (answer, ack) = self.ask(tool, request, deadline, cancel);
+        if let Some(ack) = ack {
+            self.acks.hold(request, ack);
+        }
+        answer
+    }
+
+    /// Lists `request` for the console and waits for its answer, which comes with
+    /// the acknowledgement to send once the gate has acted on it.
+    fn ask(
+        &self,
+        tool: &str,
+        request: &ApprovalRequest,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
+    ) -> (Answer, Option<Ack>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::sync_channel(1);
         let has_file = self
@@ -644,13 +878,21 @@ impl ApprovalBroker {
             .as_ref()
             .is_some_and(|persists| persists(&request.key.tenant));
         // The gate's own rule (host/approval flow.rs): without a file, or with a
-        // finding that may not be allowed forever, "always" is approved for the session.
+        // finding that may not be allowed forever, "always" is approved for the
+        // session — for a call without one, for the call.
+        let sessionless = request.key.session.is_empty();
         let always_note = if !has_file {
-            Some("no allowlist_file is configured, so \"always\" lasts for the session")
+            Some(if sessionless {
+                "no allowlist_file is configured and this call has no session, so \"always\" approves this call only"
+            } else {
+                "no allowlist_file is configured, so \"always\" lasts for the session"
+            })
         } else if !request.rules.iter().all(|r| r.is_allowlistable()) {
-            Some(
-                "input.* findings cannot be allowed permanently, so \"always\" lasts for the session",
-            )
+            Some(if sessionless {
+                "input.* findings cannot be allowed permanently and this call has no session, so \"always\" approves this call only"
+            } else {
+                "input.* findings cannot be allowed permanently, so \"always\" lasts for the session"
+            })
         } else {
             None
         };
@@ -680,18 +922,22 @@ impl ApprovalBroker {
                     answer: tx,
                 },
             );
-        let answer = wait(&rx, deadline, cancel).unwrap_or(Answer::Timeout);
+        let answered = wait(&rx, deadline, cancel).ok();
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        answer
+        match answered {
+            Some((answer, ack)) => (answer, Some(ack)),
+            None => (Answer::Timeout, None),
+        }
     }
 }
 
-/// The approver of one MCP call: the client when it can answer (an
-/// [`InputRound`] in the 2026-07-28 era, elicitation before it), else the operator
-/// console, else nobody ([`Answer::Unavailable`], which the gate denies).
+/// The approver of one MCP call, among those the tenant's `approver` setting allows
+/// ([`ApproverChoice`]): the client when it can answer (an [`InputRound`] in the
+/// 2026-07-28 era, elicitation before it), else the operator console, else nobody
+/// ([`Answer::Unavailable`], which the gate denies).
 #[derive(Debug, Clone)]
 pub struct McpApprover {
     elicitation: Option<ElicitationApprover>,
@@ -701,10 +947,15 @@ pub struct McpApprover {
     cancel: Option<CancelToken>,
     /// The tool whose call asks (for the console).
     tool: String,
+    /// Who may be asked.
+    choice: ApproverChoice,
+    /// The console's answers, until the gate acts on them.
+    acks: Arc<Acks>,
 }
 
 impl McpApprover {
-    /// Elicitation through `peer` if its client supports it, then `broker` if any.
+    /// Elicitation through `peer` if its client supports it, then `broker` if any
+    /// (the default choice, [`ApproverChoice::ClientOrConsole`]).
     pub fn new(peer: Option<&Peer<RoleServer>>, broker: Option<Arc<ApprovalBroker>>) -> Self {
         Self {
             elicitation: peer.and_then(ElicitationApprover::for_peer),
@@ -712,7 +963,17 @@ impl McpApprover {
             broker,
             cancel: None,
             tool: String::new(),
+            choice: ApproverChoice::default(),
+            acks: Arc::default(),
         }
+    }
+
+    /// Asks only whom `choice` allows: the operator's setting for the calling tenant
+    /// (`[terminal.approval] approver`). A client it leaves out is never asked, the
+    /// console it leaves out never lists the request.
+    pub fn with_choice(mut self, choice: ApproverChoice) -> Self {
+        self.choice = choice;
+        self
     }
 
     /// Names the tool whose call asks, so the console can show it.
@@ -754,26 +1015,37 @@ impl Approver for McpApprover {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
-        if let Some(round) = &self.round {
-            return round.answer_or_ask(request, deadline);
-        }
-        if let Some(elicitation) = &self.elicitation {
-            match elicitation.elicit(request, deadline) {
-                Elicited::Answered(answer) => return answer,
-                // The client could not take the question: the console may still
-                // answer in the time left.
-                Elicited::Failed(e) => {
-                    tracing::info!("elicitation unavailable, asking the console: {e}");
+        if self.choice.asks_client() {
+            if let Some(round) = &self.round {
+                return round.answer_or_ask(request, deadline);
+            }
+            if let Some(elicitation) = &self.elicitation {
+                match elicitation.elicit(request, deadline) {
+                    Elicited::Answered(answer) => return answer,
+                    Elicited::Failed(e) if self.choice.asks_console() => {
+                        // The client could not take the question: the console may
+                        // still answer in the time left.
+                        tracing::info!("elicitation unavailable, asking the console: {e}");
+                    }
+                    Elicited::Failed(e) => return Err(e),
                 }
             }
         }
         match &self.broker {
-            Some(broker) if Instant::now() < deadline => {
-                Ok(broker.request_for(&self.tool, request, deadline, self.cancel.as_ref()))
+            Some(broker) if self.choice.asks_console() && Instant::now() < deadline => {
+                let (answer, ack) = broker.ask(&self.tool, request, deadline, self.cancel.as_ref());
+                if let Some(ack) = ack {
+                    self.acks.hold(request, ack);
+                }
+                Ok(answer)
             }
-            Some(_) => Ok(Answer::Timeout),
-            None => Ok(Answer::Unavailable),
+            Some(_) if self.choice.asks_console() => Ok(Answer::Timeout),
+            _ => Ok(Answer::Unavailable),
         }
+    }
+
+    fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        self.acks.settle(request, verdict);
     }
 }
 
@@ -860,8 +1132,8 @@ mod tests {
         assert_eq!(waiter.join().unwrap(), Answer::Session);
         assert!(broker.list().is_empty());
         assert_eq!(
-            broker.answer(pending.id, Answer::Once),
-            Err(BrokerError::NotFound(pending.id))
+            broker.answer(pending.id, Answer::Once).unwrap_err(),
+            BrokerError::NotFound(pending.id)
         );
     }
 
@@ -943,7 +1215,13 @@ mod tests {
         assert!(answer(json!({"action": "accept", "content": {"answer": 1}})).is_err());
     }
 
-    fn round(
+    /// The server's used nonces, one store per test.
+    fn nonces() -> Arc<dyn NonceStore> {
+        Arc::new(hermetic::approval::MemoryNonceStore::new())
+    }
+
+    fn round_in(
+        nonces: &Arc<dyn NonceStore>,
         responses: Option<&BTreeMap<String, serde_json::Value>>,
         state: Option<&str>,
     ) -> InputRound {
@@ -954,8 +1232,16 @@ mod tests {
             r#"{"command":"rm -rf build"}"#,
             responses,
             state,
+            Arc::clone(nonces),
         )
         .unwrap()
+    }
+
+    fn round(
+        responses: Option<&BTreeMap<String, serde_json::Value>>,
+        state: Option<&str>,
+    ) -> InputRound {
+        round_in(&nonces(), responses, state)
     }
 
     /// The first leg's question: its key and the sealed state.
@@ -1000,24 +1286,6 @@ mod tests {
             "answered: nothing more to ask"
         );
 
-        // Without a session there is nowhere to remember "session": it covers the call.
-        let sessionless = |responses, state| {
-            InputRound::new("acme", "", "terminal", "{}", responses, state).unwrap()
-        };
-        let first = sessionless(None, None);
-        first
-            .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
-            .unwrap();
-        let wire = serde_json::to_value(first.input_required().unwrap()).unwrap();
-        let state = wire["requestState"].as_str().unwrap();
-        let retry = sessionless(Some(&responses), Some(state));
-        assert_eq!(
-            retry
-                .answer_or_ask(&request(), Instant::now() + TEST_WAIT)
-                .unwrap(),
-            Answer::Once
-        );
-
         // Another call (other arguments) cannot use this call's state and answers.
         let other = InputRound::new(
             "acme",
@@ -1025,7 +1293,8 @@ mod tests {
             "terminal",
             "{}",
             Some(&responses),
-            Some(state),
+            Some(&state),
+            nonces(),
         )
         .unwrap();
         assert_eq!(
@@ -1035,7 +1304,11 @@ mod tests {
             Answer::Deferred
         );
         // Nor can answers come without a question: no state, or a forged one.
-        for state in [None, Some("v1.99999999999999.approval-x.00")] {
+        for state in [
+            None,
+            Some("v1.99999999999999.approval-x.00"),
+            Some("v2.00.99999999999999.approval-x.00"),
+        ] {
             let unasked = round(Some(&responses), state);
             assert_eq!(
                 unasked
@@ -1056,6 +1329,248 @@ mod tests {
             late.answer_or_ask(&request(), Instant::now() + TEST_WAIT)
                 .unwrap(),
             Answer::Timeout
+        );
+    }
+
+    #[test]
+    fn a_2026_07_28_answer_approves_one_retry_and_is_refused_after() {
+        let nonces = nonces();
+        let (key, state) = first_leg(Instant::now() + TEST_WAIT);
+        let responses = BTreeMap::from([(
+            key,
+            serde_json::json!({"action": "accept", "content": {"answer": "once"}}),
+        )]);
+        let first = round_in(&nonces, Some(&responses), Some(&state));
+        let deadline = Instant::now() + TEST_WAIT;
+        assert_eq!(
+            first.answer_or_ask(&request(), deadline).unwrap(),
+            Answer::Once
+        );
+        // The same retry asking the same question again (stdin gated like its
+        // command, say) reads the same answer: one retry, one use.
+        assert_eq!(
+            first.answer_or_ask(&request(), deadline).unwrap(),
+            Answer::Once
+        );
+        // The same state and answers again: refused, whatever they say.
+        let replay = round_in(&nonces, Some(&responses), Some(&state));
+        assert!(matches!(
+            replay.answer_or_ask(&request(), deadline),
+            Err(ApproverError::AnswerUsed)
+        ));
+        // A fresh question is a fresh nonce.
+        let (key, state) = first_leg(Instant::now() + TEST_WAIT);
+        let responses = BTreeMap::from([(key, serde_json::json!({"action": "accept"}))]);
+        let again = round_in(&nonces, Some(&responses), Some(&state));
+        assert_eq!(
+            again.answer_or_ask(&request(), deadline).unwrap(),
+            Answer::Once
+        );
+    }
+
+    #[test]
+    fn a_2026_07_28_state_seals_a_monotonic_deadline_not_the_wall_clock() {
+        let deadline = Instant::now() + std::time::Duration::from_secs(300);
+        let (_, state) = first_leg(deadline);
+        let parts: Vec<&str> = state.split('.').collect();
+        assert_eq!(parts[0], "v2");
+        assert_eq!(parts[1].len(), 32, "a 128-bit nonce: {state}");
+        // Milliseconds since this process's origin, not since 1970.
+        let at: u128 = parts[2].parse().unwrap();
+        assert_eq!(
+            at,
+            deadline
+                .saturating_duration_since(monotonic_origin())
+                .as_millis()
+        );
+        let deadline_back = round(None, None).open(&state).unwrap().deadline.unwrap();
+        // Back to the same instant, to the millisecond it was sealed in.
+        assert!(deadline_back <= deadline);
+        assert!(deadline - deadline_back < std::time::Duration::from_millis(1));
+        let other_session = InputRound::new(
+            "acme",
+            "s2",
+            "terminal",
+            r#"{"command":"rm -rf build"}"#,
+            None,
+            None,
+            nonces(),
+        )
+        .unwrap();
+        assert!(
+            other_session.open(&state).is_none(),
+            "another call's round cannot open it"
+        );
+    }
+
+    #[test]
+    fn a_sessionless_retry_s_session_answer_runs_that_call_only() {
+        use hermetic::approval::{ApprovalConfig, ApprovalContext, ApprovalGate, Outcome};
+        let nonces = nonces();
+        let gate = ApprovalGate::new(&ApprovalConfig::default()).unwrap();
+        let sessionless = ApprovalContext::new("acme", "");
+        let call = |responses, state| {
+            let round = Arc::new(
+                InputRound::new(
+                    "acme",
+                    "",
+                    "terminal",
+                    "{}",
+                    responses,
+                    state,
+                    Arc::clone(&nonces),
+                )
+                .unwrap(),
+            );
+            let approver = McpApprover::new(None, None).with_round(round.clone());
+            let verdict = gate.check_with_approver(&sessionless, "rm -rf build", Some(&approver));
+            (verdict, round)
+        };
+        let (verdict, round) = call(None, None);
+        assert_eq!(verdict.outcome, Outcome::InputRequired);
+        let wire = serde_json::to_value(round.input_required().unwrap()).unwrap();
+        let state = wire["requestState"].as_str().unwrap().to_owned();
+        let key = wire["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let responses = BTreeMap::from([(
+            key,
+            serde_json::json!({"action": "accept", "content": {"answer": "session"}}),
+        )]);
+        let (verdict, _) = call(Some(&responses), Some(&state));
+        assert_eq!(
+            (verdict.approved, verdict.outcome),
+            (true, Outcome::ApprovedOnce)
+        );
+        // The next sessionless call is asked again, not run.
+        let (verdict, _) = call(None, None);
+        assert_eq!(verdict.outcome, Outcome::InputRequired);
+    }
+
+    #[test]
+    fn the_approver_setting_decides_who_is_asked() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let new_round = || Arc::new(round(None, None));
+        let deadline = Instant::now() + std::time::Duration::from_millis(50);
+        // Client only: its round asks; the console never lists the request.
+        let client = McpApprover::new(None, Some(broker.clone()))
+            .with_round(new_round())
+            .with_choice(ApproverChoice::Client);
+        assert_eq!(
+            client.request(&request(), deadline).unwrap(),
+            Answer::Deferred
+        );
+        // Client only, and the client cannot be asked: nobody, not the console.
+        let client =
+            McpApprover::new(None, Some(broker.clone())).with_choice(ApproverChoice::Client);
+        assert_eq!(
+            client.request(&request(), deadline).unwrap(),
+            Answer::Unavailable
+        );
+        assert!(broker.list().is_empty());
+        // Console only: the client's round is never used; the console is asked.
+        let console_round = new_round();
+        let console = McpApprover::new(None, Some(broker.clone()))
+            .with_round(console_round.clone())
+            .with_choice(ApproverChoice::Console);
+        let waiter =
+            std::thread::spawn(move || console.request(&request(), Instant::now() + TEST_WAIT));
+        let pending = wait_pending(&broker);
+        broker.answer(pending.id, Answer::Deny).unwrap();
+        assert_eq!(waiter.join().unwrap().unwrap(), Answer::Deny);
+        assert!(
+            console_round.input_required().is_none(),
+            "the client was asked"
+        );
+        // Console only, without a console: nobody.
+        let nobody = McpApprover::new(None, None).with_choice(ApproverChoice::Console);
+        assert_eq!(
+            nobody.request(&request(), deadline).unwrap(),
+            Answer::Unavailable
+        );
+    }
+
+    /// An observer that holds the gate after its answer until released.
+    struct Hold(Mutex<mpsc::Receiver<()>>);
+    impl hermetic::approval::ApprovalObserver for Hold {
+        fn after_answer(&self, _: &ApprovalRequest, _: &Verdict) {
+            let _ = self.0.lock().unwrap().recv_timeout(TEST_WAIT);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_console_is_told_an_answer_is_taken_once_the_gate_acted_on_it() {
+        use hermetic::approval::{AllowlistFile, ApprovalConfig, ApprovalContext, ApprovalGate};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("allow.json");
+        let config = ApprovalConfig {
+            allowlist_file: Some(file.clone()),
+            ..ApprovalConfig::default()
+        };
+        let broker = Arc::new(ApprovalBroker::new().with_allowlist(|_| true));
+        let (release, held) = mpsc::channel();
+        let gate = ApprovalGate::new(&config)
+            .unwrap()
+            .with_approver(Arc::new(McpApprover::new(None, Some(broker.clone()))))
+            .with_observer(Arc::new(Hold(Mutex::new(held))));
+        let checker = std::thread::spawn(move || {
+            gate.check(&ApprovalContext::new("acme", "s1"), "git reset --hard")
+        });
+        let pending = tokio::task::spawn_blocking({
+            let broker = broker.clone();
+            move || wait_pending(&broker)
+        })
+        .await
+        .unwrap();
+        assert!(pending.always_persists);
+        let receipt = broker.answer(pending.id, Answer::Always).unwrap();
+        // The gate has the answer but has not finished with it: no acknowledgement.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let waiting = tokio::spawn(async move {
+            let settled = receipt.settled(TEST_WAIT).await;
+            let _ = tx.send(());
+            settled
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished());
+        release.send(()).unwrap();
+        rx.await.unwrap();
+        let settled = waiting.await.unwrap().unwrap();
+        assert_eq!(settled.outcome, Outcome::ApprovedAlways);
+        // Acknowledged, so on disk.
+        assert_eq!(
+            AllowlistFile::new(&file).load().unwrap(),
+            vec![hermetic::approval::RuleId::GitDestructive]
+        );
+        assert!(checker.join().unwrap().approved);
+    }
+
+    #[tokio::test]
+    async fn an_answer_whose_call_ended_first_is_not_acknowledged() {
+        let broker = Arc::new(ApprovalBroker::new());
+        let cancel = CancelToken::new();
+        let approver = McpApprover::new(None, Some(broker.clone())).with_cancel(cancel.clone());
+        let waiter = std::thread::spawn(move || {
+            let answer = approver.request(&request(), Instant::now() + TEST_WAIT);
+            // The call ends (its approver dropped) without the gate acting on it.
+            drop(approver);
+            answer
+        });
+        let pending = tokio::task::spawn_blocking({
+            let broker = broker.clone();
+            move || wait_pending(&broker)
+        })
+        .await
+        .unwrap();
+        let receipt = broker.answer(pending.id, Answer::Once).unwrap();
+        waiter.join().unwrap().unwrap();
+        assert_eq!(
+            receipt.settled(TEST_WAIT).await.unwrap_err(),
+            BrokerError::NotUsed(pending.id)
         );
     }
 

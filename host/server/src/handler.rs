@@ -192,10 +192,19 @@ pub(crate) async fn call_tool(
     // Lets the transport cancel this call at once: when the client's stream for it
     // goes away, its session is deleted, or a shutdown's grace ran out.
     let _live = shared.live.register(&session, request_id, cancel.0.clone());
-    let round = round_wanted
-        .then(|| input_round(&request, &tenant, &session, &name, &args))
+    // Who may answer is the operator's choice for the tenant, never the client's.
+    let choice = shared
+        .registry
+        .policy()
+        .terminal
+        .for_tenant(&tenant)
+        .approval
+        .approver;
+    let round = (round_wanted && choice.asks_client())
+        .then(|| input_round(shared, &request, &tenant, &session, &name, &args))
         .flatten();
     let mut approver = super::approvals::McpApprover::new(peer.as_ref(), shared.broker.clone())
+        .with_choice(choice)
         .with_cancel(cancel.0.clone())
         .with_tool(&name);
     if let Some(round) = &round {
@@ -295,8 +304,9 @@ fn wants_input_round(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// The [`InputRound`] of a tools/call that [`wants_input_round`], bound to its
-/// arguments' JSON text.
+/// arguments' JSON text; its answers are single-use through the server's nonces.
 fn input_round(
+    shared: &Shared,
     request: &CallToolRequestParams,
     tenant: &str,
     session: &str,
@@ -310,6 +320,7 @@ fn input_round(
         args,
         request.input_responses.as_ref(),
         request.request_state.as_deref(),
+        Arc::clone(&shared.nonces),
     )
     .map(Arc::new)
 }

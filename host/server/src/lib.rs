@@ -55,7 +55,7 @@ use std::time::Duration;
 
 pub use approvals::{
     ApprovalBroker, BrokerError, CHOICES, ElicitationApprover, InputRound, McpApprover,
-    PendingApproval, parse_choice,
+    PendingApproval, Receipt, SETTLE_WAIT, Settled, parse_choice,
 };
 pub use handler::McpHandler;
 pub use watch::{DEBOUNCE, POLL_INTERVAL, ReloadReport, Reloader, WatchHandle, spawn as watch};
@@ -152,6 +152,9 @@ pub(crate) struct Shared {
     /// Pending approvals for the operator console (only with admin tokens: without
     /// one nobody could answer, and a call would wait for nothing).
     pub(crate) broker: Option<Arc<approvals::ApprovalBroker>>,
+    /// Used nonces of MCP 2026-07-28 approval answers (`requestState`), so each
+    /// answer approves one retry.
+    pub(crate) nonces: Arc<dyn hermetic::approval::NonceStore>,
     /// Set when a shutdown began: new calls are refused, calls in flight finish.
     pub(crate) draining: AtomicBool,
     hooks: Mutex<Vec<ShutdownHook>>,
@@ -246,6 +249,7 @@ impl McpServer {
                 live: live::LiveCalls::default(),
                 auth,
                 broker,
+                nonces: Arc::new(hermetic::approval::MemoryNonceStore::new()),
                 draining: AtomicBool::new(false),
                 hooks: Mutex::new(hooks),
             }),

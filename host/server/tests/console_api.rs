@@ -13,7 +13,7 @@ mod common;
 
 use common::Reply;
 
-use hermetic::approval::{ApprovalRequest, Approver, RuleId, SessionKey, Tier};
+use hermetic::approval::{ApprovalConfig, ApprovalContext, ApprovalGate, Outcome};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions, Selection};
 use hermetic_server::McpApprover;
 use hermetic_server::audit::{AuditLog, Event};
@@ -62,16 +62,6 @@ impl Served {
     fn stop(self) {
         self.http.stop();
     }
-}
-
-fn approval(tenant: &str, rule: RuleId) -> ApprovalRequest {
-    ApprovalRequest::new(
-        SessionKey::new(tenant, "session-1"),
-        "rm -rf build",
-        Tier::Dangerous,
-        vec![rule],
-        vec!["rm -rf build".to_owned()],
-    )
 }
 
 #[test]
@@ -331,18 +321,18 @@ fn pending_approvals_name_their_tool_and_age_and_whether_always_persists() {
         policy.terminal.tenants.insert("acme".into(), acme);
     });
     let broker = served.http.server.approvals().unwrap().clone();
-    let ask = |tenant: &'static str, rule: RuleId| {
+    // Through a real gate, as a call asks: the console's answer is acknowledged once
+    // the gate has acted on it.
+    let ask = |tenant: &'static str| {
         let approver = McpApprover::new(None, Some(broker.clone())).with_tool("terminal");
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(Arc::new(approver));
         std::thread::spawn(move || {
-            approver
-                .request(&approval(tenant, rule), Instant::now() + HANG_GUARD)
-                .unwrap()
+            gate.check(&ApprovalContext::new(tenant, "session-1"), "rm -rf build")
         })
     };
-    let waiters = [
-        ask("acme", RuleId::RmRecursive),
-        ask("globex", RuleId::RmRecursive),
-    ];
+    let waiters = [ask("acme"), ask("globex")];
     let start = Instant::now();
     let list = loop {
         let list = served.get("/approvals").json();
@@ -379,7 +369,7 @@ fn pending_approvals_name_their_tool_and_age_and_whether_always_persists() {
         assert_eq!(reply.status, 200, "{}", reply.body);
     }
     for waiter in waiters {
-        assert_eq!(waiter.join().unwrap(), hermetic::approval::Answer::Deny);
+        assert_eq!(waiter.join().unwrap().outcome, Outcome::Denied);
     }
     served.stop();
 }

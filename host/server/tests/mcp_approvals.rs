@@ -12,7 +12,10 @@
 
 mod common;
 
-use hermetic::approval::{Answer, ApprovalRequest, Approver, RuleId, SessionKey, Tier};
+use hermetic::approval::{
+    AllowlistFile, ApprovalConfig, ApprovalContext, ApprovalGate, ApprovalRequest, Approver,
+    Outcome, RuleId, SessionKey, Tier, Verdict,
+};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::McpApprover;
 use hermetic_server::{McpServer, ServeOptions, auth};
@@ -105,14 +108,21 @@ fn request(command: &str) -> ApprovalRequest {
     )
 }
 
-/// Raises `request` from a thread, as the gate would, through `approver`.
-fn ask(approver: Arc<dyn Approver>, command: &str) -> std::thread::JoinHandle<Answer> {
-    let request = request(command);
-    std::thread::spawn(move || {
-        approver
-            .request(&request, Instant::now() + HANG_GUARD)
-            .unwrap()
-    })
+/// Puts `command` of acme's session-1 through a real approval gate with these
+/// settings, from a thread, asking `approver`: the console's answer comes back as the
+/// gate's verdict (and the console hears it was acted on only then).
+fn ask_with(
+    config: &ApprovalConfig,
+    approver: Arc<dyn Approver>,
+    command: &str,
+) -> std::thread::JoinHandle<Verdict> {
+    let gate = ApprovalGate::new(config).unwrap().with_approver(approver);
+    let command = command.to_owned();
+    std::thread::spawn(move || gate.check(&ApprovalContext::new("acme", "session-1"), &command))
+}
+
+fn ask(approver: Arc<dyn Approver>, command: &str) -> std::thread::JoinHandle<Verdict> {
+    ask_with(&ApprovalConfig::default(), approver, command)
 }
 
 #[test]
@@ -137,7 +147,9 @@ fn the_console_lists_pending_approvals_and_its_answers_reach_the_gate() {
     assert!(pending["expires_in_ms"].as_u64().unwrap() > 0);
     let (status, body) = running.answer(&pending["id"], "session");
     assert_eq!(status, 200, "{body}");
-    assert_eq!(waiter.join().unwrap(), Answer::Session);
+    let answered: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answered["outcome"], "approved_session", "{body}");
+    assert_eq!(waiter.join().unwrap().outcome, Outcome::ApprovedSession);
     // Answered requests leave the list, and cannot be answered twice.
     let (_, body) = running.request("GET", "/approvals", Some(ADMIN), "");
     assert_eq!(body, "[]");
@@ -152,7 +164,7 @@ fn the_console_lists_pending_approvals_and_its_answers_reach_the_gate() {
     assert_eq!(running.answer(&pending["id"], "yes please").0, 400);
     assert_eq!(running.answer(&pending["id"], "timeout").0, 400);
     assert_eq!(running.answer(&pending["id"], "deny").0, 200);
-    assert_eq!(waiter.join().unwrap(), Answer::Deny);
+    assert_eq!(waiter.join().unwrap().outcome, Outcome::Denied);
 
     assert_eq!(running.answer(&json!(999_999), "once").0, 404);
     running.stop();
@@ -173,7 +185,84 @@ fn the_console_needs_the_admin_token() {
     // Still pending: nothing was answered without the token.
     assert_eq!(running.pending()["id"], pending["id"]);
     assert_eq!(running.answer(&pending["id"], "once").0, 200);
-    assert_eq!(waiter.join().unwrap(), Answer::Once);
+    assert_eq!(waiter.join().unwrap().outcome, Outcome::ApprovedOnce);
+    running.stop();
+}
+
+/// An operator's "always" is answered 200 only once the allowlist file holding it is
+/// on disk: while the gate cannot write it (another writer holds the file's lock),
+/// the console's request waits; once the write is synced, the 200 comes, and the rule
+/// is in the file. (Before, the 200 came when the answer was handed to the gate, and
+/// a crash before the write lost an acknowledged rule.)
+#[test]
+fn the_console_s_always_is_acknowledged_only_once_it_is_on_disk() {
+    let running = Running::start();
+    let broker = running.server.approvals().unwrap().clone();
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("allow.json");
+    let config = ApprovalConfig {
+        allowlist_file: Some(file.clone()),
+        ..ApprovalConfig::default()
+    };
+    let waiter = ask_with(&config, broker, "git reset --hard");
+    let pending = running.pending();
+    // Another writer holds the list's lock, as `AllowlistFile::add` takes it.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(file.with_extension("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let answering = {
+        let addr = running.addr.clone();
+        let id = pending["id"].clone();
+        std::thread::spawn(move || {
+            let reply = common::request_to(
+                &addr,
+                "POST",
+                &format!("/approvals/{id}"),
+                Some(ADMIN),
+                br#"{"answer": "always"}"#,
+                HANG_GUARD,
+            );
+            let on_disk = AllowlistFile::new(dir.path().join("allow.json"))
+                .load()
+                .unwrap();
+            (reply.status, reply.body, on_disk, dir)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !answering.is_finished(),
+        "the console was answered before the rule was written"
+    );
+    lock.unlock().unwrap();
+    let (status, body, on_disk, _dir) = answering.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let answered: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answered["outcome"], "approved_always", "{body}");
+    assert_eq!(on_disk, vec![RuleId::GitDestructive]);
+    assert_eq!(waiter.join().unwrap().outcome, Outcome::ApprovedAlways);
+    running.stop();
+}
+
+/// An answer whose call has ended (cancelled, or out of time) is not acknowledged as
+/// taken: the console gets 409 and nothing ran.
+#[test]
+fn an_answer_that_reaches_no_call_is_not_acknowledged() {
+    let running = Running::start();
+    let broker = running.server.approvals().unwrap().clone();
+    let cancel = hermetic::CancelToken::new();
+    let approver: Arc<dyn Approver> =
+        Arc::new(McpApprover::new(None, Some(broker)).with_cancel(cancel.clone()));
+    let waiter = ask(approver, "rm -rf build");
+    let pending = running.pending();
+    cancel.cancel();
+    assert_eq!(waiter.join().unwrap().outcome, Outcome::Timeout);
+    // Gone from the list, so not found; had the answer raced the cancel, 409.
+    let (status, _) = running.answer(&pending["id"], "once");
+    assert!(status == 404 || status == 409, "{status}");
     running.stop();
 }
 

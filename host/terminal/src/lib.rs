@@ -399,11 +399,13 @@ impl std::fmt::Debug for TerminalCall<'_> {
     }
 }
 
-/// A call's approver, bounded by the call: nobody is asked past the calling tool's
-/// deadline. The gate's own timeout for asynchronous approvers is longer than most
-/// tools' deadlines; without the bound the call would sit in the host past its
-/// deadline (epoch interruption cannot reach host code), waiting for an answer nobody
-/// could use, while its client waits for a reply.
+/// A call's approver, bounded by the call: nobody is asked past a margin before the
+/// calling tool's deadline ([`hermetic_approval::wait_within_call`]). The gate's own
+/// timeout for asynchronous approvers is longer than most tools' deadlines; without
+/// the bound the call would sit in the host past its deadline (epoch interruption
+/// cannot reach host code), waiting for an answer nobody could use, while its client
+/// waits for a reply — and a wait that ended right at the deadline would leave the
+/// agent reading the call's time limit instead of "Nobody answered".
 struct CallBound<'a> {
     inner: &'a dyn Approver,
     deadline: Option<Instant>,
@@ -423,11 +425,18 @@ impl Approver for CallBound<'_> {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
-        let deadline = self.deadline.map_or(deadline, |call| call.min(deadline));
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        let deadline = self.deadline.map_or(deadline, |call| {
+            hermetic_approval::wait_within_call(call, now).min(deadline)
+        });
+        if now >= deadline {
             return Ok(Answer::Timeout);
         }
         self.inner.request(request, deadline)
+    }
+
+    fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
+        self.inner.settled(request, verdict);
     }
 }
 

@@ -52,12 +52,17 @@ impl Front {
                         "Bad Request: send {\"answer\": \"once\" | \"session\" | \"always\" | \"deny\"}\n",
                     );
                 };
-                match broker.answer(id, answer) {
-                    Ok(()) => console::api_headers(json(
+                // Answered only once the gate has acted on it: an acknowledged
+                // "always" is on disk.
+                match broker.answer_settled(id, answer).await {
+                    Ok(settled) => console::api_headers(json(
                         StatusCode::OK,
-                        &serde_json::json!({"id": id, "answer": answer}),
+                        &serde_json::json!({
+                            "id": id, "answer": answer,
+                            "outcome": settled.outcome, "message": settled.message,
+                        }),
                     )),
-                    Err(e) => text(StatusCode::NOT_FOUND, &format!("Not Found: {e}\n")),
+                    Err(e) => text(e.status(), &format!("{e}\n")),
                 }
             }
             _ => {

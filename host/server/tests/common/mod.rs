@@ -76,35 +76,49 @@ pub fn serve_http(server: McpServer, hang_guard: Duration) -> Serving {
     }
 }
 
+/// One request to `addr` on a fresh connection (`Connection: close`), with a bearer
+/// `token` if given, waiting at most `hang_guard` for the answer (from any thread: a
+/// test may send one while it does something else).
+#[allow(dead_code, reason = "each suite uses the helpers it needs")]
+pub fn request_to(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &[u8],
+    hang_guard: Duration,
+) -> Reply {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(hang_guard)).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let _ = stream.write_all(body);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Reply {
+        status: head[9..12].parse().unwrap(),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
 #[allow(dead_code, reason = "each suite uses the helpers it needs")]
 impl Serving {
     /// One request on a fresh connection (`Connection: close`), with a bearer `token`
     /// if given. The body is sent after the head; a server that answers (and closes)
     /// without reading it is fine.
     pub fn request(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> Reply {
-        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(self.hang_guard)).unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let _ = stream.write_all(body);
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let response = String::from_utf8_lossy(&response).into_owned();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        Reply {
-            status: head[9..12].parse().unwrap(),
-            head: head.to_owned(),
-            body: body.to_owned(),
-        }
+        request_to(&self.addr, method, path, token, body, self.hang_guard)
     }
 
     /// tools/list from a sessionless (2026-07-28) request: the `tools` array.
