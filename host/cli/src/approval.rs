@@ -34,8 +34,9 @@ pub enum ApprovalCommand {
         /// unless the settings say `headless = "allow"`.
         #[arg(long)]
         ask: bool,
-        /// Tenant the session approvals belong to.
-        #[arg(long, default_value = "local")]
+        /// Tenant the session approvals belong to (default: the operator, as for every
+        /// other command).
+        #[arg(long, default_value = hermetic::policy::OPERATOR_TENANT, hide_default_value = true)]
         tenant: String,
         /// Session the approvals belong to.
         #[arg(long, default_value = "cli")]

@@ -307,6 +307,16 @@ impl LimitOverride {
     }
 }
 
+/// The operator's own tenant id: calls made with it get the operator's grants with no
+/// tenant narrowing and see every tool (the CLI, a server without tokens, the
+/// console). The one name for it everywhere in the host; a guest's context shows it as
+/// [`OPERATOR_TENANT_FOR_GUESTS`].
+pub const OPERATOR_TENANT: &str = "";
+
+/// What a guest's call context says for [`OPERATOR_TENANT`]: guests (and Hermes's
+/// tools) expect a non-empty tenant id.
+pub const OPERATOR_TENANT_FOR_GUESTS: &str = "default";
+
 /// What a tenant allows. Every field narrows; `None` = no further narrowing.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct TenantPolicy {

@@ -424,22 +424,23 @@ impl Catalog {
         *self.tenant_tools.write().unwrap_or_else(|p| p.into_inner()) = resolved;
     }
 
-    /// Checks a tenant id: `""` is the operator itself; others must be in the policy.
+    /// Checks a tenant id: [`policy::OPERATOR_TENANT`] is the operator itself; others
+    /// must be in the policy.
     ///
     /// # Errors
     /// [`RegistryError::UnknownTenant`].
     pub fn check_tenant(&self, tenant: &str) -> Result<(), RegistryError> {
-        if tenant.is_empty() || self.policy.tenants.contains_key(tenant) {
+        if tenant == policy::OPERATOR_TENANT || self.policy.tenants.contains_key(tenant) {
             Ok(())
         } else {
             Err(RegistryError::UnknownTenant(tenant.to_owned()))
         }
     }
 
-    /// Whether a tenant may see a tool (its toolsets include it). The operator ("")
-    /// sees everything.
+    /// Whether a tenant may see a tool (its toolsets include it). The operator
+    /// ([`policy::OPERATOR_TENANT`]) sees everything.
     fn tenant_sees(&self, tenant: &str, name: &str) -> bool {
-        if tenant.is_empty() {
+        if tenant == policy::OPERATOR_TENANT {
             return true;
         }
         let visible = self.tenant_tools.read().unwrap_or_else(|p| p.into_inner());

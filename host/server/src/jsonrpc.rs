@@ -9,7 +9,16 @@
 //! every method, custom ones included, so only its params can have failed), invalid
 //! request (−32600) for anything else.
 
-use rmcp::model::{CallToolRequest, ClientJsonRpcMessage, ClientRequest, JsonRpcRequest};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CancelTaskMethod, ClientJsonRpcMessage, ClientRequest,
+    CompleteRequestMethod, ConstString, DiscoverRequestMethod, GetPromptRequestMethod,
+    GetSkillRequestMethod, GetTaskMethod, InitializeResultMethod, JsonRpcRequest,
+    ListPromptsRequestMethod, ListResourceTemplatesRequestMethod, ListResourcesRequestMethod,
+    ListSkillsRequestMethod, ListToolsRequestMethod, PingRequestMethod,
+    ReadResourceDirectoryRequestMethod, ReadResourceRequestMethod, SetLevelRequestMethod,
+    SubscribeRequestMethod, SubscriptionsListenRequestMethod, UnsubscribeRequestMethod,
+    UpdateTaskMethod,
+};
 use serde_json::{Value, json};
 
 /// Parses one client message, as rmcp's own `ClientJsonRpcMessage` parse does.
@@ -22,11 +31,58 @@ use serde_json::{Value, json};
 /// and so does a tools/call text that mentions `result` or `error` anywhere (rmcp
 /// refuses a request that also has those members; the direct read would not).
 pub(crate) fn parse_message(text: &[u8]) -> Result<ClientJsonRpcMessage, serde_json::Error> {
-    match tools_call(text) {
-        Some(message) => Ok(message),
-        None => serde_json::from_slice(text),
+    if let Some(message) = tools_call(text) {
+        return Ok(message);
     }
+    let message: ClientJsonRpcMessage = serde_json::from_slice(text)?;
+    // rmcp's last variant takes any method with any params: a standard request whose
+    // params do not fit its type lands there, and would be answered "method not found"
+    // (−32601). Its params are what is wrong (−32602, via `failure_response`).
+    if let ClientJsonRpcMessage::Request(request) = &message
+        && let ClientRequest::CustomRequest(custom) = &request.request
+        && STANDARD_METHODS.contains(&custom.method.as_str())
+    {
+        return Err(match custom.method.as_str() {
+            CallToolRequestMethod::VALUE => {
+                serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(text)
+                    .err()
+                    .map_or_else(
+                        || serde::de::Error::custom("tools/call: params do not fit the method"),
+                        |e| serde::de::Error::custom(format!("tools/call: {e}")),
+                    )
+            }
+            method => serde::de::Error::custom(format!("{method}: params do not fit the method")),
+        });
+    }
+    Ok(message)
 }
+
+/// Methods rmcp reads into a type of their own (its `ClientRequest` variants but the
+/// catch-all): a request for one of them that rmcp read as a custom request has
+/// params that do not fit.
+const STANDARD_METHODS: [&str; 21] = [
+    PingRequestMethod::VALUE,
+    InitializeResultMethod::VALUE,
+    DiscoverRequestMethod::VALUE,
+    CompleteRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    GetPromptRequestMethod::VALUE,
+    ListPromptsRequestMethod::VALUE,
+    ListResourcesRequestMethod::VALUE,
+    ListResourceTemplatesRequestMethod::VALUE,
+    ReadResourceRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+    CallToolRequestMethod::VALUE,
+    ListToolsRequestMethod::VALUE,
+    GetTaskMethod::VALUE,
+    UpdateTaskMethod::VALUE,
+    CancelTaskMethod::VALUE,
+    ListSkillsRequestMethod::VALUE,
+    GetSkillRequestMethod::VALUE,
+    ReadResourceDirectoryRequestMethod::VALUE,
+];
 
 /// The direct read of [`parse_message`]: `None` unless `text` is a tools/call request
 /// it may read.
@@ -192,8 +248,16 @@ mod tests {
             // with itself).
             assert_eq!(tools_call(line.as_bytes()).is_some(), i < 4, "{line}");
             let ours = parse_message(line.as_bytes()).map(|m| serde_json::to_value(m).unwrap());
-            let rmcp = serde_json::from_str::<ClientJsonRpcMessage>(line)
-                .map(|m| serde_json::to_value(m).unwrap());
+            let rmcp = serde_json::from_str::<ClientJsonRpcMessage>(line);
+            // A tools/call rmcp could read only as a custom request has bad params:
+            // refused here (invalid params) where rmcp would say "method not found".
+            if let Ok(ClientJsonRpcMessage::Request(request)) = &rmcp
+                && matches!(request.request, ClientRequest::CustomRequest(_))
+            {
+                assert!(ours.is_err(), "{line}");
+                continue;
+            }
+            let rmcp = rmcp.map(|m| serde_json::to_value(m).unwrap());
             match (ours, rmcp) {
                 (Ok(ours), Ok(rmcp)) => assert_eq!(ours, rmcp, "{line}"),
                 (Err(_), Err(_)) => {}
@@ -209,6 +273,32 @@ mod tests {
         };
         let meta = call.extensions.get::<rmcp::model::RequestMetaObject>();
         assert!(meta.is_some_and(|m| m.get_progress_token().is_some()));
+    }
+
+    #[test]
+    fn a_standard_request_with_params_that_do_not_fit_is_invalid_params_not_an_unknown_method() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":3}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"echo"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}"#,
+        ] {
+            let e = parse_message(line.as_bytes()).expect_err(line);
+            let reply = failure_response(line.as_bytes(), &e.to_string()).unwrap();
+            assert_eq!(reply["error"]["code"], json!(INVALID_PARAMS), "{line}");
+            assert_eq!(reply["id"], json!(1), "{line}");
+            let method = line
+                .split("\"method\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next();
+            assert!(e.to_string().starts_with(method.unwrap()), "{line}: {e}");
+        }
+        // A method of no standard shape stays rmcp's custom request (its handler says
+        // whether it knows it).
+        assert!(parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"x/y","params":3}"#).is_ok());
     }
 
     #[test]

@@ -786,14 +786,22 @@ fn malformed_http_bodies_get_400_with_the_json_rpc_error_for_their_id() {
         (reply["id"].clone(), reply["error"]["code"].clone()),
         (Value::Null, json!(-32700))
     );
-    let bad_params = r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":"nope"}"#;
-    let (status, _, body) = running.exchange(None, false, bad_params);
-    assert_eq!(status, 400, "{body}");
-    let reply: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(
-        (reply["id"].clone(), reply["error"]["code"].clone()),
-        (json!(31), json!(-32602))
-    );
+    // Params that do not fit, missing, or missing the tool's name: invalid params (not
+    // "method not found", and no 404 for a sessionless call).
+    for bad_params in [
+        r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":"nope"}"#,
+        r#"{"jsonrpc":"2.0","id":31,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"arguments":{}}}"#,
+    ] {
+        let (status, _, body) = running.exchange(None, false, bad_params);
+        assert_eq!(status, 400, "{bad_params}: {body}");
+        let reply: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            (reply["id"].clone(), reply["error"]["code"].clone()),
+            (json!(31), json!(-32602)),
+            "{bad_params}"
+        );
+    }
     running.stop();
 }
 
@@ -911,9 +919,15 @@ fn stdio_lines_that_are_not_json_or_too_long_get_the_json_rpc_error_they_are_owe
         let reply = read_message(from).await;
         assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (Value::Null, json!(-32700)));
         // JSON whose params do not fit: invalid params, with its id.
-        send_line(to, br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":7}"#).await;
-        let reply = read_message(from).await;
-        assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(9), json!(-32602)));
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":7}"#[..],
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":["echo"]}}"#,
+        ] {
+            send_line(to, line).await;
+            let reply = read_message(from).await;
+            assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(9), json!(-32602)));
+        }
         // Over the line limit: an error with the id its head names.
         let mut huge = br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"message":""#.to_vec();
         huge.resize(stdio::MAX_LINE + 10, b'x');

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct CallOptions {
-    /// Tenant id; empty = the operator itself (no tenant narrowing). The guest sees
-    /// `"default"` then.
+    /// Tenant id; [`crate::policy::OPERATOR_TENANT`] (empty, the default) = the operator
+    /// itself, with no tenant narrowing (the guest sees
+    /// [`crate::policy::OPERATOR_TENANT_FOR_GUESTS`] then).
     pub tenant: String,
     /// Agent session id.
     pub session: String,
@@ -487,8 +488,8 @@ impl Dispatcher {
         let call_id = format!("call_{seq:x}");
         let ctx = CallContext {
             call_id: call_id.clone(),
-            tenant: if options.tenant.is_empty() {
-                "default".to_owned()
+            tenant: if options.tenant == crate::policy::OPERATOR_TENANT {
+                crate::policy::OPERATOR_TENANT_FOR_GUESTS.to_owned()
             } else {
                 options.tenant.clone()
             },
