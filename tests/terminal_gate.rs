@@ -424,3 +424,118 @@ fn ordinary_use_still_works() {
     );
     s.process("kill", &id, None);
 }
+
+/// Starts `command`, sends each of `refused` (each must be refused) and then `good`,
+/// closes stdin and waits: the process exits having printed `expect`, and the victim
+/// survives.
+fn judged_in_its_language(command: &str, refused: &[&str], good: &str, expect: &str) {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    let s = Session {
+        registry: &registry,
+        options: opts("language", None),
+    };
+    let id = s.start(command, false);
+    for line in refused {
+        let r = s.submit(&id, line);
+        assert!(is_refused(&r), "{command}: {line}: {r}");
+    }
+    let r = s.submit(&id, good);
+    assert_eq!(r["status"], "ok", "{command}: {good}: {r}");
+    assert_eq!(s.process("close", &id, None)["status"], "ok");
+    let w = s.process("wait", &id, None);
+    assert_eq!(w["status"], "exited", "{command}: {w}");
+    assert!(
+        w["output"].as_str().unwrap().contains(expect),
+        "{command}: {w}"
+    );
+    assert!(
+        root.join("victim/precious").exists(),
+        "{command}: the victim survives"
+    );
+}
+
+#[test]
+fn node_reads_javascript_and_is_judged_as_javascript() {
+    judged_in_its_language(
+        "node",
+        &[
+            "require('child_process').execSync('rm -rf victim')",
+            "require('fs').rmSync('victim', {recursive: true})",
+            "process.mainModule.require('child_'+'process')",
+        ],
+        "console.log('node-' + 'ok')",
+        "node-ok",
+    );
+}
+
+#[test]
+fn perl_reads_perl_and_is_judged_as_perl() {
+    judged_in_its_language(
+        "perl",
+        &[
+            "system('rm -rf victim');",
+            "`rm -rf victim`;",
+            "unlink glob('victim/*');",
+        ],
+        "print 'perl-' . \"ok\\n\";",
+        "perl-ok",
+    );
+}
+
+#[test]
+fn sqlite3_reads_sql_and_its_dot_commands_are_judged() {
+    judged_in_its_language(
+        "sqlite3 app.db",
+        &[
+            ".shell rm -rf victim",
+            ".system rm -rf victim",
+            "DROP TABLE users;",
+            ".output |sh",
+        ],
+        "SELECT 40 + 2;",
+        "42",
+    );
+}
+
+#[test]
+fn sh_s_reads_shell_that_is_not_bash() {
+    // dash reads `$'…'` as `$` and a quoted string: what the detector (which parses
+    // bash) would see is not what runs, so it is unparseable.
+    judged_in_its_language(
+        "sh -s",
+        &["rm -rf victim", "echo $'a\\' ; rm -rf victim ; echo \\''"],
+        "echo sh-ok",
+        "sh-ok",
+    );
+}
+
+#[test]
+fn a_dangerous_command_a_human_approved_has_its_input_judged_as_commands() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    // awk runs every line it reads as a shell command: dangerous, and approved here.
+    let once: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Once]));
+    let s = Session {
+        registry: &registry,
+        options: opts("approved", Some(once)),
+    };
+    let id = s.start("awk '{system($0)}'", false);
+    let s = Session {
+        registry: &registry,
+        options: opts("approved", None),
+    };
+    let r = s.submit(&id, "rm -rf victim");
+    assert_eq!(r["status"], "pending_approval", "{r}");
+    let r = s.submit(&id, "touch after");
+    assert_eq!(r["status"], "ok", "{r}");
+    // awk may read its input in blocks: at EOF it has read (and run) all of it.
+    assert_eq!(s.process("close", &id, None)["status"], "ok");
+    let w = s.process("wait", &id, None);
+    assert_eq!(w["status"], "exited", "{w}");
+    assert!(
+        root.join("after").exists(),
+        "awk ran the harmless line: {w}"
+    );
+    assert!(root.join("victim/precious").exists(), "the victim survives");
+}

@@ -53,7 +53,7 @@ use hermetic_approval::{
     Answer, ApprovalContext, ApprovalGate, ApprovalObserver, ApprovalRequest, Approver,
     ApproverError, ApproverKind, Detection, Outcome, SessionKey, Verdict,
 };
-use hermetic_detect::Frame;
+use hermetic_detect::{Frame, Reader};
 use process::{Action, ProcessRegistry};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -534,10 +534,18 @@ impl<'a> TerminalCall<'a> {
                 cwd: &cwd,
             },
         );
+        let dangerous = !judged.detection.is_safe();
         self.decide(&t, &request.command, judged.detection)?;
         self.host.files.remember(&key, &judged.wrote);
         let pty = request.pty && t.backend.pty_mode() != backend::PtyMode::None;
-        let input = input_gate::InputGate::new(judged.readers, pty, judged.cwd);
+        let mut readers = judged.readers;
+        if dangerous {
+            // Approved though dangerous (`awk '{system($0)}'`, `sed e`): what it does
+            // with its input is beyond the detector's reading, so each line it is sent
+            // is judged as a shell command, as an unknown program's is.
+            readers.push(Reader::Unknown);
+        }
+        let input = input_gate::InputGate::new(readers, pty, judged.cwd);
         Ok((t, input))
     }
 
