@@ -539,3 +539,26 @@ fn a_dangerous_command_a_human_approved_has_its_input_judged_as_commands() {
     );
     assert!(root.join("victim/precious").exists(), "the victim survives");
 }
+
+#[test]
+fn xargs_is_no_way_to_hand_a_shell_its_input_as_code() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    let s = Session {
+        registry: &registry,
+        options: opts("xargs", None),
+    };
+    // `'rm -rf victim'` sent to it would be `sh -c 'rm -rf victim'`.
+    for command in ["xargs sh -c", "xargs -0 bash -c", "cat | xargs -L1 sh -c"] {
+        let r = s.terminal(json!({"command": command, "background": true}));
+        assert_eq!(r["status"], "pending_approval", "{command}: {r}");
+    }
+    // A debugger's, an editor's or expect's commands are not read: each line asks.
+    let id = s.start("ed", false);
+    let r = s.submit(&id, "!rm -rf victim");
+    assert_eq!(r["status"], "pending_approval", "{r}");
+    let r = s.submit(&id, "q");
+    assert_eq!(r["status"], "pending_approval", "{r}");
+    s.process("kill", &id, None);
+    assert!(root.join("victim/precious").exists(), "the victim survives");
+}

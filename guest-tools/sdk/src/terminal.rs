@@ -28,12 +28,12 @@ pub use bindings::hermetic::tool::terminal::*;
 /// The JSON shapes of Hermes's `terminal` and `process` tools, built from the typed
 /// results (what the bundled tools return; the README's terminal section shows them).
 pub mod hermes {
+    #[cfg(test)]
+    use super::HeldInput;
     use super::{
         Error, Finished, KillOutcome, LogLines, ProcessInfo, ProcessStatus, Refusal, Started,
         WaitOutcome, WriteOutcome,
     };
-    #[cfg(test)]
-    use super::HeldInput;
     use serde_json::{Value, json};
 
     /// What the not-granted error tells the agent.

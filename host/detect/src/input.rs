@@ -205,8 +205,11 @@ fn repl_language(name: &str) -> Option<CodeLang> {
         "irb" | "pry" => CodeLang::Ruby,
         "psysh" => CodeLang::Php,
         "ts-node" | "tsx" => CodeLang::Node,
-        "ghci" | "R" | "erl" | "iex" | "guile" | "racket" | "sbcl" | "clojure" | "scala"
-        | "jshell" | "gdb" | "lldb" => CodeLang::Other,
+        "R" => CodeLang::Other,
+        "ghci" | "erl" | "iex" | "guile" | "racket" | "sbcl" | "clojure" | "scala" | "jshell"
+        | "gdb" | "lldb" | "pdb" | "expect" | "tclsh" | "wish" | "jdb" | "dc" | "ed" | "ex"
+        | "vim" | "vi" | "nvim" | "emacs" | "nano" | "mail" | "mailx" | "ftp" | "sftp" | "lftp"
+        | "telnet" | "nc" | "ncat" | "socat" | "tmux" | "screen" => CodeLang::Unread,
         _ => return None,
     })
 }
@@ -456,7 +459,7 @@ fn repl_needles(lang: CodeLang) -> &'static [&'static str] {
             ".load",
         ],
         CodeLang::Ruby => &["load", "binding", "instance_variable", "const_get"],
-        CodeLang::Perl | CodeLang::Php | CodeLang::Other => &[],
+        CodeLang::Perl | CodeLang::Php | CodeLang::Other | CodeLang::Unread => &[],
     }
 }
 
@@ -467,7 +470,7 @@ fn is_risky_in(lang: CodeLang, text: &str) -> bool {
         CodeLang::Perl => Lang::Perl,
         CodeLang::Ruby => Lang::Ruby,
         CodeLang::Php => Lang::Php,
-        CodeLang::Other => Lang::Generic,
+        CodeLang::Other | CodeLang::Unread => Lang::Generic,
     };
     code::is_risky(inner, text) || repl_needles(lang).iter().any(|n| text.contains(n))
 }
@@ -834,6 +837,12 @@ impl Detector {
             v.hit(finding_rule(*finding), text);
         }
         let code = normalized.text.as_ref();
+        if lang == CodeLang::Unread {
+            for line in code.lines().filter(|l| !l.trim().is_empty()) {
+                v.hit(RuleId::Unparseable, line);
+            }
+            return;
+        }
         let joined = code.replace("\\\n", "");
         if is_risky_in(lang, code) || is_risky_in(lang, &joined) {
             v.hit(RuleId::InterpreterCode, code);
@@ -950,10 +959,33 @@ mod tests {
                 "sed's program from stdin",
             ),
             ("sleep 100", &[], "reads nothing"),
+            (
+                "gdb ./app",
+                &[Reader::Code(CodeLang::Unread)],
+                "a debugger's commands",
+            ),
+            (
+                "expect",
+                &[Reader::Code(CodeLang::Unread)],
+                "Tcl with spawn",
+            ),
+            ("xargs -n1 echo", &[], "echo's arguments are data"),
         ];
         for (command, expected, why) in cases {
             assert_eq!(&readers(command), expected, "{command}: {why}");
         }
+    }
+
+    #[test]
+    fn xargs_runs_its_command_with_words_only_known_at_run_time() {
+        let d = Detector::default();
+        let tier = |c: &str| d.judge(c, &Frame::default()).detection.tier;
+        // `'rm -rf v'` on its input would be sh's code.
+        assert_eq!(tier("xargs sh -c"), Tier::Dangerous);
+        assert_eq!(tier("xargs -0 bash -c"), Tier::Dangerous);
+        // Known input is judged as the words it is.
+        assert_eq!(tier("xargs -n1 echo"), Tier::Safe);
+        assert_eq!(tier("echo a b | xargs -n1 echo"), Tier::Safe);
     }
 
     #[test]
@@ -1048,6 +1080,7 @@ mod tests {
         let node = [Reader::Code(CodeLang::Node)];
         let sql = [Reader::Sql];
         let unknown = [Reader::Unknown];
+        let unread = [Reader::Code(CodeLang::Unread)];
         let ish = [Reader::Shell {
             bash: true,
             interactive: true,
@@ -1198,6 +1231,21 @@ mod tests {
                 "sh reads $'…' otherwise",
             ),
             ("anything at all\n", &[], false, Tier::Safe, "data"),
+            (
+                "shell rm -rf v\n",
+                &unread,
+                false,
+                Tier::Dangerous,
+                "gdb's shell: not read",
+            ),
+            (
+                "info registers\n",
+                &unread,
+                false,
+                Tier::Dangerous,
+                "nothing is read",
+            ),
+            ("\n", &unread, false, Tier::Safe, "an empty line"),
         ];
         for (text, readers, pty, expected, why) in cases {
             assert_eq!(tier(text, readers, *pty), *expected, "{text:?}: {why}");

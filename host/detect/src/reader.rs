@@ -46,7 +46,11 @@ pub enum CodeLang {
     Ruby,
     /// PHP (`php -a`, `psysh`).
     Php,
-    /// Another language the detector knows only by its risky API names (Lua, Tcl, R,
-    /// Julia, …).
+    /// Another language the detector knows only by its risky API names (Lua, R,
+    /// Julia, …), as it judges their `-e` code.
     Other,
+    /// A language whose ways to run a program or touch files the detector does not
+    /// list (a debugger's `shell`, ghci's `:!`, Erlang's `os:cmd`, Tcl's `open |`,
+    /// expect's `spawn`): it cannot judge a line, so every line is unparseable.
+    Unread,
 }

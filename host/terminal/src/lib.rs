@@ -811,8 +811,10 @@ impl<'a> TerminalCall<'a> {
             Arc::clone(&t.backend),
             spawned,
             marker,
-            input,
-            stdin,
+            process::StartingInput {
+                gate: input,
+                first: stdin,
+            },
         );
         Ok(ProcessStarted { id, pid })
     }

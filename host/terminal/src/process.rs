@@ -162,6 +162,15 @@ impl Proc {
     }
 }
 
+/// A new process's stdin: its gate, and the approved text it is sent first (the
+/// `stdin` of the command that started it).
+pub(crate) struct StartingInput {
+    /// What reads it, and what is held back.
+    pub gate: InputGate,
+    /// Judged and approved: written as soon as the process is registered.
+    pub first: Option<String>,
+}
+
 /// How a write to a background process's stdin went.
 pub(crate) enum StdinWrite {
     Written,
@@ -249,8 +258,7 @@ impl ProcessRegistry {
         backend: Arc<dyn TerminalBackend>,
         spawned: Spawned,
         marker: String,
-        input: InputGate,
-        stdin_text: Option<String>,
+        input: StartingInput,
     ) -> (String, u32) {
         let seq = PROC_SEQ.fetch_add(1, Ordering::Relaxed);
         let id = format!("proc_{:x}{:06x}", std::process::id(), seq);
@@ -269,7 +277,7 @@ impl ProcessRegistry {
             changed: Condvar::new(),
             stdin: Mutex::new(stdin),
             stdin_closed: std::sync::atomic::AtomicBool::new(false),
-            input: Mutex::new(input),
+            input: Mutex::new(input.gate),
             backend,
             session: session.clone(),
             child: Mutex::new(Some(child)),
@@ -289,7 +297,7 @@ impl ProcessRegistry {
         }
         // Registered first, so it can be killed even if it never reads its stdin; the
         // write itself is not waited for (the agent can poll or write more later).
-        if let Some(text) = stdin_text {
+        if let Some(text) = input.first {
             let _ = proc.write_stdin(text.into_bytes(), Duration::ZERO, &|| true);
         }
         (id, pid)
