@@ -20,6 +20,7 @@ use super::detector::{Detection, Detector, analyze, detection, finding_rule};
 use super::fold::{Field, Producer};
 use super::limits::{MAX_INPUT_BYTES, MAX_NESTING, exceeds_nesting};
 use super::normalize::normalize;
+use super::opts::{self, Spec};
 use super::reader::{CodeLang, Reader};
 use super::rules::RuleId;
 use super::walk::{self, Analyzer, Invocation, RawHit};
@@ -227,7 +228,12 @@ fn code_lang(lang: Lang) -> CodeLang {
 
 impl Analyzer<'_> {
     /// Records how the simple command `name args` uses the stdin it inherits.
+    /// (And what a filter writes to a file of its own: `sort -o`, `uniq IN OUT` write
+    /// what they read, which later commands may run.)
     pub(crate) fn note_stdin(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
+        if let Some(out) = filter_output(name, args) {
+            self.check_write(&out, true, inv.rendered);
+        }
         // A heredoc, here-string or `echo … |` feeds it: not the input's own stdin.
         if matches!(inv.stdin, Producer::Literal(_)) {
             return;
@@ -370,6 +376,43 @@ impl Analyzer<'_> {
         if !self.readers.contains(&reader) && self.readers.len() < MAX_READERS {
             self.readers.push(reader);
         }
+    }
+}
+
+/// The file a filter writes besides stdout: `sort -o FILE`, `uniq IN OUT`. (Their
+/// redirections are checked with every command's.)
+fn filter_output(name: &str, args: &[Field]) -> Option<Field> {
+    const SORT: Spec = Spec {
+        short_values: "koStT",
+        longs: &[
+            "key=",
+            "output=",
+            "field-separator=",
+            "buffer-size=",
+            "temporary-directory=",
+            "parallel=",
+            "batch-size=",
+            "compress-program=",
+            "files0-from=",
+            "random-source=",
+            "sort=",
+        ],
+        stop_at_operand: false,
+    };
+    const UNIQ: Spec = Spec {
+        short_values: "fsw",
+        longs: &["skip-fields=", "skip-chars=", "check-chars=", "group="],
+        stop_at_operand: false,
+    };
+    match name {
+        "sort" => opts::parse(args, &SORT)
+            .value('o', "output")
+            .map(Field::literal),
+        "uniq" => opts::parse(args, &UNIQ)
+            .operands
+            .get(1)
+            .map(|f| (*f).clone()),
+        _ => None,
     }
 }
 
@@ -1018,6 +1061,20 @@ mod tests {
                 j.detection.rule_ids(),
                 [RuleId::FreshFile],
                 "{later} in {cwd}"
+            );
+        }
+        // Filters that write a file of their own.
+        for (write, file) in [("sort -o x.sh", "/ws/x.sh"), ("uniq - y.sh", "/ws/y.sh")] {
+            assert_eq!(
+                d.judge(
+                    write,
+                    &Frame {
+                        fresh: &[],
+                        cwd: "/ws"
+                    }
+                )
+                .wrote,
+                [file]
             );
         }
         // Another directory's x.sh is not that file.
