@@ -562,3 +562,31 @@ fn xargs_is_no_way_to_hand_a_shell_its_input_as_code() {
     s.process("kill", &id, None);
     assert!(root.join("victim/precious").exists(), "the victim survives");
 }
+
+#[test]
+fn an_alias_is_no_way_to_rename_a_refused_command() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    let s = Session {
+        registry: &registry,
+        options: opts("alias", None),
+    };
+    // An interactive shell on a terminal expands aliases: `q -rf victim` alone would
+    // look like an unknown program.
+    let id = s.start("bash --norc --noprofile", true);
+    for line in [
+        "alias q=rm",
+        "shopt -s expand_aliases; alias q=rm",
+        "bind '\"q\":\"rm -rf victim\\C-m\"'",
+    ] {
+        let r = s.submit(&id, line);
+        assert_eq!(r["status"], "pending_approval", "{line}: {r}");
+    }
+    let r = s.submit(&id, "q -rf victim; touch after");
+    assert_eq!(r["status"], "ok", "{r}");
+    eventually("the shell ran the line", Duration::from_secs(20), || {
+        root.join("after").exists()
+    });
+    assert!(root.join("victim/precious").exists(), "the victim survives");
+    s.process("kill", &id, None);
+}

@@ -686,6 +686,26 @@ fn uses_history(text: &str) -> bool {
     event || text.lines().any(|l| l.trim_start().starts_with('^'))
 }
 
+/// True when the simple command `rendered` changes what the shell's later input
+/// means, beyond what judging that input alone can see: an alias (`alias q=rm`, then
+/// `q -rf ~`: aliases expand in interactive shells, and after `shopt -s
+/// expand_aliases`), a readline key binding (a key typed later runs a macro or a
+/// command), or `exec <FILE` (the shell reads its commands from FILE from then on).
+fn rewires_the_shell(rendered: &str) -> bool {
+    let mut words = rendered
+        .split_whitespace()
+        .skip_while(|w| matches!(*w, "builtin" | "command" | "-p" | "--"));
+    match words.next() {
+        Some("alias") => words.any(|w| w.contains('=')),
+        Some("bind") => words.next().is_some(),
+        Some("exec") => words.any(|w| {
+            let w = w.trim_start_matches(|c: char| c.is_ascii_digit());
+            w.starts_with('<') && !w.starts_with("<<")
+        }),
+        _ => false,
+    }
+}
+
 /// Hits collected across the judges of one input.
 #[derive(Default)]
 struct Verdicts {
@@ -825,6 +845,14 @@ impl Detector {
                     {
                         v.hit(RuleId::Unparseable, &text);
                     }
+                    if judged
+                        .detection
+                        .commands
+                        .iter()
+                        .any(|c| rewires_the_shell(c))
+                    {
+                        v.hit(RuleId::Unparseable, &text);
+                    }
                     // Any other shell reads `$'…'`/`$"…"` differently from the bash
                     // the detector parses.
                     if !bash && (text.contains("$'") || text.contains("$\"")) {
@@ -838,7 +866,14 @@ impl Detector {
                 Reader::Unknown => {
                     for line in text.lines().filter(|l| !l.trim().is_empty()) {
                         let judged = self.judge(line, frame);
-                        if line.trim_end().ends_with('\\') || self.shell_needs_more(line) {
+                        if line.trim_end().ends_with('\\')
+                            || self.shell_needs_more(line)
+                            || judged
+                                .detection
+                                .commands
+                                .iter()
+                                .any(|c| rewires_the_shell(c))
+                        {
                             v.hit(RuleId::Unparseable, line);
                         }
                         v.absorb(judged.detection);
@@ -1288,6 +1323,42 @@ mod tests {
                 "sh reads $'…' otherwise",
             ),
             ("anything at all\n", &[], false, Tier::Safe, "data"),
+            (
+                "alias q=rm\n",
+                &[BASH],
+                false,
+                Tier::Dangerous,
+                "`q -rf v` later is rm",
+            ),
+            (
+                "echo x; builtin alias q=rm\n",
+                &[BASH],
+                false,
+                Tier::Dangerous,
+                "wrapped",
+            ),
+            ("alias\n", &[BASH], false, Tier::Safe, "a listing"),
+            (
+                "bind '\"q\":\"rm -rf v\\C-m\"'\n",
+                &ish,
+                false,
+                Tier::Dangerous,
+                "a key macro",
+            ),
+            (
+                "exec 0<x.sh\n",
+                &[BASH],
+                false,
+                Tier::Dangerous,
+                "reads x.sh from now on",
+            ),
+            (
+                "exec 2>err.log\n",
+                &[BASH],
+                false,
+                Tier::Safe,
+                "only stderr moves",
+            ),
             (
                 "shell rm -rf v\n",
                 &unread,
