@@ -590,3 +590,35 @@ fn an_alias_is_no_way_to_rename_a_refused_command() {
     assert!(root.join("victim/precious").exists(), "the victim survives");
     s.process("kill", &id, None);
 }
+
+#[test]
+fn a_command_cannot_write_into_a_background_shell_through_proc() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    let s = Session {
+        registry: &registry,
+        options: opts("proc", None),
+    };
+    let r = s.terminal(json!({"command": "bash", "background": true}));
+    let id = r["session_id"].as_str().unwrap().to_owned();
+    let pid = r["pid"].as_u64().unwrap();
+    // The shell's stdin is a pipe: opened again through /proc, it is the same pipe, and
+    // what is written there never passes the stdin gate.
+    let inject = |line: &str| format!("echo '{line}' > /proc/{pid}/fd/0");
+    let r = s.terminal(json!({"command": inject("rm -rf victim")}));
+    assert_eq!(r["status"], "pending_approval", "{r}");
+    assert_eq!(r["pattern_key"], "proc.write_into", "{r}");
+    // The way is real: approved, a harmless line goes through it.
+    let once: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Once]));
+    let approved = Session {
+        registry: &registry,
+        options: opts("proc", Some(once)),
+    };
+    let r = approved.terminal(json!({"command": inject("touch injected")}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+    eventually("the shell read the injected line", Duration::from_secs(20), || {
+        root.join("injected").exists()
+    });
+    assert!(root.join("victim/precious").exists(), "the victim survives");
+    s.process("kill", &id, None);
+}

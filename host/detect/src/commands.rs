@@ -135,6 +135,8 @@ impl Analyzer<'_> {
             self.hit(RuleId::DeviceWrite, rendered);
         } else if paths::is_kernel_knob(&path) {
             self.hit(RuleId::KernelWrite, rendered);
+        } else if paths::is_other_process(&path) {
+            self.hit(RuleId::ProcessWrite, rendered);
         } else if paths::is_protected(&path, &self.own.agent_dirs) {
             self.hit(RuleId::ProtectedWrite, rendered);
         } else if truncates && paths::is_config_file(&path) {
