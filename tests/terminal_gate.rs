@@ -616,9 +616,11 @@ fn a_command_cannot_write_into_a_background_shell_through_proc() {
     };
     let r = approved.terminal(json!({"command": inject("touch injected")}));
     assert_eq!(r["exit_code"], 0, "{r}");
-    eventually("the shell read the injected line", Duration::from_secs(20), || {
-        root.join("injected").exists()
-    });
+    eventually(
+        "the shell read the injected line",
+        Duration::from_secs(20),
+        || root.join("injected").exists(),
+    );
     assert!(root.join("victim/precious").exists(), "the victim survives");
     s.process("kill", &id, None);
 }

@@ -1135,6 +1135,15 @@ impl Analyzer<'_> {
                 }
             }
         }
+        // A link to another process's open file is a way to write into it later
+        // (`ln -s /proc/PID/fd/0 p`, then `echo … > p`).
+        if name == "ln"
+            && sources
+                .iter()
+                .any(|s| paths::is_other_process(&canonical(&s.text)))
+        {
+            self.hit(RuleId::ProcessWrite, r);
+        }
     }
 
     fn check_systemctl(&mut self, args: &[Field], inv: &Invocation<'_>) {

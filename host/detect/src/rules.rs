@@ -282,8 +282,8 @@ rules! {
         match ["pgrep -f x | xargs kill", "kill $(pgrep node)"],
         not_match ["kill 12345"];
     ProcessWrite = "proc.write_into", Dangerous,
-        "Writes into another process through /proc: its stdin or another file it holds open (/proc/PID/fd/N), or its memory (/proc/PID/mem). A background shell's stdin passes the approval gate a line at a time; a pipe opened through /proc would not.",
-        match ["echo 'rm -rf ~' > /proc/4242/fd/0", "printf x | tee /proc/4242/fd/0", "echo x >> /proc/self/../4242/fd/0", "echo x > /proc/4242/task/4243/fd/0", "cp payload /proc/4242/mem"],
+        "Writes into another process through /proc, or links to a way in: its stdin or another file it holds open (/proc/PID/fd/N), or its memory (/proc/PID/mem). A background shell's stdin passes the approval gate a line at a time; a pipe opened through /proc would not.",
+        match ["echo 'rm -rf ~' > /proc/4242/fd/0", "printf x | tee /proc/4242/fd/0", "echo x >> /proc/self/../4242/fd/0", "echo x > /proc/4242/task/4243/fd/0", "cp payload /proc/4242/mem", "ln -s /proc/4242/fd/0 p"],
         not_match ["echo x > /proc/self/fd/1", "echo x > /dev/fd/2", "cat /proc/4242/status", "echo x > /tmp/out"];
     GitDestructive = "git.destructive", Dangerous,
         "Discards or rewrites git history or work: reset --hard, push --force / deleting refs, clean -f, branch -D, checkout/restore of a whole tree or a directory (`git restore -- src`), checkout/switch --force, stash clear. Long options count in every abbreviation git accepts (--forc, --h).",
