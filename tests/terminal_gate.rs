@@ -624,3 +624,20 @@ fn a_command_cannot_write_into_a_background_shell_through_proc() {
     assert!(root.join("victim/precious").exists(), "the victim survives");
     s.process("kill", &id, None);
 }
+
+#[test]
+fn a_shell_reading_a_named_pipe_the_session_made_asks_first() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, BackendKind::Local);
+    let s = Session {
+        registry: &registry,
+        options: opts("fifo", None),
+    };
+    let r = s.terminal(json!({"command": "mkfifo cmds"}));
+    assert_eq!(r["exit_code"], 0, "{r}");
+    // What a later call wrote into the pipe would reach the shell unjudged.
+    for command in ["bash < cmds", "python3 < cmds", "tail -f cmds | sh"] {
+        let r = s.terminal(json!({"command": command, "background": true}));
+        assert_eq!(r["status"], "pending_approval", "{command}: {r}");
+    }
+}

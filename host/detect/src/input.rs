@@ -1098,6 +1098,23 @@ mod tests {
                 "{later} in {cwd}"
             );
         }
+        // A named pipe: what a shell later reads from it is fresh code.
+        let fifo = d.judge(
+            "mkfifo cmds",
+            &Frame {
+                fresh: &[],
+                cwd: "/ws",
+            },
+        );
+        assert_eq!(fifo.wrote, ["/ws/cmds"]);
+        let j = d.judge(
+            "bash < cmds",
+            &Frame {
+                fresh: &fifo.wrote,
+                cwd: "/ws",
+            },
+        );
+        assert!(!j.detection.is_safe(), "{j:?}");
         // Filters that write a file of their own.
         for (write, file) in [("sort -o x.sh", "/ws/x.sh"), ("uniq - y.sh", "/ws/y.sh")] {
             assert_eq!(
