@@ -49,6 +49,8 @@ mod protection;
 mod reader;
 pub mod rules;
 mod sed;
+mod sql_input;
+mod stdin_readers;
 mod walk;
 mod windows;
 mod wrappers;
