@@ -53,6 +53,15 @@ pub struct Judged {
     pub readers: Vec<Reader>,
 }
 
+/// The languages a program the detector does not know may read its input in.
+const UNKNOWN_LANGUAGES: [CodeLang; 6] = [
+    CodeLang::Python,
+    CodeLang::Node,
+    CodeLang::Perl,
+    CodeLang::Ruby,
+    CodeLang::Php,
+    CodeLang::Other,
+];
 /// Most `!` in one line whose text after it is judged as a shell escape.
 const MAX_ESCAPES: usize = 4;
 
@@ -330,6 +339,12 @@ impl Detector {
                         }
                         v.absorb(judged.detection);
                         out.wrote.extend(judged.wrote);
+                        // It may `eval` what it reads in its own language: a line that
+                        // names a risky capability of any language the detector knows
+                        // (`system "rm -rf x"` is harmless shell, and Perl).
+                        if UNKNOWN_LANGUAGES.iter().any(|l| is_risky_in(*l, line)) {
+                            v.hit(RuleId::InterpreterCode, line);
+                        }
                         // An editor's, pager's or debugger's shell escape (`:!cmd`,
                         // `!cmd`): what follows runs in a shell.
                         for (i, _) in line.match_indices('!').take(MAX_ESCAPES) {
@@ -662,6 +677,14 @@ mod tests {
                 Tier::Dangerous,
                 "a vi shell escape",
             ),
+            (
+                "system \"rm -rf v\"\n",
+                &unknown,
+                false,
+                Tier::Dangerous,
+                "Perl read by an eval: harmless as shell",
+            ),
+            ("hello world\n", &unknown, false, Tier::Safe, "words"),
             (
                 "echo a\n\trm -rf v\n",
                 &unknown,
