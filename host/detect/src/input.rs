@@ -84,6 +84,19 @@ fn repl_needles(lang: CodeLang) -> &'static [&'static str] {
             "__base",
             "__loader__",
             "__spec__",
+            // File changes through objects whose module names nothing risky
+            // (`pathlib.Path('x').rename(…)`), archives unpacked anywhere, SQL.
+            ".rename(",
+            ".unlink(",
+            ".rmdir(",
+            ".write_text(",
+            ".write_bytes(",
+            ".chmod(",
+            ".symlink_to(",
+            ".hardlink_to(",
+            ".touch(",
+            "extractall",
+            "sqlite3",
         ],
         CodeLang::Node => &[
             "require(",
@@ -93,9 +106,11 @@ fn repl_needles(lang: CodeLang) -> &'static [&'static str] {
             "global.",
             ".editor",
             ".load",
+            "dlopen",
         ],
         CodeLang::Ruby => &["load", "binding", "instance_variable", "const_get"],
-        CodeLang::Perl | CodeLang::Php | CodeLang::Other | CodeLang::Unread => &[],
+        CodeLang::Perl => &["rmdir", "symlink", "link(", "utime", "do "],
+        CodeLang::Php | CodeLang::Other | CodeLang::Unread => &[],
     }
 }
 
@@ -623,6 +638,34 @@ mod tests {
                 false,
                 Tier::Dangerous,
                 "IPython's shell escape",
+            ),
+            (
+                "import pathlib; pathlib.Path('v').rename('w')\n",
+                &py,
+                false,
+                Tier::Dangerous,
+                "a rename",
+            ),
+            (
+                "import tarfile; tarfile.open('a.tgz').extractall('/')\n",
+                &py,
+                false,
+                Tier::Dangerous,
+                "unpacked anywhere",
+            ),
+            (
+                "process.dlopen(module, './x.node')\n",
+                &node,
+                false,
+                Tier::Dangerous,
+                "native code",
+            ),
+            (
+                "rmdir 'v'\n",
+                &[Reader::Code(CodeLang::Perl)],
+                false,
+                Tier::Dangerous,
+                "Perl's rmdir",
             ),
             ("console.log(1+1)\n", &node, false, Tier::Safe, "plain JS"),
             (
