@@ -244,6 +244,23 @@ async def elicit(args: argparse.Namespace) -> dict[str, Any]:
         return {"elicitations": seen, "calls": calls, "protocol": client.session.protocol_version}
 
 
+async def sequence(args: argparse.Namespace) -> dict[str, Any]:
+    """Makes each `--call` in order on one connection, as an agent drives a background
+    process: a `"$ID"` string in a call's arguments is the `session_id` (process id) the
+    latest result before it returned. Reports every outcome, in order."""
+    results: list[dict[str, Any]] = []
+    process_id = None
+    async with connect(args) as client:
+        for name, arguments in calls_of(args):
+            filled = {k: (process_id if v == "$ID" else v) for k, v in arguments.items()}
+            result = await call(client, name, filled)
+            text = result.get("text")
+            if isinstance(text, dict) and isinstance(text.get("session_id"), str):
+                process_id = text["session_id"]
+            results.append(result)
+        return {"calls": results, "protocol": client.session.protocol_version}
+
+
 async def reuse(args: argparse.Namespace) -> dict[str, Any]:
     """Makes the first `--call` ten times, then the second once with a progress
     callback, on one connection pool; reports, for each tools/call POST, the response's
@@ -297,6 +314,7 @@ SCENARIOS = {
     "unauthorized": unauthorized,
     "long_call": long_call,
     "elicit": elicit,
+    "sequence": sequence,
 }
 
 

@@ -28,6 +28,8 @@ pub use bindings::hermetic::tool::terminal::*;
 /// The JSON shapes of Hermes's `terminal` and `process` tools, built from the typed
 /// results (what the bundled tools return; the README's terminal section shows them).
 pub mod hermes {
+    #[cfg(test)]
+    use super::HeldInput;
     use super::{
         Error, Finished, KillOutcome, LogLines, ProcessInfo, ProcessStatus, Refusal, Started,
         WaitOutcome, WriteOutcome,
@@ -184,11 +186,22 @@ pub mod hermes {
         }
     }
 
-    /// `write` and `submit`: `{"status": "ok", "bytes_written"}`, or
-    /// `{"status": "pending", "error"}` while the process has not read it all.
+    /// `write` and `submit`: `{"status": "ok", "bytes_written"}`,
+    /// `{"status": "pending", "error"}` while the process has not read it all, or
+    /// `{"status": "held", "bytes_written", "bytes_held", "note"}` while the host holds
+    /// an incomplete line or shell statement back from the approval gate.
     pub fn write(w: &WriteOutcome) -> Value {
         match w {
             WriteOutcome::Written(n) => json!({"status": "ok", "bytes_written": n}),
+            WriteOutcome::Held(h) => json!({
+                "status": "held",
+                "bytes_written": h.delivered,
+                "bytes_held": h.held,
+                "note": format!(
+                    "{} bytes are held, not yet sent: the approval gate judges a process's input a complete line at a time (for a shell, a complete statement: closed quotes, `done` after `do`, a here-document's end line). Send the rest (submit adds the newline), or close stdin to have it judged as it is.",
+                    h.held
+                ),
+            }),
             WriteOutcome::Pending(n) => json!({
                 "status": "pending",
                 "error": format!(
@@ -296,6 +309,13 @@ pub mod hermes {
                 write(&WriteOutcome::Written(3)),
                 json!({"status": "ok", "bytes_written": 3})
             );
+            let held = write(&WriteOutcome::Held(HeldInput {
+                delivered: 4,
+                held: 2,
+            }));
+            assert_eq!(held["status"], "held");
+            assert_eq!(held["bytes_written"], 4);
+            assert_eq!(held["bytes_held"], 2);
         }
     }
 }

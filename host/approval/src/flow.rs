@@ -154,6 +154,21 @@ impl ApprovalGate {
         self.decide_with(ctx, command, detection, approver)
     }
 
+    /// [`ApprovalGate::check_with_approver`] for an already-made detection: the
+    /// terminal judges a command in its session (files earlier commands wrote, see
+    /// `Detector::judge`) and input to a running program in that program's language
+    /// (`Detector::judge_input`), then runs the same flow. `command` is the text the
+    /// approver is shown and the deny rules and allowlist match.
+    pub fn decide_with_approver(
+        &self,
+        ctx: &ApprovalContext,
+        command: &str,
+        detection: Detection,
+        approver: Option<&dyn Approver>,
+    ) -> Verdict {
+        self.decide_with(ctx, command, detection, approver)
+    }
+
     /// The flow for an already-made detection.
     pub fn decide(&self, ctx: &ApprovalContext, command: &str, detection: Detection) -> Verdict {
         self.decide_with(ctx, command, detection, self.approver.as_deref())

@@ -337,20 +337,20 @@ fn flags_of(lang: Lang) -> (&'static str, &'static str) {
 
 /// What an interpreter's options say.
 #[derive(Default)]
-struct Inline {
+pub(crate) struct Inline {
     /// The inline code (several `-e` are joined by newlines).
-    code: Option<Field>,
+    pub code: Option<Field>,
     /// `perl -i`, `ruby -i`: files are edited in place.
-    in_place: bool,
+    pub in_place: bool,
     /// `python -m MODULE`: a module runs (judged by name elsewhere).
-    module: bool,
+    pub module: bool,
     /// Index of the first operand.
-    start: usize,
+    pub start: usize,
 }
 
 /// Reads an interpreter's options the way it does: clusters, attached values, long
 /// `--eval`/`--print`, `--` ending them.
-fn read_options(lang: Lang, args: &[Field]) -> Inline {
+pub(crate) fn read_options(lang: Lang, args: &[Field]) -> Inline {
     let (code_flags, value_flags) = flags_of(lang);
     let mut out = Inline::default();
     let mut i = 0;

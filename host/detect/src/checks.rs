@@ -226,6 +226,7 @@ pub(crate) static CHECKS: &[Check] = &[
     Check::Handler(&["cp", "mv", "install", "ln"], |a, n, args, inv| {
         a.check_copy(n, args, inv)
     }),
+    Check::Handler(&["mkfifo", "mknod"], |a, n, args, _| a.check_fifo(n, args)),
     Check::Handler(&["rsync"], |a, n, args, inv| {
         if a.is_remote_copy(args) {
             a.check_remote_copy(args, inv);
@@ -1075,6 +1076,30 @@ impl Analyzer<'_> {
         }
     }
 
+    /// `mkfifo NAME…`, `mknod NAME p`: a pipe a later command can write into while a
+    /// shell or interpreter reads it (`bash < f` in the background, then `echo … > f`),
+    /// so what reads it runs code the gate never judged. The pipe is fresh, like a
+    /// written file: reading code from it needs approval.
+    pub(crate) fn check_fifo(&mut self, name: &str, args: &[Field]) {
+        let o = opts::parse(
+            args,
+            &Spec {
+                short_values: "mZ",
+                longs: &["mode=", "context="],
+                stop_at_operand: false,
+            },
+        );
+        let names = if name == "mkfifo" {
+            &o.operands[..]
+        } else {
+            o.operands.get(..1).unwrap_or(&[])
+        };
+        let names: Vec<String> = names.iter().map(|f| f.text.clone()).collect();
+        for n in names {
+            self.mark_fresh(&n);
+        }
+    }
+
     pub(crate) fn check_copy(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
         let o = opts::parse(
             args,
@@ -1134,6 +1159,15 @@ impl Analyzer<'_> {
                     self.hit(RuleId::ProtectedWrite, r);
                 }
             }
+        }
+        // A link to another process's open file is a way to write into it later
+        // (`ln -s /proc/PID/fd/0 p`, then `echo … > p`).
+        if name == "ln"
+            && sources
+                .iter()
+                .any(|s| paths::is_other_process(&canonical(&s.text)))
+        {
+            self.hit(RuleId::ProcessWrite, r);
         }
     }
 

@@ -135,6 +135,8 @@ impl Analyzer<'_> {
             self.hit(RuleId::DeviceWrite, rendered);
         } else if paths::is_kernel_knob(&path) {
             self.hit(RuleId::KernelWrite, rendered);
+        } else if paths::is_other_process(&path) {
+            self.hit(RuleId::ProcessWrite, rendered);
         } else if paths::is_protected(&path, &self.own.agent_dirs) {
             self.hit(RuleId::ProtectedWrite, rendered);
         } else if truncates && paths::is_config_file(&path) {
@@ -277,10 +279,14 @@ impl Analyzer<'_> {
             self.hit(RuleId::FreshFile, r);
         }
         self.check_self(name, args, inv);
+        self.invocations += 1;
+        let before = self.invocations;
         if let Some(p) = self.check_wrapper(name, args, inv) {
+            self.note_wrapper_stdin(name, self.invocations == before, inv);
             return p;
         }
         self.check_command(name, args, inv);
+        self.note_stdin(name, args, inv);
         self.producer_of(name, args, inv)
     }
 
@@ -304,6 +310,7 @@ impl Analyzer<'_> {
         for name in self
             .fresh_files
             .iter()
+            .chain(self.prior_fresh)
             .filter_map(|f| f.rsplit('/').next())
             .filter(|n| n.starts_with('-'))
         {

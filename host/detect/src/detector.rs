@@ -4,7 +4,7 @@ use super::limits::MAX_INPUT_BYTES;
 use super::normalize::{Finding, normalize};
 use super::protection::SelfProtection;
 use super::rules::{RuleId, Tier};
-use super::walk::{Analyzer, Cx};
+use super::walk::{Analyzer, Cx, RawHit};
 use serde::{Deserialize, Serialize};
 
 /// What the detector needs to know about the host it protects.
@@ -149,37 +149,55 @@ impl Detector {
     fn classify(&self, command: &str, plain_shortcut: bool) -> Detection {
         let mut analyzer = Analyzer::new(&self.protection);
         analyzer.plain_shortcut = plain_shortcut;
-        if command.len() > MAX_INPUT_BYTES {
-            analyzer.hit(RuleId::TooLarge, "(input too long)");
-        } else {
-            let normalized = normalize(command);
-            for finding in &normalized.findings {
-                let rule = match finding {
-                    Finding::ControlChars => RuleId::ControlChars,
-                    Finding::InvisibleChars => RuleId::InvisibleChars,
-                    Finding::Lookalike => RuleId::LookalikeChars,
-                };
-                analyzer.hit(rule, &normalized.text);
-            }
-            analyzer.analyze_code(&normalized.text, &Cx::default());
-        }
-        let mut hits: Vec<Hit> = analyzer
-            .hits
-            .into_iter()
-            .map(|h| Hit {
-                rule: h.rule,
-                tier: h.rule.tier(),
-                description: h.rule.description(),
-                command: h.command,
-            })
-            .collect();
-        hits.sort_by_key(|h| std::cmp::Reverse(h.tier));
-        let tier = hits.iter().map(|h| h.tier).max().unwrap_or(Tier::Safe);
-        Detection {
-            tier,
-            hits,
-            commands: analyzer.commands,
-        }
+        analyze(&mut analyzer, command);
+        detection(analyzer.hits, analyzer.commands)
+    }
+}
+
+/// Normalizes `command` (its findings are hits) and analyzes it as shell code.
+pub(crate) fn analyze(analyzer: &mut Analyzer<'_>, command: &str) {
+    if command.len() > MAX_INPUT_BYTES {
+        analyzer.hit(RuleId::TooLarge, "(input too long)");
+        return;
+    }
+    let normalized = normalize(command);
+    for finding in &normalized.findings {
+        analyzer.hit(finding_rule(*finding), &normalized.text);
+    }
+    analyzer.analyze_code(&normalized.text, &Cx::default());
+    // The continuations normalize folded are read by the parser itself as well: one
+    // inside a comment is none, and the line after it runs (`# note \` ⏎ `rm -rf /`).
+    if let Some(unfolded) = &normalized.unfolded {
+        analyzer.analyze_code(unfolded, &Cx::default());
+    }
+}
+
+/// The rule a normalization finding breaks.
+pub(crate) fn finding_rule(finding: Finding) -> RuleId {
+    match finding {
+        Finding::ControlChars => RuleId::ControlChars,
+        Finding::InvisibleChars => RuleId::InvisibleChars,
+        Finding::Lookalike => RuleId::LookalikeChars,
+    }
+}
+
+/// The detection made of `hits` (highest tier first) and the simple commands seen.
+pub(crate) fn detection(hits: Vec<RawHit>, commands: Vec<String>) -> Detection {
+    let mut hits: Vec<Hit> = hits
+        .into_iter()
+        .map(|h| Hit {
+            rule: h.rule,
+            tier: h.rule.tier(),
+            description: h.rule.description(),
+            command: h.command,
+        })
+        .collect();
+    hits.sort_by_key(|h| std::cmp::Reverse(h.tier));
+    let tier = hits.iter().map(|h| h.tier).max().unwrap_or(Tier::Safe);
+    Detection {
+        tier,
+        hits,
+        commands,
     }
 }
 
@@ -211,6 +229,17 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn a_backslash_at_the_end_of_a_comment_joins_no_lines() {
+        // bash ends a comment at its newline: the next line runs.
+        let detector = Detector::default();
+        for text in ["# note \\\nrm -rf /", "echo hi # x \\\nrm -rf /"] {
+            assert_eq!(detector.detect(text).tier, Tier::Hardline, "{text:?}");
+        }
+        // A continuation outside a comment still joins.
+        assert_eq!(detector.detect("r\\\nm -rf /").tier, Tier::Hardline);
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub(crate) enum Finding {
 pub(crate) struct Normalized<'a> {
     pub text: Cow<'a, str>,
     pub findings: Vec<Finding>,
+    /// The text before its backslash-newlines were folded, when it had any: inside a
+    /// comment one is no continuation (`# note \` ends at its newline, and the next
+    /// line runs), so the parser, which follows continuations itself, reads this too.
+    pub unfolded: Option<Cow<'a, str>>,
 }
 
 /// The text being rebuilt by the full normalization, and its findings.
@@ -34,6 +38,7 @@ pub(crate) struct Normalized<'a> {
 struct Rebuilt {
     text: String,
     findings: Vec<Finding>,
+    unfolded: Option<String>,
 }
 
 impl Rebuilt {
@@ -64,20 +69,25 @@ pub(crate) fn normalize(input: &str) -> Normalized<'_> {
         .bytes()
         .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
     {
-        let text = if input.contains("\\\n") {
-            Cow::Owned(input.replace("\\\n", ""))
+        let (text, unfolded) = if input.contains("\\\n") {
+            (
+                Cow::Owned(input.replace("\\\n", "")),
+                Some(Cow::Borrowed(input)),
+            )
         } else {
-            Cow::Borrowed(input)
+            (Cow::Borrowed(input), None)
         };
         return Normalized {
             text,
             findings: Vec::new(),
+            unfolded,
         };
     }
     let out = rebuild(input);
     Normalized {
         text: Cow::Owned(out.text),
         findings: out.findings,
+        unfolded: out.unfolded.map(Cow::Owned),
     }
 }
 
@@ -86,6 +96,7 @@ fn rebuild(input: &str) -> Rebuilt {
     let mut out = Rebuilt {
         text: String::with_capacity(input.len()),
         findings: Vec::new(),
+        unfolded: None,
     };
     let mut chars = input.chars().peekable();
     let mut non_ascii = false;
@@ -134,7 +145,8 @@ fn rebuild(input: &str) -> Rebuilt {
     // A backslash-newline is a line continuation: the shell joins the lines, so the
     // parser and every rule see them joined.
     if out.text.contains("\\\n") {
-        out.text = out.text.replace("\\\n", "");
+        let folded = out.text.replace("\\\n", "");
+        out.unfolded = Some(std::mem::replace(&mut out.text, folded));
     }
     out
 }
@@ -198,6 +210,14 @@ mod tests {
         let n = normalize("rm -rf \\\r\n/");
         assert_eq!(n.text, "rm -rf /");
         assert!(n.findings.is_empty());
+    }
+
+    #[test]
+    fn the_text_before_folding_continuations_is_kept() {
+        let n = normalize("# note \\\nrm -rf /");
+        assert_eq!(n.text, "# note rm -rf /");
+        assert_eq!(n.unfolded.as_deref(), Some("# note \\\nrm -rf /"));
+        assert_eq!(normalize("ls").unfolded, None);
     }
 
     #[test]

@@ -361,6 +361,29 @@ pub(crate) fn is_kernel_knob(path: &str) -> bool {
     path.starts_with("/proc/sys") || path.starts_with("/sys/") || path == "/proc/sysrq-trigger"
 }
 
+/// True for a path into another process's open files or memory: `/proc/PID/fd/…`,
+/// `/proc/PID/task/TID/fd/…`, `/proc/PID/mem` (`PID` anything but `self` or
+/// `thread-self`, a number or only known at run time).
+pub(crate) fn is_other_process(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/proc/") else {
+        return false;
+    };
+    let mut parts = rest.split('/');
+    let pid = parts.next().unwrap_or("");
+    if matches!(pid, "self" | "thread-self")
+        || !(pid.bytes().all(|b| b.is_ascii_digit()) || pid.contains('$') || pid.contains('`'))
+        || pid.is_empty()
+    {
+        return false;
+    }
+    let mut next = parts.next();
+    if next == Some("task") {
+        parts.next();
+        next = parts.next();
+    }
+    matches!(next, Some("fd" | "mem"))
+}
+
 /// True for `/dev/tcp/…` and `/dev/udp/…`, bash's network redirections.
 pub(crate) fn is_dev_net(path: &str) -> bool {
     path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/")
@@ -369,6 +392,30 @@ pub(crate) fn is_dev_net(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_process_s_files_and_memory_are_told_from_ours() {
+        for p in [
+            "/proc/42/fd/0",
+            "/proc/42/task/43/fd/1",
+            "/proc/42/mem",
+            "/proc/$(pgrep bash)/fd/0",
+            "/proc/$PID/fd/0",
+        ] {
+            assert!(is_other_process(p), "{p}");
+        }
+        for p in [
+            "/proc/self/fd/1",
+            "/proc/thread-self/fd/0",
+            "/proc/42/status",
+            "/proc/sys/x",
+            "/proc/cpuinfo",
+            "/dev/fd/0",
+            "/proc/42",
+        ] {
+            assert!(!is_other_process(p), "{p}");
+        }
+    }
 
     #[test]
     fn the_canonical_fast_path_agrees_with_the_rewrite() {

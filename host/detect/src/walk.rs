@@ -123,6 +123,15 @@ pub(crate) struct Analyzer<'d> {
     /// Plain commands skip the parser (see `plain`); off only to check that shortcut
     /// against the parser.
     pub plain_shortcut: bool,
+    /// Files earlier inputs of the same session wrote (a `Frame` of `input.rs`): fresh
+    /// like `fresh_files`, but not this input's to report.
+    pub prior_fresh: &'d [String],
+    /// What reads the input's standard input, as far as its commands show (recorded by
+    /// `note_stdin` in `input.rs`).
+    pub readers: Vec<super::reader::Reader>,
+    /// Simple commands checked so far, wrapped ones included: a wrapper that checked
+    /// none ran nothing we could see (`ssh host`, `sudo -s`).
+    pub invocations: usize,
 }
 
 impl<'d> Analyzer<'d> {
@@ -139,7 +148,25 @@ impl<'d> Analyzer<'d> {
             bare_shell_at: 0,
             stopped: false,
             plain_shortcut: true,
+            prior_fresh: &[],
+            readers: Vec::new(),
+            invocations: 0,
         }
+    }
+
+    /// Starts the analysis in `cwd` (as earlier inputs left it) rather than in "the
+    /// directory the input starts in": paths it records are then read from there.
+    pub(crate) fn start_in(&mut self, cwd: &str) {
+        if cwd.len() <= MAX_CWD_BYTES {
+            cwd.clone_into(&mut self.cwd);
+        } else {
+            "$CWD".clone_into(&mut self.cwd);
+        }
+    }
+
+    /// The working directory after the `cd`s seen so far (see `cwd`).
+    pub(crate) fn cwd(&self) -> &str {
+        &self.cwd
     }
 
     /// True when `path` (canonical) holds credentials, by name or because this input
@@ -198,12 +225,12 @@ impl<'d> Analyzer<'d> {
     /// input; an entry with a glob (`chmod +x scripts/*.sh`, `repo/*`) covers every
     /// path it matches.
     pub(crate) fn is_fresh(&self, path: &str) -> bool {
-        if self.fresh_files.is_empty() {
+        if self.fresh_files.is_empty() && self.prior_fresh.is_empty() {
             return false;
         }
         let p = self.resolve(path);
         let inside = !p.starts_with(['/', '~', '$']) && !p.starts_with("..");
-        self.fresh_files.iter().any(|f| {
+        self.fresh_files.iter().chain(self.prior_fresh).any(|f| {
             *f == p
                 || (f == "./*" && inside)
                 || (f.contains(['*', '?', '[']) && fold::glob_matches(f, &p))
@@ -1325,6 +1352,22 @@ fn has_long_digit_run(s: &str) -> bool {
 /// parser is third-party code and agent input must never take the host down.
 fn catch<T>(f: impl FnOnce() -> T) -> Option<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
+/// True when `text` is shell input cut short: the parser ran out of input inside a
+/// construct (an open quote, `for` without `done`, a here-document without its end
+/// line, a trailing `|` or `&&`), where a shell reading it would wait for more.
+pub(crate) fn is_incomplete(text: &str) -> bool {
+    catch(|| {
+        let mut parser = brush_parser::Parser::new(text.as_bytes(), &PARSER_OPTIONS);
+        match parser.parse_program() {
+            Ok(_) => false,
+            Err(brush_parser::ParseError::ParsingAtEndOfInput) => true,
+            Err(brush_parser::ParseError::Tokenizing { inner, .. }) => inner.is_incomplete(),
+            Err(_) => false,
+        }
+    })
+    .unwrap_or(false)
 }
 
 fn parse_program(text: &str) -> Option<ast::Program> {

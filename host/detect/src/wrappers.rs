@@ -618,10 +618,26 @@ fn xargs(
     if rest.is_empty() {
         return Producer::Other;
     }
+    // The words xargs reads are arguments of the command: unless its input is known
+    // text, the command runs with arguments only known at run time (`xargs sh -c`
+    // reading `'rm -rf ~'` runs it).
+    let mut argv = rest.to_vec();
+    if !matches!(inv.stdin, Producer::Literal(_)) {
+        let origin = match inv.stdin {
+            Producer::None => Producer::Other,
+            other => other.clone(),
+        };
+        argv.push(Field {
+            text: "$(cat)".to_owned(),
+            dynamic: true,
+            origin,
+            glob: false,
+        });
+    }
     let nested_stdin = Producer::Other;
     let nested = Invocation {
         stdin: &nested_stdin,
-        ..inv.nested(rest, true, false)
+        ..inv.nested(&argv, true, false)
     };
     a.check_invocation(&nested)
 }

@@ -15,7 +15,11 @@
 //!    ANSI escapes, redacted and capped (`output.rs`).
 //!
 //! Background processes live in a process registry (`process.rs`) per (tenant, session);
-//! [`TerminalHost::end_session`] and [`TerminalHost::shutdown`] kill them.
+//! [`TerminalHost::end_session`] and [`TerminalHost::shutdown`] kill them. What they are
+//! sent on stdin passes the gate too, judged in the language of what reads it, a
+//! complete line or statement at a time (`stdin_gate.rs`; what is held back:
+//! `input_gate.rs`); and a file one command of a session wrote is fresh when a later
+//! one runs it (`session_files.rs`).
 
 // The public surface is curated: modules are private, what callers use is re-exported.
 mod backend;
@@ -24,10 +28,13 @@ mod bwrap;
 pub use hermetic_policy::terminal as config;
 mod docker;
 mod exec;
+mod input_gate;
 mod local;
 mod output;
 mod process;
+mod session_files;
 mod ssh;
+mod stdin_gate;
 
 pub use backend::{BackendError, Job, PtyMode, TerminalBackend};
 pub use bwrap::BwrapBackend;
@@ -44,8 +51,9 @@ use hermetic::{CommandFinished, GateRefusal, ProcessReply, ProcessStarted, Termi
 pub use hermetic::{CommandRequest, ProcessRequest, TerminalCallContext, TerminalService};
 use hermetic_approval::{
     Answer, ApprovalContext, ApprovalGate, ApprovalObserver, ApprovalRequest, Approver,
-    ApproverError, ApproverKind, Outcome, SessionKey, Verdict,
+    ApproverError, ApproverKind, Detection, Outcome, SessionKey, Verdict,
 };
+use hermetic_detect::{Frame, Reader};
 use process::{Action, ProcessRegistry};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -126,6 +134,8 @@ pub struct TerminalHost {
     /// Sessions that ran a command and have not ended, by tenant.
     live: Mutex<HashMap<String, std::collections::HashSet<String>>>,
     processes: ProcessRegistry,
+    /// Files each session's commands wrote (fresh when a later command runs them).
+    files: session_files::SessionFiles,
     /// Observers every tenant's gate reports to (the audit log).
     observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
 }
@@ -151,6 +161,7 @@ impl TerminalHost {
             cwds: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             processes: ProcessRegistry::default(),
+            files: session_files::SessionFiles::default(),
             observers: Mutex::new(Vec::new()),
         }
     }
@@ -285,6 +296,7 @@ impl TerminalHost {
         }
         let key = SessionKey::new(tenant, session);
         self.processes.end_session(&key);
+        self.files.forget(&key);
         self.cwds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -304,6 +316,7 @@ impl TerminalHost {
     pub fn shutdown(&self) {
         self.live.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.processes.kill_all();
+        self.files.clear();
         let tenants: Vec<Arc<TenantTerminal>> = self
             .tenants
             .lock()
@@ -496,8 +509,13 @@ impl<'a> TerminalCall<'a> {
         output::redact(&output::strip_ansi(text), &self.secrets())
     }
 
-    /// Checks the request, then asks the gate. `Err` is why it must not run.
-    fn admit(&self, request: &CommandRequest) -> Result<Arc<TenantTerminal>, TerminalCallError> {
+    /// Checks the request, then asks the gate about the command (in the session: the
+    /// files its earlier commands wrote are fresh) and, for a foreground command, its
+    /// whole `stdin` in the language of what reads it. `Err` is why it must not run.
+    fn admit(
+        &self,
+        request: &CommandRequest,
+    ) -> Result<(Arc<TenantTerminal>, input_gate::InputGate), TerminalCallError> {
         if request.command.trim().is_empty() {
             return Err(TerminalCallError::InvalidRequest("command is empty".into()));
         }
@@ -515,14 +533,57 @@ impl<'a> TerminalCall<'a> {
                 t.backend.name()
             )));
         }
-        self.gate(&t, &request.command)?;
-        // Text fed to the command's stdin can be code (`bash`, `python3`, `sh -s` read
-        // their program from it), which the gate never saw in `command`: it passes the
-        // gate as a command of its own.
-        if let Some(stdin) = request.stdin.as_deref().filter(|s| !s.trim().is_empty()) {
-            self.gate(&t, stdin)?;
+        let key = self.key();
+        let cwd = self.start_cwd(&t, request);
+        let fresh = self.host.files.of(&key);
+        let judged = t.gate.detector().judge(
+            &request.command,
+            &Frame {
+                fresh: &fresh,
+                cwd: &cwd,
+            },
+        );
+        let dangerous = !judged.detection.is_safe();
+        self.decide(&t, &request.command, judged.detection)?;
+        self.host.files.remember(&key, &judged.wrote);
+        let pty = request.pty && t.backend.pty_mode() != backend::PtyMode::None;
+        let mut readers = judged.readers;
+        if dangerous {
+            // Approved though dangerous (`awk '{system($0)}'`, `sed e`): what it does
+            // with its input is beyond the detector's reading, so each line it is sent
+            // is judged as a shell command, as an unknown program's is.
+            readers.push(Reader::Unknown);
         }
-        Ok(t)
+        let input = input_gate::InputGate::new(readers, pty, judged.cwd);
+        Ok((t, input))
+    }
+
+    /// A foreground command's `stdin`, fed whole and then closed: judged as it is, as
+    /// what reads it reads it (a shell's as shell, `python3`'s as Python; a filter's,
+    /// such as `cat`'s, is data).
+    fn admit_stdin(
+        &self,
+        t: &TenantTerminal,
+        input: &input_gate::InputGate,
+        stdin: &str,
+    ) -> Result<(), TerminalCallError> {
+        if input.is_data() {
+            return Ok(());
+        }
+        let key = self.key();
+        let fresh = self.host.files.of(&key);
+        let judged = t.gate.detector().judge_input(
+            stdin,
+            input.readers(),
+            input.pty(),
+            &Frame {
+                fresh: &fresh,
+                cwd: input.cwd(),
+            },
+        );
+        self.decide(t, stdin, judged.detection)?;
+        self.host.files.remember(&key, &judged.wrote);
+        Ok(())
     }
 
     fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, TerminalCallError> {
@@ -531,15 +592,22 @@ impl<'a> TerminalCall<'a> {
             .map_err(|e| TerminalCallError::Failed(format!("terminal unavailable: {e}")))
     }
 
-    /// Puts `text` through the tenant's approval gate. `Err` is the refusal to return.
-    fn gate(&self, t: &TenantTerminal, text: &str) -> Result<(), TerminalCallError> {
+    /// Runs the tenant's approval flow on `detection`, the judgement of `text`. `Err`
+    /// is the refusal to return.
+    fn decide(
+        &self,
+        t: &TenantTerminal,
+        text: &str,
+        detection: Detection,
+    ) -> Result<(), TerminalCallError> {
         let bounded = self.approver.as_deref().map(|inner| CallBound {
             inner,
             deadline: self.deadline,
         });
-        let verdict = t.gate.check_with_approver(
+        let verdict = t.gate.decide_with_approver(
             &ApprovalContext::new(self.tenant.as_str(), self.session.as_str()),
             text,
+            detection,
             bounded.as_ref().map(|b| b as &dyn Approver),
         );
         if verdict.approved {
@@ -576,14 +644,10 @@ impl<'a> TerminalCall<'a> {
         env
     }
 
-    fn job(
-        &self,
-        t: &TenantTerminal,
-        request: &CommandRequest,
-        marker: &str,
-        foreground: bool,
-    ) -> Job {
-        let cwd = request.workdir.clone().unwrap_or_else(|| {
+    /// Where `request` starts: its `workdir`, else where the session's previous
+    /// command ended, else the backend's default.
+    fn start_cwd(&self, t: &TenantTerminal, request: &CommandRequest) -> String {
+        request.workdir.clone().unwrap_or_else(|| {
             self.host
                 .cwds
                 .lock()
@@ -591,7 +655,17 @@ impl<'a> TerminalCall<'a> {
                 .get(&self.key())
                 .cloned()
                 .unwrap_or_else(|| t.backend.default_cwd())
-        });
+        })
+    }
+
+    fn job(
+        &self,
+        t: &TenantTerminal,
+        request: &CommandRequest,
+        marker: &str,
+        foreground: bool,
+    ) -> Job {
+        let cwd = self.start_cwd(t, request);
         Job {
             script: backend::wrap_script(
                 &request.command,
@@ -635,7 +709,10 @@ impl<'a> TerminalCall<'a> {
         on_output: &mut dyn FnMut(&str),
     ) -> Result<CommandFinished, TerminalCallError> {
         self.host.claim_session(&self.tenant, &self.session)?;
-        let t = self.admit(request)?;
+        let (t, input) = self.admit(request)?;
+        if let Some(stdin) = &request.stdin {
+            self.admit_stdin(&t, &input, stdin)?;
+        }
         let requested = request
             .timeout_secs
             .map_or(t.config.timeout_secs.min(MAX_TIMEOUT_SECS), u64::from);
@@ -721,7 +798,13 @@ impl<'a> TerminalCall<'a> {
     /// As [`TerminalCall::run`], and the session's cap of background processes.
     pub fn start(&self, request: &CommandRequest) -> Result<ProcessStarted, TerminalCallError> {
         self.host.claim_session(&self.tenant, &self.session)?;
-        let t = self.admit(request)?;
+        let (t, mut input) = self.admit(request)?;
+        // Its stdin from the start is its first write: judged (complete lines) before
+        // anything starts, the rest held.
+        let stdin = match &request.stdin {
+            Some(text) => self.admit_start_input(&t, &mut input, text)?,
+            None => None,
+        };
         let key = self.key();
         self.host.processes.reserve(&key)?;
         let marker = backend::new_marker();
@@ -737,7 +820,10 @@ impl<'a> TerminalCall<'a> {
             Arc::clone(&t.backend),
             spawned,
             marker,
-            request.stdin.clone(),
+            process::StartingInput {
+                gate: input,
+                first: stdin,
+            },
         );
         Ok(ProcessStarted { id, pid })
     }
@@ -756,19 +842,16 @@ impl<'a> TerminalCall<'a> {
         }
     }
 
-    /// A `process` action on this session's background processes. Data written to a
-    /// process passes the approval gate first: a background `bash` or `python3` would
+    /// A `process` action on this session's background processes. What is written to
+    /// a process that reads code (a shell, an interpreter, a database client) passes
+    /// the approval gate first, a complete line or statement at a time, in that
+    /// process's language (`stdin_gate.rs`): a background `bash` or `python3` would
     /// otherwise run whatever it is sent, unasked.
     ///
     /// # Errors
     /// A refusal of the gate (for written data), an unknown process id, or a write
     /// that cannot be made.
     pub fn process(&self, request: &ProcessRequest) -> Result<ProcessReply, TerminalCallError> {
-        if let ProcessRequest::Write { data, .. } | ProcessRequest::Submit { data, .. } = request
-            && !data.trim().is_empty()
-        {
-            self.tenant_terminal().and_then(|t| self.gate(&t, data))?;
-        }
         let action = match request {
             ProcessRequest::List => Action::List,
             ProcessRequest::Poll(id) => Action::Poll(id),
@@ -791,19 +874,9 @@ impl<'a> TerminalCall<'a> {
                 Action::Wait { id, timeout }
             }
             ProcessRequest::Kill(id) => Action::Kill(id),
-            ProcessRequest::Write { id, data } => Action::Write {
-                id,
-                data,
-                newline: false,
-                wait: self.stdin_wait(),
-            },
-            ProcessRequest::Submit { id, data } => Action::Write {
-                id,
-                data,
-                newline: true,
-                wait: self.stdin_wait(),
-            },
-            ProcessRequest::Close(id) => Action::Close(id),
+            ProcessRequest::Write { id, data } => return self.write_input(id, data, false),
+            ProcessRequest::Submit { id, data } => return self.write_input(id, data, true),
+            ProcessRequest::Close(id) => return self.close_input(id),
         };
         self.host
             .processes
@@ -851,7 +924,21 @@ mod tests {
             "{r:?}"
         );
         assert!(!marker.exists());
-        let r = call(&host, "", "stdin-gate").start(&request);
+        // A background command's stdin is its first write: a line without its newline
+        // is held, and judged when it is complete or at close.
+        let started = call(&host, "", "stdin-gate").start(&request).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!marker.exists());
+        let r = call(&host, "", "stdin-gate").process(&ProcessRequest::Close(started.id));
+        assert!(
+            matches!(&r, Err(TerminalCallError::PendingApproval(refusal)) if refusal.input.contains("rm -rf")),
+            "{r:?}"
+        );
+        let line = CommandRequest {
+            stdin: Some(format!("rm -rf scratch; touch {}\n", marker.display())),
+            ..request.clone()
+        };
+        let r = call(&host, "", "stdin-gate").start(&line);
         assert!(
             matches!(r, Err(TerminalCallError::PendingApproval(_))),
             "{r:?}"

@@ -3,9 +3,9 @@
 
 use super::backend::TerminalBackend;
 use super::exec::{self, MarkerEvent, Spawned, StreamText, TICK};
+use super::input_gate::InputGate;
 use hermetic::{
-    KillOutcome, LogLines, ProcessInfo, ProcessReply, ProcessStatus, TerminalCallError,
-    WaitOutcome, WriteOutcome,
+    KillOutcome, LogLines, ProcessInfo, ProcessReply, ProcessStatus, TerminalCallError, WaitOutcome,
 };
 use hermetic_approval::SessionKey;
 use std::collections::HashMap;
@@ -53,6 +53,8 @@ pub(crate) struct Proc {
     stdin: Mutex<Option<Box<dyn Write + Send>>>,
     /// `close` was asked for: a writer thread drops the pipe instead of returning it.
     stdin_closed: std::sync::atomic::AtomicBool,
+    /// What reads its stdin, and the input held back from it (`input_gate.rs`).
+    input: Mutex<InputGate>,
     backend: Arc<dyn TerminalBackend>,
     session: SessionKey,
     /// The backend process, until the watcher has reaped it.
@@ -62,6 +64,23 @@ pub(crate) struct Proc {
 impl Proc {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Its input gate.
+    pub(crate) fn input(&self) -> std::sync::MutexGuard<'_, InputGate> {
+        self.input.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Its stdin is open (not closed by `close`).
+    pub(crate) fn stdin_open(&self) -> bool {
+        !self.stdin_closed.load(Ordering::SeqCst)
+    }
+
+    /// Closes its stdin (a write still under way drops the pipe when it is done).
+    pub(crate) fn close_stdin(&self) {
+        let mut stdin = self.stdin.lock().unwrap_or_else(|e| e.into_inner());
+        self.stdin_closed.store(true, Ordering::SeqCst);
+        stdin.take();
     }
 
     fn kill(&self) {
@@ -101,7 +120,7 @@ impl Proc {
     /// would block the writer for ever); waits at most `wait` (and while `cancelled`
     /// is false) for the write to finish. The pipe is back in place for the next
     /// write once the thread is done.
-    fn write_stdin(
+    pub(crate) fn write_stdin(
         self: &Arc<Self>,
         bytes: Vec<u8>,
         wait: Duration,
@@ -143,8 +162,17 @@ impl Proc {
     }
 }
 
+/// A new process's stdin: its gate, and the approved text it is sent first (the
+/// `stdin` of the command that started it).
+pub(crate) struct StartingInput {
+    /// What reads it, and what is held back.
+    pub gate: InputGate,
+    /// Judged and approved: written as soon as the process is registered.
+    pub first: Option<String>,
+}
+
 /// How a write to a background process's stdin went.
-enum StdinWrite {
+pub(crate) enum StdinWrite {
     Written,
     /// The process has not taken it all yet; the rest is written as it reads.
     Pending,
@@ -230,7 +258,7 @@ impl ProcessRegistry {
         backend: Arc<dyn TerminalBackend>,
         spawned: Spawned,
         marker: String,
-        stdin_text: Option<String>,
+        input: StartingInput,
     ) -> (String, u32) {
         let seq = PROC_SEQ.fetch_add(1, Ordering::Relaxed);
         let id = format!("proc_{:x}{:06x}", std::process::id(), seq);
@@ -249,6 +277,7 @@ impl ProcessRegistry {
             changed: Condvar::new(),
             stdin: Mutex::new(stdin),
             stdin_closed: std::sync::atomic::AtomicBool::new(false),
+            input: Mutex::new(input.gate),
             backend,
             session: session.clone(),
             child: Mutex::new(Some(child)),
@@ -268,13 +297,14 @@ impl ProcessRegistry {
         }
         // Registered first, so it can be killed even if it never reads its stdin; the
         // write itself is not waited for (the agent can poll or write more later).
-        if let Some(text) = stdin_text {
+        if let Some(text) = input.first {
             let _ = proc.write_stdin(text.into_bytes(), Duration::ZERO, &|| true);
         }
         (id, pid)
     }
 
-    fn find(&self, session: &SessionKey, id: &str) -> Option<Arc<Proc>> {
+    /// Process `id` of `session`.
+    pub(crate) fn get(&self, session: &SessionKey, id: &str) -> Option<Arc<Proc>> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.get(session)?.iter().find(|p| p.id == id).cloned()
     }
@@ -320,9 +350,7 @@ impl ProcessRegistry {
     /// redaction); `cancelled` stops a `wait` early.
     ///
     /// # Errors
-    /// [`TerminalCallError::UnknownProcess`] for an id the session does not hold;
-    /// [`TerminalCallError::StdinUnavailable`] or [`TerminalCallError::WriteFailed`] for a
-    /// write that cannot be made.
+    /// [`TerminalCallError::UnknownProcess`] for an id the session does not hold.
     pub(crate) fn action(
         &self,
         session: &SessionKey,
@@ -342,7 +370,7 @@ impl ProcessRegistry {
             return Ok(ProcessReply::List(list));
         }
         let id = action.id();
-        let Some(p) = self.find(session, id) else {
+        let Some(p) = self.get(session, id) else {
             return Err(TerminalCallError::UnknownProcess(id.to_owned()));
         };
         let reply = match action {
@@ -403,32 +431,6 @@ impl ProcessRegistry {
                 p.kill();
                 ProcessReply::Kill(KillOutcome::Killed)
             }
-            Action::Write {
-                data,
-                newline,
-                wait,
-                ..
-            } => {
-                let mut bytes = data.as_bytes().to_vec();
-                if newline {
-                    bytes.push(b'\n');
-                }
-                let len = bytes.len() as u64;
-                match p.write_stdin(bytes, wait.min(STDIN_WAIT), cancelled) {
-                    StdinWrite::Written => ProcessReply::Write(WriteOutcome::Written(len)),
-                    StdinWrite::Pending => ProcessReply::Write(WriteOutcome::Pending(len)),
-                    StdinWrite::Unavailable => return Err(TerminalCallError::StdinUnavailable),
-                    StdinWrite::Failed(e) => {
-                        return Err(TerminalCallError::WriteFailed(e.to_string()));
-                    }
-                }
-            }
-            Action::Close(_) => {
-                let mut stdin = p.stdin.lock().unwrap_or_else(|e| e.into_inner());
-                p.stdin_closed.store(true, Ordering::SeqCst);
-                stdin.take();
-                ProcessReply::Closed
-            }
         };
         Ok(reply)
     }
@@ -473,22 +475,14 @@ pub(crate) enum Action<'a> {
         timeout: Duration,
     },
     Kill(&'a str),
-    Write {
-        id: &'a str,
-        data: &'a str,
-        newline: bool,
-        /// How long the call can wait for the process to take the data.
-        wait: Duration,
-    },
-    Close(&'a str),
 }
 
 impl Action<'_> {
     fn id(&self) -> &str {
         match self {
             Action::List => "",
-            Action::Poll(id) | Action::Kill(id) | Action::Close(id) => id,
-            Action::Log { id, .. } | Action::Wait { id, .. } | Action::Write { id, .. } => id,
+            Action::Poll(id) | Action::Kill(id) => id,
+            Action::Log { id, .. } | Action::Wait { id, .. } => id,
         }
     }
 }

@@ -260,6 +260,14 @@ pub enum WriteOutcome {
     Written(u64),
     /// The process has not read all these bytes yet; the rest follows as it reads.
     Pending(u64),
+    /// The end of the input is held: the approval gate judges what a process reads a
+    /// complete line (for a shell, a complete statement) at a time.
+    Held {
+        /// Bytes judged, approved and handed to the process.
+        delivered: u64,
+        /// Bytes held, not yet judged nor delivered.
+        held: u64,
+    },
 }
 
 /// The answer to a [`ProcessRequest`]: one variant per action.
@@ -609,6 +617,9 @@ fn write_reply(reply: ProcessReply) -> Result<wit::WriteOutcome, wit::Error> {
     match reply {
         ProcessReply::Write(WriteOutcome::Written(n)) => Ok(wit::WriteOutcome::Written(n)),
         ProcessReply::Write(WriteOutcome::Pending(n)) => Ok(wit::WriteOutcome::Pending(n)),
+        ProcessReply::Write(WriteOutcome::Held { delivered, held }) => {
+            Ok(wit::WriteOutcome::Held(wit::HeldInput { delivered, held }))
+        }
         _ => Err(mismatched()),
     }
 }
