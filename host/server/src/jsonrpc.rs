@@ -281,7 +281,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":3}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"echo"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}"#,
         ] {
             let e = parse_message(line.as_bytes()).expect_err(line);
