@@ -239,17 +239,21 @@ mod tests {
         assert!(ToolReach::of(&p).check("x", &file).is_err());
         p.defaults.terminal = true;
         // A tenant's own terminal, with a working directory of its own.
-        let mut tenant = TerminalConfig::default();
-        tenant.cwd = Some(root.path().join("acme"));
+        let tenant = TerminalConfig {
+            cwd: Some(root.path().join("acme")),
+            ..TerminalConfig::default()
+        };
         p.terminal.tenants.insert("acme".into(), tenant);
         let err = ToolReach::of(&p)
             .check("x", &root.path().join("acme/x"))
             .unwrap_err();
         assert_eq!(err.place, "tenant acme's terminal's working directory");
         // An ssh terminal's working directory is on the far side.
-        let mut remote = TerminalConfig::default();
-        remote.backend = BackendKind::Ssh;
-        remote.cwd = Some(root.path().to_path_buf());
+        let remote = TerminalConfig {
+            backend: BackendKind::Ssh,
+            cwd: Some(root.path().to_path_buf()),
+            ..TerminalConfig::default()
+        };
         p.terminal.tenants.insert("acme".into(), remote);
         assert!(
             ToolReach::of(&p)

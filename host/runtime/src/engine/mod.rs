@@ -335,9 +335,10 @@ impl Runtime {
     /// compilation settings, so a changed engine never loads stale code. An entry is
     /// used only when its tag verifies under the cache's key; a missing or bad tag, or
     /// code wasmtime refuses, means compiling again (and rewriting the entry once the
-    /// component is accepted). A bundled tool's code goes to the cache too: loading a
-    /// file maps it, where the embedded code must be copied (~7 MiB for the bundled
-    /// tools, and the time to copy it).
+    /// component is accepted). A bundled tool whose build-compiled code this engine
+    /// accepts is not cached: checking an entry reads, hashes and copies all of it,
+    /// strictly more work than copying the code embedded in the binary (which needs no
+    /// check).
     ///
     /// # Errors
     /// [`EngineError::Compile`] if the bytes do not compile. Cache I/O failures are
@@ -348,6 +349,26 @@ impl Runtime {
             Some((_, digest, _)) => digest.to_owned(),
             None => format!("{:x}", Sha256::digest(bytes)),
         };
+        if let Some((name, _, code)) = bundled {
+            // wasmtime refuses code built with other settings or for another CPU; the
+            // tool is then compiled as any other.
+            match load_precompiled(&self.engine, code) {
+                Ok(component) => {
+                    self.precompiled.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Compiled {
+                        component,
+                        digest: key,
+                        cache_entry: None,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        tool = name,
+                        "compiling instead of using the build's code: {e:#}"
+                    )
+                }
+            }
+        }
         let entry = format!("{key}-{}.cwasm", self.engine_digest);
         if let Some(cache) = &self.cache {
             match cache.load(&self.engine, &entry) {
@@ -369,26 +390,6 @@ impl Runtime {
             }
         }
         let cached = self.cache.as_ref().map(|_| entry);
-        if let Some((name, _, code)) = bundled {
-            // wasmtime refuses code built with other settings or for another CPU; the
-            // tool is then compiled as any other.
-            match load_precompiled(&self.engine, code) {
-                Ok(component) => {
-                    self.precompiled.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Compiled {
-                        component,
-                        digest: key,
-                        cache_entry: cached,
-                    });
-                }
-                Err(e) => {
-                    tracing::debug!(
-                        tool = name,
-                        "compiling instead of using the build's code: {e:#}"
-                    )
-                }
-            }
-        }
         let component =
             Component::new(&self.engine, bytes).map_err(|e| EngineError::Compile(e.into()))?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
