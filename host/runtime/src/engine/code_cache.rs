@@ -83,6 +83,15 @@ impl CodeCache {
             Err(e) => return Err(format!("cannot open it: {e}")),
         };
         let tag = read_tag(&self.dir.join(format!("{entry}.tag")))?;
+        // Said before a byte is copied; the read below still counts, as the file may
+        // grow meanwhile.
+        let size = file
+            .metadata()
+            .map_err(|e| format!("cannot read it: {e}"))?
+            .len();
+        if size > MAX_ENTRY_BYTES {
+            return Err(format!("it is over {MAX_ENTRY_BYTES} bytes"));
+        }
         let mut mac = self.mac(entry)?;
         let copy = rustix::fs::memfd_create(
             "hermetic-code",
@@ -401,6 +410,20 @@ mod tests {
         )
         .unwrap();
         assert!(cache.load(&engine, "c.cwasm").is_err());
+    }
+
+    #[test]
+    fn an_entry_too_large_to_be_a_host_s_is_refused_before_it_is_copied() {
+        let engine = engine();
+        let (_dir, cache) = stored(&engine);
+        // Sparse: no disk or memory is spent making it.
+        let entry = std::fs::OpenOptions::new()
+            .write(true)
+            .open(cache.dir.join("a.cwasm"))
+            .unwrap();
+        entry.set_len(MAX_ENTRY_BYTES + 1).unwrap();
+        let err = cache.load(&engine, "a.cwasm").map(|_| ()).unwrap_err();
+        assert!(err.contains("it is over"), "{err}");
     }
 
     #[test]
