@@ -52,6 +52,37 @@ fn a_memory_bomb_hits_the_memory_limit() {
     assert_healthy(&f.registry);
 }
 
+/// The memory limit is per call, not per linear memory: `two_memories`
+/// (tests/components/two_memories.wat) has two, each of which stays under its 4 MiB
+/// limit while both together do not.
+#[test]
+fn a_component_with_two_memories_gets_one_memory_limit_for_both() {
+    let f = hostile(&[]);
+    let dir = tempfile::TempDir::new().unwrap();
+    let wat = concat!(env!("CARGO_MANIFEST_DIR"), "/components/two_memories.wat");
+    std::fs::write(
+        dir.path().join("two_memories.wasm"),
+        wat::parse_file(wat).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(f.registry.add_dir(dir.path()).unwrap(), vec![]);
+    // 3 MiB in each memory: 6.1 MiB together, over the 4 MiB limit.
+    let out = call(&f.registry, "two_memories", json!({}));
+    assert_eq!(out["limit"], "memory", "{out}");
+    assert_eq!(
+        error_of(&out),
+        format!(
+            "[TOOL_ERROR] memory limit exceeded: the tool tried to grow its memory to {} bytes, over its {}-byte limit",
+            (49 + 49) << 16,
+            4 << 20
+        )
+    );
+    // The twin: 1 MiB in each, 2.1 MiB together.
+    let out = call(&f.registry, "two_memories", json!({"few": true}));
+    assert_eq!(out, json!({"grew": true}));
+    assert_healthy(&f.registry);
+}
+
 #[test]
 fn a_huge_result_hits_the_result_cap() {
     let f = hostile(&["fail"]);

@@ -438,6 +438,87 @@ fn a_corrupt_cache_entry_is_ignored_and_recompiled() {
     );
 }
 
+/// The cache entries (not the key, tags or temporaries) in `dir`.
+fn cache_entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Issue 39: the host mapped and ran whatever code a cache file held. Code the host
+/// itself wrote, for another tool, copied under this tool's name (with that tool's
+/// tag), is refused: the tag covers the entry's name, and the tool is compiled again.
+#[test]
+fn a_cache_entry_planted_under_another_name_is_compiled_again_not_run() {
+    let cache = tempfile::TempDir::new().unwrap();
+    let start = |tool: &str| {
+        let (ws, mut options) = options();
+        options.engine = engine_config();
+        options.engine.cache_dir = Some(cache.path().to_path_buf());
+        let registry = Registry::new(options).unwrap();
+        let dir = tools_dir(&[tool]);
+        assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+        (ws, registry)
+    };
+    let (_ws, _echo) = start("echo");
+    let echo_entry = cache_entries(cache.path()).pop().unwrap();
+    let (_ws, first) = start("fail");
+    assert_eq!(first.runtime().compile_stats().compiled, 1);
+    let fail_entry = cache_entries(cache.path())
+        .into_iter()
+        .find(|p| *p != echo_entry)
+        .unwrap();
+    let tag = |entry: &std::path::Path| entry.with_extension("cwasm.tag");
+    std::fs::copy(&echo_entry, &fail_entry).unwrap();
+    std::fs::copy(tag(&echo_entry), tag(&fail_entry)).unwrap();
+
+    let (_ws, second) = start("fail");
+    let stats = second.runtime().compile_stats();
+    assert_eq!((stats.compiled, stats.cache_hits), (1, 0));
+    let out = call(&second, "fail", json!({"mode": "error"}));
+    assert!(out["error"].is_string(), "{out}");
+    // Compiled again, the entry is the tool's own once more, and the next start maps it.
+    let (_ws, third) = start("fail");
+    let stats = third.runtime().compile_stats();
+    assert_eq!((stats.compiled, stats.cache_hits), (0, 1));
+}
+
+/// Issue 39: a cache directory a tool can write (here: inside the workspace mount)
+/// would let that tool plant native code the host maps; it is not used at all.
+#[test]
+fn a_cache_directory_inside_a_mount_is_not_used() {
+    let (ws, mut options) = options();
+    options.engine = engine_config();
+    let cache = ws.path().join("cache");
+    options.engine.cache_dir = Some(cache.clone());
+    let registry = Registry::new(options).unwrap();
+    assert_eq!(registry.runtime().config().cache_dir, None);
+    let dir = tools_dir(&["echo"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    assert_eq!(registry.runtime().compile_stats().compiled, 1);
+    assert!(!cache.exists());
+}
+
+/// Issue 39: an approval allowlist a tool can write lets a tenant approve its own next
+/// dangerous command; a registry over such a policy is refused, naming the file.
+#[test]
+fn an_approval_allowlist_inside_a_mount_is_refused() {
+    let (ws, mut options) = options();
+    let allowlist = ws.path().join("approvals.json");
+    options.policy.terminal.default.approval.allowlist_file = Some(allowlist.clone());
+    match Registry::new(options) {
+        Err(RegistryError::StatePath(e)) => {
+            assert_eq!(e.path, allowlist);
+            assert_eq!(e.place, "mount `workspace`");
+        }
+        other => panic!("accepted: {:?}", other.map(|_| ())),
+    }
+}
+
 /// A registry over the bundled tools, fuel metering on if `fuel`, no disk cache.
 fn bundled_without_cache(fuel: bool) -> (tempfile::TempDir, Registry) {
     let (ws, mut options) = options();
@@ -488,8 +569,11 @@ fn other_bytes_under_a_bundled_name_do_not_get_the_bundled_code() {
     );
 }
 
+/// Bundled code the engine accepts is loaded from the binary on every start, never
+/// written to (or read from) the cache: authenticating an entry costs more than copying
+/// the embedded code.
 #[test]
-fn the_build_code_of_bundled_tools_goes_to_the_cache_and_later_starts_map_it() {
+fn the_build_code_of_bundled_tools_is_loaded_from_the_binary_and_not_cached() {
     let cache = tempfile::TempDir::new().unwrap();
     let start = || {
         let (ws, mut options) = options();
@@ -505,16 +589,20 @@ fn the_build_code_of_bundled_tools_goes_to_the_cache_and_later_starts_map_it() {
         (stats.precompiled, stats.cache_hits, stats.compiled),
         (bundled, 0, 0)
     );
+    assert_eq!(
+        cache_entries(cache.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
     let (ws2, second) = start();
     let stats = second.runtime().compile_stats();
     assert_eq!(
         (stats.precompiled, stats.cache_hits, stats.compiled),
-        (0, bundled, 0)
+        (bundled, 0, 0)
     );
-    std::fs::write(ws2.path().join("a.txt"), "mapped\n").unwrap();
+    std::fs::write(ws2.path().join("a.txt"), "embedded\n").unwrap();
     let read = call(&second, "read_file", json!({"path": "a.txt"}));
     assert!(
-        read["content"].as_str().unwrap().contains("mapped"),
+        read["content"].as_str().unwrap().contains("embedded"),
         "{read}"
     );
 }

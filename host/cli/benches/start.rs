@@ -135,7 +135,7 @@ fn start_figures(runs: usize) {
     let later = tempfile::TempDir::new().unwrap();
     first_result(serve(later.path(), true), &read);
     report(
-        "bundled tools, their code in the cache (later starts)",
+        "bundled tools, a later start (their code from the binary, not the cache)",
         runs,
         || first_result(serve(later.path(), true), &read),
     );

@@ -373,14 +373,15 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
         }
         None => None,
     };
-    let (mut policy, secrets) = match &global.policy {
+    let (mut policy, secrets, state_files) = match &global.policy {
         Some(file) => {
             let loaded = hermetic::policy_file::load(file, &cwd)?;
-            (loaded.policy, loaded.secrets)
+            (loaded.policy, loaded.secrets, loaded.state_files)
         }
         None => (
             OperatorPolicy::with_workspace(cwd.clone()),
             hermetic::Secrets::default(),
+            Vec::new(),
         ),
     };
     if let Some(dir) = workspace {
@@ -419,6 +420,11 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
         options.engine.cache_dir = None;
     }
     let registry = Registry::new(options)?;
+    // The policy's own files were checked against its mounts at load; `--workspace`
+    // may have moved one over them.
+    for file in &state_files {
+        registry.check_state_path(&file.what, &file.path)?;
+    }
     let mut problems: Vec<LoadProblem> = Vec::new();
     if !global.no_bundled {
         problems.extend(registry.add_bundled());
@@ -585,10 +591,11 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     access.allowed_hosts.extend(args.allow_hosts);
     access.allowed_origins.extend(args.allow_origins);
     let audit = match args.audit.or_else(|| access.audit_file.clone()) {
-        Some(file) => Some(std::sync::Arc::new(
+        Some(file) => Some(std::sync::Arc::new({
+            registry.check_state_path("the audit log", &file)?;
             hermetic_server::audit::AuditLog::open(&file)?
-                .with_redactions(registry.secrets().values()),
-        )),
+                .with_redactions(registry.secrets().values())
+        })),
         None => None,
     };
     let shutdown_grace = args.shutdown_grace.or(access.shutdown_grace_secs).map_or(

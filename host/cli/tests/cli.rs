@@ -221,6 +221,55 @@ fn a_missing_tools_dir_is_a_setup_error() {
     );
 }
 
+/// Issue 39: the host's own files must lie outside every mount. A policy that is fine
+/// as written is refused when `--workspace` moves the mount over it, and an audit log
+/// inside the workspace is refused too: exit 3, naming the file and the mount.
+#[test]
+fn host_files_that_a_workspace_covers_stop_the_start() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join("ws")).unwrap();
+    std::fs::write(
+        root.path().join("policy.toml"),
+        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n",
+    )
+    .unwrap();
+    let (out, _) = run(hermetic(root.path()).args(["--policy", "policy.toml", "tools"]));
+    assert_eq!(out.status.code(), Some(0));
+    let refused = |args: &[&str], what: &str| {
+        let (out, _) = run(hermetic(root.path())
+            .args(args)
+            .stdin(std::process::Stdio::null()));
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains(&format!("{what} "))
+                && stderr.contains("is inside mount `workspace`")
+                && stderr.contains("move it outside every mount and terminal workspace"),
+            "{stderr}"
+        );
+    };
+    refused(
+        &["--policy", "policy.toml", "--workspace", ".", "tools"],
+        "the policy file",
+    );
+    refused(
+        &[
+            "--policy",
+            "policy.toml",
+            "serve",
+            "--stdio",
+            "--audit",
+            "ws/audit.jsonl",
+        ],
+        "the audit log",
+    );
+    // Without a policy the workspace is where hermetic starts.
+    refused(
+        &["serve", "--stdio", "--audit", "audit.jsonl"],
+        "the audit log",
+    );
+}
+
 #[test]
 fn a_missing_policy_file_names_the_file_and_the_os_error_once() {
     let ws = tempfile::TempDir::new().unwrap();

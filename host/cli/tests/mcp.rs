@@ -42,6 +42,9 @@ fn client_script() -> PathBuf {
 struct Dirs {
     tools: TempDir,
     workspace: TempDir,
+    /// The host's own files (policy, audit log): outside the workspace, as the host
+    /// requires.
+    state: TempDir,
 }
 
 impl Dirs {
@@ -49,6 +52,7 @@ impl Dirs {
         let dirs = Self {
             tools: TempDir::new().unwrap(),
             workspace: TempDir::new().unwrap(),
+            state: TempDir::new().unwrap(),
         };
         for name in tools {
             dirs.add(name);
@@ -674,7 +678,7 @@ fn sha256_hex(token: &str) -> String {
 /// A policy file with two tenants: `acme` sees the bundled file tools and may make 2
 /// tools/call per minute; `globex` sees the test tools. `extra` is appended.
 fn tenants_policy(dirs: &Dirs, extra: &str) -> PathBuf {
-    let path = dirs.workspace.path().join("policy.toml");
+    let path = dirs.state.path().join("policy.toml");
     let text = format!(
         r#"[mounts.workspace]
 path = "{workspace}"
@@ -1128,7 +1132,7 @@ fn audit_verify(file: &Path, extra: &[&str]) -> (i32, String) {
 #[test]
 fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_lines() {
     let dirs = Dirs::new(TEST_TOOLS);
-    let audit = dirs.workspace.path().join("audit.jsonl");
+    let audit = dirs.state.path().join("audit.jsonl");
     let policy = tenants_policy(&dirs, "");
     let mut server = HttpServer::start_with(
         policy_args(&dirs, &policy),
@@ -1230,7 +1234,7 @@ fn audit_records_every_call_and_verify_catches_edited_deleted_and_reordered_line
 #[test]
 fn a_torn_audit_tail_stops_the_server_until_audit_repair_mends_it() {
     let dirs = Dirs::new(TEST_TOOLS);
-    let audit = dirs.workspace.path().join("audit.jsonl");
+    let audit = dirs.state.path().join("audit.jsonl");
     let audit_arg = audit.to_str().unwrap();
     let mut server = HttpServer::start_with(dirs.global_args(), &["--audit", audit_arg]);
     let echo = |server: &HttpServer| {
@@ -1303,7 +1307,7 @@ fn a_torn_audit_tail_stops_the_server_until_audit_repair_mends_it() {
         out.contains(&format!("cut a torn last line ({} bytes", torn.len())),
         "{out}"
     );
-    let kept = std::fs::read(dirs.workspace.path().join("audit.jsonl.torn")).unwrap();
+    let kept = std::fs::read(dirs.state.path().join("audit.jsonl.torn")).unwrap();
     assert_eq!(&kept[..torn.len()], torn);
     let (code, out) = audit_verify(&audit, &[]);
     assert_eq!((code, out.contains("ok, 1 lines")), (0, true), "{out}");
@@ -1508,9 +1512,9 @@ fn python_sdk_2026_07_28_approves_by_input_required_declines_and_never_offers_a_
     python_sdk_approvals("auto", true);
 }
 
-/// A server whose approvals time out after one second.
-fn quick_timeout_server(workspace: &Path) -> HttpServer {
-    let policy = workspace.join("policy.toml");
+/// A server whose approvals time out after one second (its policy file in `state`).
+fn quick_timeout_server(workspace: &Path, state: &Path) -> HttpServer {
+    let policy = state.join("policy.toml");
     std::fs::write(
         &policy,
         format!(
@@ -1529,7 +1533,8 @@ fn quick_timeout_server(workspace: &Path) -> HttpServer {
 /// the command does not run — a late "once" included.
 fn unanswered(mode: &str) {
     let workspace = TempDir::new().unwrap();
-    let server = quick_timeout_server(workspace.path());
+    let state = TempDir::new().unwrap();
+    let server = quick_timeout_server(workspace.path(), state.path());
     let report = terminal_elicit(
         &server,
         mode,

@@ -446,7 +446,70 @@ pub(crate) static CHECKS: &[Check] = &[
         ],
         |a, _, args, inv| a.check_editor(args, inv),
     ),
+    Check::Handler(&["sort", "man", "ag"], |a, n, args, inv| {
+        a.check_program_option(n, args, inv)
+    }),
 ];
+
+/// An option of a read-only tool that names a program the tool runs: its full name,
+/// the shortest prefix the tool accepts for it (GNU-style abbreviations), and whether
+/// its value may be left out (`man -H` runs the default browser).
+struct ProgramOption {
+    name: &'static str,
+    shortest: usize,
+    value_optional: bool,
+}
+
+/// For `sort`, `man` and `ag`: the options that run a program, and the programs that
+/// do nothing but their job there (compressors, plain pagers).
+fn program_options(name: &str) -> (&'static [ProgramOption], &'static [&'static str]) {
+    const PAGERS: &[&str] = &["cat", "less", "more", "most"];
+    match name {
+        "sort" => (
+            &[ProgramOption {
+                name: "--compress-program",
+                shortest: 4,
+                value_optional: false,
+            }],
+            &[
+                "gzip", "pigz", "xz", "zstd", "lz4", "lzop", "bzip2", "pbzip2", "compress",
+            ],
+        ),
+        "man" => (
+            &[
+                ProgramOption {
+                    name: "-P",
+                    shortest: 2,
+                    value_optional: false,
+                },
+                ProgramOption {
+                    name: "--pager",
+                    shortest: 5,
+                    value_optional: false,
+                },
+                ProgramOption {
+                    name: "-H",
+                    shortest: 2,
+                    value_optional: true,
+                },
+                ProgramOption {
+                    name: "--html",
+                    shortest: 4,
+                    value_optional: true,
+                },
+            ],
+            PAGERS,
+        ),
+        _ => (
+            &[ProgramOption {
+                name: "--pager",
+                shortest: 5,
+                value_optional: false,
+            }],
+            PAGERS,
+        ),
+    }
+}
 
 /// The table by name, built once.
 static BY_NAME: LazyLock<NameMap<&'static Check>> = LazyLock::new(|| {
@@ -897,6 +960,52 @@ impl Analyzer<'_> {
                 if command.contains("system(") || command.contains("shell-command") {
                     self.hit(RuleId::InterpreterCode, inv.rendered);
                 }
+            }
+        }
+    }
+
+    /// Options that make a read-only tool run another program — sort's
+    /// `--compress-program`, man's pager (`-P`, `--pager`) and browser (`-H`,
+    /// `--html`), ag's `--pager` — with anything but a program known to only do that
+    /// job there: an escape from what the command appears to do. man and ag start
+    /// theirs through a shell, so the value is also read as code.
+    fn check_program_option(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
+        let (options, inert) = program_options(name);
+        let mut iter = args.iter();
+        while let Some(a) = iter.next() {
+            let t = a.text.as_str();
+            if t == "--" {
+                break;
+            }
+            let (flag, attached) = match t.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => (flag, Some(value)),
+                _ => (t, None),
+            };
+            let found = options.iter().find_map(|o| {
+                if o.name.starts_with("--") {
+                    (flag.len() >= o.shortest && o.name.starts_with(flag)).then_some((o, attached))
+                } else {
+                    // `-Pless`: a short option with its value attached.
+                    t.strip_prefix(o.name)
+                        .map(|rest| (o, (!rest.is_empty()).then_some(rest)))
+                }
+            });
+            let Some((option, attached)) = found else {
+                continue;
+            };
+            let value = match attached {
+                Some(v) => Some(v.to_owned()),
+                None if option.value_optional => None,
+                None => iter.next().map(|f| f.text.clone()),
+            };
+            let program = value.as_deref().and_then(|v| v.split_whitespace().next());
+            let inert_program =
+                program.is_some_and(|p| inert.contains(&p.rsplit('/').next().unwrap_or(p)));
+            if !inert_program {
+                self.hit(RuleId::ShellEscape, inv.rendered);
+            }
+            if let Some(value) = value.filter(|_| name != "sort") {
+                self.run_payload_text(&value, inv);
             }
         }
     }

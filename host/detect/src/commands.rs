@@ -338,15 +338,17 @@ impl Analyzer<'_> {
 
     /// Self-protection: the agent host stopping, killing or replacing itself.
     fn check_self(&mut self, name: &str, args: &[Field], inv: &Invocation<'_>) {
-        // Case-insensitive substring test without allocating (self names are
-        // lowercase ASCII; this runs for every simple command).
-        let is_self = |s: &str| {
+        // Case-insensitive substring test without allocating (the names are lowercase
+        // ASCII; this runs for every simple command).
+        let contains_any = |s: &str, names: &[String]| {
             let bytes = s.as_bytes();
-            self.own.self_names.iter().any(|n| {
+            names.iter().any(|n| {
                 let n = n.as_bytes();
                 !n.is_empty() && bytes.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
             })
         };
+        let is_self = |s: &str| contains_any(s, &self.own.self_names);
+        let is_own_process = |s: &str| contains_any(s, &self.own.process_names);
         let module = args
             .iter()
             .position(|a| a.text == "-m")
@@ -364,7 +366,14 @@ impl Analyzer<'_> {
                         self.hit(RuleId::SelfLifecycle, inv.rendered);
                     }
                 }
-                "pkill" | "killall" | "kill" | "systemctl" | "service"
+                "pkill" | "killall" | "kill"
+                    if args
+                        .iter()
+                        .any(|a| !a.text.starts_with('-') && is_own_process(&a.text)) =>
+                {
+                    self.hit(RuleId::SelfLifecycle, inv.rendered);
+                }
+                "systemctl" | "service"
                     if args
                         .iter()
                         .any(|a| !a.text.starts_with('-') && is_self(&a.text)) =>
@@ -376,10 +385,17 @@ impl Analyzer<'_> {
             return;
         }
         let words = texts(args);
-        if words
-            .iter()
-            .any(|w| matches!(*w, "stop" | "restart" | "kill" | "uninstall" | "shutdown"))
-            || (words.contains(&"--replace") && (inv.background || inv.detached))
+        // `update` replaces the running host (Hermes restarts its gateway); a gateway
+        // started in the background or detached (`&`, nohup, setsid) runs outside its
+        // service manager, beside or instead of the one serving the agents.
+        let starts_gateway =
+            words.contains(&"--replace") || words.windows(2).any(|w| w == ["gateway", "run"]);
+        if words.iter().any(|w| {
+            matches!(
+                *w,
+                "stop" | "restart" | "kill" | "uninstall" | "shutdown" | "update"
+            )
+        }) || (starts_gateway && (inv.background || inv.detached))
         {
             self.hit(RuleId::SelfLifecycle, inv.rendered);
         }

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 /// Defaults (also what `#[serde(default)]` fills in):
 /// - `self_names`: `["hermes", "hermetic"]` — names of the agent host's own programs,
 ///   services and modules: stopping, killing or replacing them is `self.lifecycle`.
+/// - `self_processes`: `["gateway", "cli.py"]` — more names the agent host's processes
+///   run under (Hermes's gateway, its CLI script): killing a process by one of these
+///   names (`pkill -f cli.py`, `killall gateway`) is `self.lifecycle` too.
 /// - `protected_dirs`: `[".claude", ".codex", ".cursor", ".gemini"]` — path components
 ///   whose files are protected like the host's own configuration (other agents' settings
 ///   hold their approval policies). `.NAME` and `$NAME_HOME` of every self name are
@@ -21,6 +24,9 @@ use serde::{Deserialize, Serialize};
 pub struct DetectorConfig {
     /// Names of the agent host's own programs, services and modules.
     pub self_names: Vec<String>,
+    /// More names the agent host's processes run under, matched when processes are
+    /// killed or services stopped by name.
+    pub self_processes: Vec<String>,
     /// Extra path components whose files are protected.
     pub protected_dirs: Vec<String>,
 }
@@ -29,6 +35,7 @@ impl Default for DetectorConfig {
     fn default() -> Self {
         Self {
             self_names: vec!["hermes".to_owned(), "hermetic".to_owned()],
+            self_processes: vec!["gateway".to_owned(), "cli.py".to_owned()],
             protected_dirs: [".claude", ".codex", ".cursor", ".gemini"]
                 .map(str::to_owned)
                 .to_vec(),
@@ -117,9 +124,21 @@ impl Detector {
             agent_dirs.push(format!(".{n}"));
             agent_dirs.push(format!("${}_HOME", n.to_ascii_uppercase()));
         }
+        let process_names = self_names
+            .iter()
+            .cloned()
+            .chain(
+                config
+                    .self_processes
+                    .iter()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| n.to_ascii_lowercase()),
+            )
+            .collect();
         Self {
             protection: SelfProtection {
                 self_names,
+                process_names,
                 agent_dirs,
             },
         }
@@ -240,6 +259,28 @@ mod tests {
         }
         // A continuation outside a comment still joins.
         assert_eq!(detector.detect("r\\\nm -rf /").tier, Tier::Hardline);
+    }
+
+    #[test]
+    fn documented_config_defaults_hold_and_process_names_are_configurable() {
+        let c = DetectorConfig::default();
+        assert_eq!(c.self_names, ["hermes", "hermetic"]);
+        assert_eq!(c.self_processes, ["gateway", "cli.py"]);
+        assert_eq!(
+            c.protected_dirs,
+            [".claude", ".codex", ".cursor", ".gemini"]
+        );
+        let flagged =
+            |d: &Detector, cmd: &str| d.detect(cmd).rule_ids().contains(&RuleId::SelfLifecycle);
+        assert!(flagged(&Detector::default(), "pkill -f cli.py"));
+        let custom = Detector::new(&DetectorConfig {
+            self_processes: vec!["agentd".into()],
+            ..DetectorConfig::default()
+        });
+        assert!(flagged(&custom, "killall agentd"));
+        assert!(!flagged(&custom, "pkill -f cli.py"));
+        // Self names are process names too.
+        assert!(flagged(&custom, "pkill hermes"));
     }
 
     #[test]

@@ -8,6 +8,9 @@
 pub(crate) struct SelfProtection {
     /// Lower-case names of the agent host's programs, services and modules.
     pub(crate) self_names: Vec<String>,
+    /// Lower-case names its processes may be killed by: the self names and the
+    /// configured process names.
+    pub(crate) process_names: Vec<String>,
     /// Path components whose files are protected like the host's configuration.
     pub(crate) agent_dirs: Vec<String>,
 }

@@ -694,17 +694,28 @@ fn parallel(
 
 /// `rg --pre CMD` runs CMD on every file searched.
 fn rg(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
-    let mut pre: Option<String> = None;
+    let mut programs: Vec<(String, &str)> = Vec::new();
     for (i, f) in args.iter().enumerate() {
-        if f.text == "--pre" {
-            pre = args.get(i + 1).map(|f| f.text.clone());
-        } else if let Some(v) = f.text.strip_prefix("--pre=") {
-            pre = Some(v.to_owned());
+        for option in ["--pre", "--hostname-bin"] {
+            if f.text == option {
+                if let Some(v) = args.get(i + 1) {
+                    programs.push((v.text.clone(), option));
+                }
+            } else if let Some(v) = f
+                .text
+                .strip_prefix(option)
+                .and_then(|v| v.strip_prefix('='))
+            {
+                programs.push((v.to_owned(), option));
+            }
         }
     }
-    if let Some(pre) = pre {
-        let argv = [Field::literal(pre), Field::literal("FILE")];
-        a.run_argv(&argv, inv, true, false);
+    for (program, option) in programs.into_iter().filter(|(p, _)| !p.is_empty()) {
+        // A search made to run a program (on every file, for `--pre`): an escape from
+        // what the command appears to do, whatever the program.
+        a.hit(RuleId::ShellEscape, inv.rendered);
+        let argv = [Field::literal(program), Field::literal("FILE")];
+        a.run_argv(&argv, inv, option == "--pre", false);
     }
     Some(Producer::Other)
 }

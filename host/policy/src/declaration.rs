@@ -167,6 +167,12 @@ impl Declaration {
                 return bad("mount", &fs.mount, "must be 1-64 of [A-Za-z0-9_-]");
             }
         }
+        // A pattern that does not parse would be a silent no-match at grant time; at
+        // load it is an error that says what to write.
+        for pattern in &self.capabilities.network {
+            crate::network::Destination::parse(pattern)
+                .map_err(|e| DeclarationError::Invalid(format!("capabilities.network: {e}")))?;
+        }
         if self.timeout_ms == Some(0) {
             return bad("timeout_ms", "0", "must be positive");
         }
@@ -241,5 +247,38 @@ env = ["LANG", "WEATHER_API_KEY"]
             .is_err()
         );
         assert!(Declaration::parse(&vec![b' '; MAX_DECLARATION_BYTES + 1]).is_err());
+    }
+
+    #[test]
+    fn a_declared_destination_that_does_not_parse_is_a_load_error() {
+        let with = |pattern: &str| {
+            Declaration::parse(
+                format!("name='a'\ntoolset='b'\n[capabilities]\nnetwork=[{pattern:?}]").as_bytes(),
+            )
+        };
+        for bad in [
+            "ftp://files.example.com",
+            "https://api.example.com/v1",
+            "https://user@api.example.com",
+            "https://*.com",
+            "https://api.example.com:0",
+            "https://a..example.com",
+            "https://*example.com",
+            "https://[api.example.com]",
+            "https://127.1",
+            "",
+        ] {
+            match with(bad) {
+                Err(DeclarationError::Invalid(m)) => assert!(
+                    m.starts_with("capabilities.network: invalid network destination")
+                        && m.contains("write e.g."),
+                    "{bad}: {m}"
+                ),
+                other => panic!("{bad:?} was accepted: {other:?}"),
+            }
+        }
+        for good in ["https://api.example.com", "http://*:*", "http://[::1]:8080"] {
+            assert!(with(good).is_ok(), "{good}");
+        }
     }
 }

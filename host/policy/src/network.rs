@@ -143,6 +143,7 @@ impl Destination {
             return Err(err("only scheme, host and port are allowed"));
         }
         let (host, port) = split_host_port(rest).ok_or_else(|| err("malformed host or port"))?;
+        let bracketed = rest.starts_with('[');
         let port = match port {
             Some("*") => Port::Any,
             Some(p) => Port::Exact(
@@ -154,14 +155,22 @@ impl Destination {
             None => Port::Exact(scheme.default_port()),
         };
         let host = host.to_ascii_lowercase();
-        let host = if host == "*" {
+        let host = if bracketed {
+            // Brackets hold an IPv6 address and nothing else.
+            match host.parse::<std::net::Ipv6Addr>() {
+                Ok(ip) => HostPattern::Ip(IpAddr::V6(ip)),
+                Err(_) => return Err(err("brackets must hold an IPv6 address")),
+            }
+        } else if host == "*" {
             HostPattern::Any
-        } else if let Ok(ip) = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-        {
+        } else if let Ok(ip) = host.parse::<IpAddr>() {
             HostPattern::Ip(ip)
+        } else if host.rsplit('.').next().is_some_and(is_numeric_label) {
+            // `127.1` or `0x7f.1` is no name: resolvers read it as an IPv4 address in
+            // a short or hex form.
+            return Err(err(
+                "the last label is a number: write an IP address in full (a.b.c.d) or a name",
+            ));
         } else if let Some(suffix) = host.strip_prefix("*.") {
             if !is_dns_name(suffix) || !suffix.contains('.') {
                 return Err(err(
@@ -272,6 +281,17 @@ fn split_host_port(s: &str) -> Option<(&str, Option<&str>)> {
     }
 }
 
+/// A label resolvers may read as a number: decimal, or hex with `0x`.
+fn is_numeric_label(label: &str) -> bool {
+    let digits = label.strip_prefix("0x").unwrap_or(label);
+    !digits.is_empty()
+        && if digits.len() < label.len() {
+            digits.bytes().all(|b| b.is_ascii_hexdigit())
+        } else {
+            digits.bytes().all(|b| b.is_ascii_digit())
+        }
+}
+
 fn is_dns_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
@@ -317,6 +337,12 @@ mod tests {
             "https://a.com:0",
             "https://a..com",
             "https://*a.com",
+            "https://[a.com]",
+            "https://[127.0.0.1]",
+            "https://127.1",
+            "https://0x7f.1",
+            "https://10.0.0.010.1",
+            "https://1234",
             "",
         ] {
             assert!(Destination::parse(bad).is_err(), "{bad}");

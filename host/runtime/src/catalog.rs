@@ -13,6 +13,7 @@ use crate::policy::{self, EffectiveGrants, OperatorPolicy};
 use crate::policy_file::Secrets;
 use crate::sandbox::{self, SandboxError};
 use crate::slots::Slots;
+use crate::state_paths::{StatePathError, ToolReach, allowlist_files};
 use crate::toolsets::{Toolsets, legacy_tools};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -81,6 +82,10 @@ pub enum RegistryError {
         #[source]
         source: std::io::Error,
     },
+    /// A file the host keeps (an approval allowlist) lies where tools or terminal
+    /// commands reach.
+    #[error(transparent)]
+    StatePath(#[from] StatePathError),
 }
 
 /// A component that was skipped at discovery, and why.
@@ -257,6 +262,9 @@ pub struct Catalog {
     tenant_tools: RwLock<HashMap<String, Arc<BTreeSet<String>>>>,
     /// Grants for metadata calls (`schema()`): nothing.
     metadata_grants: EffectiveGrants,
+    /// What tools and terminal commands of the policy reach (the host's own files
+    /// must lie elsewhere).
+    reach: ToolReach,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -270,10 +278,26 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// An empty catalog (the parts of `options` it keeps: all but the terminal).
     ///
+    /// A compiled-code cache directory that tools or terminal commands reach is not
+    /// used (a warning says why; code is compiled instead): whatever is written there
+    /// would be mapped and run by the host.
+    ///
     /// # Errors
-    /// If the engine or linker cannot be built.
+    /// If the engine or linker cannot be built; [`RegistryError::StatePath`] when an
+    /// approval allowlist lies where tools or terminal commands reach.
     pub(crate) fn new(options: CatalogOptions) -> Result<Self, RegistryError> {
-        let runtime = Runtime::new(options.engine)?;
+        let reach = ToolReach::of(&options.policy);
+        for file in allowlist_files(&options.policy) {
+            reach.check("the approval allowlist", file)?;
+        }
+        let mut engine = options.engine;
+        if let Some(dir) = &engine.cache_dir
+            && let Err(e) = reach.check("the compiled-code cache", dir)
+        {
+            tracing::warn!("not using the compiled-code cache: {e}");
+            engine.cache_dir = None;
+        }
+        let runtime = Runtime::new(engine)?;
         let linkers = sandbox::Linkers::new(&runtime)?;
         let bundled_terminal_policy = options
             .policy
@@ -294,7 +318,18 @@ impl Catalog {
             clock: options.clock,
             tenant_tools: RwLock::new(HashMap::new()),
             metadata_grants,
+            reach,
         })
+    }
+
+    /// Refuses `path`, a file the host keeps (`what`: "the audit log", …), when tools
+    /// or terminal commands of this catalog's policy reach it (see
+    /// [`ToolReach::check`]).
+    ///
+    /// # Errors
+    /// [`StatePathError`] naming the path, the place and what to do.
+    pub fn check_state_path(&self, what: &str, path: &Path) -> Result<(), StatePathError> {
+        self.reach.check(what, path)
     }
 
     /// The operator policy in force.

@@ -462,7 +462,7 @@ pub enum CallFailure {
         "memory limit exceeded: the tool tried to grow its memory to {tried} bytes, over its {cap}-byte limit"
     )]
     Memory {
-        /// Size asked for.
+        /// Size asked for: all the call's linear memories together.
         tried: usize,
         /// The cap.
         cap: u64,

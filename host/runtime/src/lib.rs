@@ -32,6 +32,7 @@ mod registry;
 mod sandbox;
 mod sanitize;
 mod slots;
+mod state_paths;
 pub mod toolsets;
 mod wasm_error;
 
@@ -71,6 +72,7 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
+pub use state_paths::{StateFile, StatePathError, ToolReach};
 pub use wasm_error::{Cause, WasmtimeError};
 
 /// Names and bytes of the tools embedded in this binary.

@@ -2,6 +2,13 @@
 //! pure [`crate::policy`] needs (canonical mount paths, secret values).
 //!
 //! See `policy.example.toml` for every key, commented.
+//!
+//! Relative paths: the directories tools and terminal commands work in (mounts, the
+//! terminal's `cwd` and workspaces, ssh key files) resolve against the directory
+//! hermetic starts in; the files the host keeps for itself (the secrets file, the
+//! server's audit log, the approval allowlist) against the policy file's own
+//! directory. Those host files, and the policy file itself, must lie outside every
+//! mount and terminal workspace ([`crate::state_paths`]).
 
 use crate::declaration::Access;
 use crate::policy::network::{Destination, DestinationError};
@@ -9,6 +16,7 @@ use crate::policy::{
     ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
     OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
 };
+use crate::state_paths::{StateFile, StatePathError, ToolReach, allowlist_files};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -41,6 +49,16 @@ pub enum PolicyFileError {
         path: PathBuf,
         /// What is wrong.
         reason: String,
+    },
+    /// A file the host keeps (the policy itself, secrets, audit log, approval
+    /// allowlist) lies where tools or terminal commands of this policy reach.
+    #[error("{path}: {source}")]
+    StatePath {
+        /// The policy file.
+        path: PathBuf,
+        /// Which file, and where it is reached from.
+        #[source]
+        source: StatePathError,
     },
 }
 
@@ -89,6 +107,12 @@ pub struct LoadedPolicy {
     pub secrets: Secrets,
     /// Settings of `hermetic serve`: tokens, rate limits, allow-lists, audit.
     pub server: ServerPolicy,
+    /// The files the host keeps that this policy names — the policy file itself (from
+    /// [`load`]), the secrets file, the audit log, each approval allowlist — already
+    /// checked against this policy's [`ToolReach`]. A host that changes the mounts
+    /// afterwards (`--workspace`) checks them again
+    /// ([`crate::Registry::check_state_path`]).
+    pub state_files: Vec<StateFile>,
 }
 
 /// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
@@ -318,22 +342,38 @@ struct TenantLimitsToml {
     calls_per_minute: Option<u32>,
 }
 
-/// Reads and validates a policy file. Relative mount paths resolve against `base_dir`
-/// (the directory hermetic was started in); relative secrets-file paths against the
-/// policy file's own directory.
+/// Reads and validates a policy file. Relative mount and terminal paths resolve
+/// against `base_dir` (the directory hermetic was started in); relative paths of the
+/// secrets file, the audit log and approval allowlists against the policy file's own
+/// directory.
 ///
 /// # Errors
-/// [`PolicyFileError`] naming the file, the key and what to write instead.
+/// [`PolicyFileError`] naming the file, the key and what to write instead;
+/// [`PolicyFileError::StatePath`] when the policy file, or a file it names for the
+/// host, lies inside a mount or terminal workspace.
 pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     let file_dir = path.parent().unwrap_or(Path::new("."));
-    parse(&text, path, base_dir, file_dir)
+    let mut loaded = parse(&text, path, base_dir, file_dir)?;
+    let policy_file = StateFile {
+        what: "the policy file".to_owned(),
+        path: path.to_path_buf(),
+    };
+    ToolReach::of(&loaded.policy)
+        .check(&policy_file.what, &policy_file.path)
+        .map_err(|source| PolicyFileError::StatePath {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    loaded.state_files.insert(0, policy_file);
+    Ok(loaded)
 }
 
-/// Parses policy text (see [`load`]); `path` is used in messages only.
+/// Parses policy text (see [`load`]); `path` is used in messages only (so the policy
+/// file's own location is not checked: [`load`] does that).
 ///
 /// # Errors
 /// [`PolicyFileError`] as for [`load`].
@@ -368,24 +408,65 @@ pub fn parse(
         let tenant = tenant_policy(&id, t, &mounts, &invalid)?;
         tenants.insert(id, tenant);
     }
-    let secrets = match raw.secrets {
-        None => Secrets::default(),
-        Some(s) => read_secrets(&file_dir.join(&s.file))?,
+    let secrets_file = raw.secrets.map(|s| file_dir.join(s.file));
+    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, file_dir, &invalid)?;
+    let policy = OperatorPolicy {
+        mounts,
+        defaults,
+        tools,
+        tenants,
+        terminal,
     };
-    let terminal = terminal_settings(raw.terminal, &tenants, base_dir, &invalid)?;
-    console_approver_needs_admin(&terminal, &server, &invalid)?;
+    console_approver_needs_admin(&policy.terminal, &server, &invalid)?;
 
+    // Checked before the secrets are read: a secrets file a tool can reach is refused,
+    // not used.
+    let state_files = host_files(&policy, secrets_file.as_deref(), &server);
+    let reach = ToolReach::of(&policy);
+    for file in &state_files {
+        reach
+            .check(&file.what, &file.path)
+            .map_err(|source| PolicyFileError::StatePath {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    }
+    let secrets = match &secrets_file {
+        None => Secrets::default(),
+        Some(file) => read_secrets(file)?,
+    };
     Ok(LoadedPolicy {
-        policy: OperatorPolicy {
-            mounts,
-            defaults,
-            tools,
-            tenants,
-            terminal,
-        },
+        policy,
         secrets,
         server,
+        state_files,
     })
+}
+
+/// The files the host keeps that `policy` names: the secrets file, the audit log and
+/// every distinct approval allowlist.
+fn host_files(
+    policy: &OperatorPolicy,
+    secrets_file: Option<&Path>,
+    server: &ServerPolicy,
+) -> Vec<StateFile> {
+    let file = |what: &str, path: &Path| StateFile {
+        what: what.to_owned(),
+        path: path.to_path_buf(),
+    };
+    let mut files = Vec::new();
+    if let Some(path) = secrets_file {
+        files.push(file("the secrets file", path));
+    }
+    if let Some(path) = &server.audit_file {
+        files.push(file("the audit log", path));
+    }
+    for path in allowlist_files(policy) {
+        if !files.iter().any(|f| f.path == path) {
+            files.push(file("the approval allowlist", path));
+        }
+    }
+    files
 }
 
 /// `[mounts.NAME]`: each path, relative to `base_dir`, must be a directory now.
@@ -587,11 +668,14 @@ fn tenant_policy(
 /// The `[terminal]` table: the operator's default terminal, and `[terminal.tenants.ID]`
 /// tables whose keys replace the default's for that tenant (sub-tables merge key by
 /// key). Unknown keys are errors, as everywhere. Relative paths resolve against
-/// `base_dir`.
+/// `base_dir`, except the approval allowlist's: it is a file the host keeps, so it
+/// resolves against the policy file's directory (`file_dir`), as the secrets file and
+/// the audit log do.
 fn terminal_settings(
     table: Option<toml::Table>,
     tenants: &BTreeMap<String, TenantPolicy>,
     base_dir: &Path,
+    file_dir: &Path,
     invalid: &impl Fn(String) -> PolicyFileError,
 ) -> Result<crate::policy::terminal::TerminalSettings, PolicyFileError> {
     use crate::policy::terminal::TerminalConfig;
@@ -609,13 +693,14 @@ fn terminal_settings(
         let mut config: TerminalConfig = toml::Value::Table(t)
             .try_into()
             .map_err(|e: toml::de::Error| invalid(format!("{at}: {}", e.message())))?;
-        let resolve = |p: &mut Option<PathBuf>| {
+        let resolve_in = |base: &Path, p: &mut Option<PathBuf>| {
             if let Some(path) = p.as_mut()
                 && path.is_relative()
             {
-                *path = base_dir.join(&*path);
+                *path = base.join(&*path);
             }
         };
+        let resolve = |p: &mut Option<PathBuf>| resolve_in(base_dir, p);
         if config.backend != crate::policy::terminal::BackendKind::Docker
             && config.backend != crate::policy::terminal::BackendKind::Ssh
         {
@@ -625,6 +710,7 @@ fn terminal_settings(
         resolve(&mut config.docker.workspace);
         resolve(&mut config.ssh.identity_file);
         resolve(&mut config.ssh.known_hosts_file);
+        resolve_in(file_dir, &mut config.approval.allowlist_file);
         if config.timeout_secs == 0
             || config.timeout_secs > crate::policy::terminal::MAX_TIMEOUT_SECS
         {
@@ -818,6 +904,7 @@ mod tests {
     fn the_shipped_example_parses() {
         let dir = tempfile::TempDir::new().unwrap();
         std::fs::create_dir_all(dir.path().join("examples/data")).unwrap();
+        std::fs::create_dir_all(dir.path().join("examples/workspace")).unwrap();
         std::fs::write(
             dir.path().join("examples/secrets.toml"),
             "WEATHER_API_KEY = \"k\"\n",
@@ -909,6 +996,7 @@ mod tests {
     fn the_example_s_server_keys_parse_into_the_server_policy() {
         let dir = tempfile::TempDir::new().unwrap();
         std::fs::create_dir_all(dir.path().join("examples/data")).unwrap();
+        std::fs::create_dir_all(dir.path().join("examples/workspace")).unwrap();
         std::fs::write(dir.path().join("examples/secrets.toml"), "").unwrap();
         let server = parse_in(dir.path(), include_str!("../../../policy.example.toml"))
             .unwrap()
@@ -1013,6 +1101,127 @@ mod tests {
         // Without any of them: no tokens, nothing else.
         let none = parse_in(dir.path(), "").unwrap().server;
         assert_eq!(none, ServerPolicy::default());
+    }
+
+    /// Issue 39: with the workspace at the policy's own directory, a tenant's
+    /// `write_file` could rewrite the approval allowlist (re-read on every check) and
+    /// its next dangerous command would run with no human; the policy, secrets and
+    /// audit log are as exposed. Each is refused at load, naming the file and the mount.
+    #[test]
+    fn host_files_inside_a_mount_or_terminal_workspace_are_refused_at_load() {
+        let root = tempfile::TempDir::new().unwrap();
+        let root = root.path();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::fs::create_dir_all(root.join("box")).unwrap();
+        std::fs::write(root.join("secrets.toml"), "K = \"v\"\n").unwrap();
+        std::fs::write(root.join("ws/secrets.toml"), "K = \"v\"\n").unwrap();
+        let refused = |policy: &str, what: &str, place: &str| {
+            let file = root.join("policy.toml");
+            std::fs::write(&file, policy).unwrap();
+            match load(&file, root) {
+                Err(PolicyFileError::StatePath { source, .. }) => {
+                    assert_eq!((source.what.as_str(), source.place.as_str()), (what, place));
+                    let text = source.to_string();
+                    assert!(text.contains("move it outside every mount"), "{text}");
+                }
+                other => panic!("{what} in {place} was accepted: {other:?}"),
+            }
+        };
+        let at_root = "[mounts.workspace]\npath = \".\"\naccess = \"rw\"\n";
+        refused(at_root, "the policy file", "mount `workspace`");
+        let ws = "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n";
+        refused(
+            &format!("{ws}[terminal.approval]\nallowlist_file = \"ws/approvals.json\"\n"),
+            "the approval allowlist",
+            "mount `workspace`",
+        );
+        refused(
+            &format!(
+                "{ws}[terminal.tenants.acme.approval]\nallowlist_file = \"ws/acme.json\"\n[tenants.acme]\n"
+            ),
+            "the approval allowlist",
+            "mount `workspace`",
+        );
+        refused(
+            &format!("{ws}[server]\naudit_file = \"ws/audit.jsonl\"\n"),
+            "the audit log",
+            "mount `workspace`",
+        );
+        refused(
+            &format!("{ws}[secrets]\nfile = \"ws/secrets.toml\"\n"),
+            "the secrets file",
+            "mount `workspace`",
+        );
+        // A read-only mount is reach enough: a tool could read the secrets.
+        refused(
+            "[mounts.data]\npath = \"ws\"\naccess = \"ro\"\n[secrets]\nfile = \"ws/secrets.toml\"\n",
+            "the secrets file",
+            "mount `data`",
+        );
+        // A terminal's writable workspace, once a tool may get the terminal.
+        let bwrap = format!(
+            "{ws}[tools.terminal]\nterminal = true\n[terminal]\nbackend = \"bwrap\"\n[terminal.bwrap]\nworkspace = \"box\"\n[terminal.approval]\nallowlist_file = \"box/approvals.json\"\n"
+        );
+        refused(
+            &bwrap,
+            "the approval allowlist",
+            "the terminal's bwrap workspace",
+        );
+        // The same files beside the mount load.
+        let file = root.join("policy.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "{ws}[secrets]\nfile = \"secrets.toml\"\n[server]\naudit_file = \"audit.jsonl\"\n[terminal.approval]\nallowlist_file = \"approvals.json\"\n"
+            ),
+        )
+        .unwrap();
+        let loaded = load(&file, root).unwrap();
+        let files: Vec<(&str, PathBuf)> = loaded
+            .state_files
+            .iter()
+            .map(|f| (f.what.as_str(), f.path.clone()))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("the policy file", file.clone()),
+                ("the secrets file", root.join("secrets.toml")),
+                ("the audit log", root.join("audit.jsonl")),
+                ("the approval allowlist", root.join("approvals.json")),
+            ]
+        );
+    }
+
+    #[test]
+    fn host_files_resolve_against_the_policy_file_s_directory() {
+        let root = tempfile::TempDir::new().unwrap();
+        let (start, conf) = (root.path().join("start"), root.path().join("conf"));
+        std::fs::create_dir_all(start.join("ws")).unwrap();
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::write(conf.join("secrets.toml"), "K = \"v\"\n").unwrap();
+        let file = conf.join("policy.toml");
+        std::fs::write(
+            &file,
+            "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\
+             [secrets]\nfile = \"secrets.toml\"\n[server]\naudit_file = \"audit.jsonl\"\n\
+             [terminal]\ncwd = \"ws\"\n[terminal.approval]\nallowlist_file = \"approvals.json\"\n",
+        )
+        .unwrap();
+        let loaded = load(&file, &start).unwrap();
+        // Where tools work: against the start directory.
+        assert_eq!(
+            loaded.policy.mounts["workspace"].host_path,
+            start.join("ws").canonicalize().unwrap()
+        );
+        assert_eq!(loaded.policy.terminal.default.cwd, Some(start.join("ws")));
+        // What the host keeps: against the policy file's directory.
+        assert_eq!(loaded.secrets.get("K"), Some("v"));
+        assert_eq!(loaded.server.audit_file, Some(conf.join("audit.jsonl")));
+        assert_eq!(
+            loaded.policy.terminal.default.approval.allowlist_file,
+            Some(conf.join("approvals.json"))
+        );
     }
 
     #[test]

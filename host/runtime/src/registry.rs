@@ -144,6 +144,20 @@ impl Registry {
         self.catalog.secrets()
     }
 
+    /// [`Catalog::check_state_path`]: a host that opens files of its own after
+    /// building the registry (an audit log, or the policy's files after it replaced a
+    /// mount) checks each here.
+    ///
+    /// # Errors
+    /// [`crate::StatePathError`] naming the path, the place and what to do.
+    pub fn check_state_path(
+        &self,
+        what: &str,
+        path: &std::path::Path,
+    ) -> Result<(), crate::StatePathError> {
+        self.catalog.check_state_path(what, path)
+    }
+
     /// The engine runtime.
     pub fn runtime(&self) -> &Runtime {
         self.catalog.runtime()

@@ -195,9 +195,7 @@ fn terminal_needs_declaration_operator_and_tenant() {
 
 #[test]
 fn ungranted_destinations_are_absent_and_no_destination_at_all_hides_the_tool() {
-    let d = decl(
-        "name='t'\ntoolset='x'\n[capabilities]\nnetwork=['https://a.example.com', 'not a url!']",
-    );
+    let d = decl("name='t'\ntoolset='x'\n[capabilities]\nnetwork=['https://a.example.com']");
     let mut op = op();
     op.defaults.network.push(dest("https://b.example.com"));
     let g = effective(&d, &op, None);

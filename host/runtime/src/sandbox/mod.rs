@@ -113,25 +113,45 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps linear memory at a byte count and remembers the first denied growth.
+/// Caps the call's linear memory — every memory of every core instance in the store,
+/// together — at a byte count, and remembers the first denied growth. (wasmtime asks
+/// about each memory on its own: a cap checked per memory would give a component with
+/// two memories twice the limit.)
 #[derive(Debug)]
 pub struct MemoryLimiter {
     cap: usize,
-    /// The size a guest tried to grow to past the cap, if it did.
+    /// Bytes the call's memories hold together, as this limiter allowed them.
+    used: usize,
+    /// The total a guest tried to reach past the cap, if it did.
     pub denied: Option<usize>,
+}
+
+impl MemoryLimiter {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            used: 0,
+            denied: None,
+        }
+    }
 }
 
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.cap {
-            self.denied.get_or_insert(desired);
+        // `current` is this memory's size, already counted (0 for a new memory).
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.cap {
+            self.denied.get_or_insert(total);
             return Ok(false);
         }
+        // A growth allowed here that then fails in wasmtime stays counted: the limiter
+        // errs towards less memory, never more.
+        self.used = total;
         Ok(true)
     }
 
@@ -548,10 +568,9 @@ fn build_store(
     let state = CallState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            cap: usize::try_from(grants.limits.memory_bytes).unwrap_or(usize::MAX),
-            denied: None,
-        },
+        limiter: MemoryLimiter::new(
+            usize::try_from(grants.limits.memory_bytes).unwrap_or(usize::MAX),
+        ),
         tool: tool.clone(),
         call_id: setup.call_id,
         progress: setup.progress,
@@ -620,4 +639,28 @@ fn build_store(
         })
     });
     Ok(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    #[test]
+    fn the_memory_limit_counts_every_memory_of_the_call_together() {
+        let mut limiter = MemoryLimiter::new(4 * MIB);
+        // Two memories created at 1 MiB each, then each grown to 2 MiB: 4 MiB in all.
+        assert!(limiter.memory_growing(0, MIB, None).unwrap());
+        assert!(limiter.memory_growing(0, MIB, None).unwrap());
+        assert!(limiter.memory_growing(MIB, 2 * MIB, None).unwrap());
+        assert!(limiter.memory_growing(MIB, 2 * MIB, None).unwrap());
+        assert_eq!(limiter.denied, None);
+        // One more byte in either is over the limit, though each alone is half of it.
+        assert!(!limiter.memory_growing(2 * MIB, 2 * MIB + 1, None).unwrap());
+        assert_eq!(limiter.denied, Some(4 * MIB + 1));
+        // The first denial is the one reported.
+        assert!(!limiter.memory_growing(2 * MIB, 3 * MIB, None).unwrap());
+        assert_eq!(limiter.denied, Some(4 * MIB + 1));
+    }
 }

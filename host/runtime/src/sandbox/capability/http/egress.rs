@@ -432,8 +432,12 @@ impl Body for CappedBody {
 /// Whether `ip` is an ordinary public address. Everything a tool could use to reach the
 /// host itself, its network or its cloud provider is not: loopback, RFC 1918, link-local
 /// (169.254.0.0/16 holds cloud metadata), CGNAT, unique-local and site-local IPv6,
-/// multicast, broadcast, documentation, benchmarking and reserved ranges, and IPv6
-/// forms that embed such an IPv4 address (v4-mapped, v4-compatible, NAT64, 6to4).
+/// multicast, broadcast, documentation, benchmarking and reserved ranges, IPv6 forms
+/// that embed such an IPv4 address (v4-mapped, v4-compatible, NAT64, 6to4), NAT64's
+/// local-use prefix (64:ff9b:1::/48, RFC 8215: translated by whatever the site runs,
+/// so where it leads cannot be told from the address) and the IETF protocol
+/// assignments in 2001::/23 (Teredo tunnels, benchmarking, ORCHID identifiers: none is
+/// an ordinary host on the internet).
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
@@ -477,8 +481,15 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xfe00) == 0xfc00
         || (s[0] & 0xffc0) == 0xfe80
         || (s[0] & 0xffc0) == 0xfec0
+        // Documentation: 2001:db8::/32 and 3fff::/20 (RFC 9637).
         || (s[0] == 0x2001 && s[1] == 0x0db8)
-        || (s[0] == 0x0100 && s[1..4] == [0; 3]))
+        || (s[0] == 0x3fff && s[1] < 0x1000)
+        || (s[0] == 0x0100 && s[1..4] == [0; 3])
+        // NAT64 local use (64:ff9b:1::/48).
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+        // IETF protocol assignments (2001::/23): Teredo 2001::/32, benchmarking
+        // 2001:2::/48, ORCHID 2001:10::/28 and ORCHIDv2 2001:20::/28, among others.
+        || (s[0] == 0x2001 && s[1] < 0x0200))
 }
 
 #[cfg(test)]
@@ -514,7 +525,22 @@ mod tests {
             "64:ff9b::a9fe:a9fe",
             "2002:7f00:1::",
             "2001:db8::1",
+            "3fff::1",
+            "3fff:fff:ffff::1",
             "100::1",
+            // NAT64 local use: the site's own translator decides where it leads.
+            "64:ff9b:1::a9fe:a9fe",
+            "64:ff9b:1:ffff::808:808",
+            // Teredo (its server and client addresses are obfuscated IPv4 inside).
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            // Benchmarking, ORCHID, ORCHIDv2, the rest of 2001::/23.
+            "2001:2::1",
+            "2001:10::1",
+            "2001:1f:ffff::1",
+            "2001:20::1",
+            "2001:2f::1",
+            "2001:1ff:ffff::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip} must not be public");
         }
@@ -524,6 +550,13 @@ mod tests {
             "2606:4700::1111",
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
+            // Just past 2001::/23 and the documentation blocks: ordinary addresses.
+            "2001:200::1",
+            "2001:4860:4860::8888",
+            "2001:db9::1",
+            "3ffe:ffff::1",
+            "3fff:1000::1",
+            "4000::1",
         ] {
             assert!(is_public(ip.parse().unwrap()), "{ip} is public");
         }

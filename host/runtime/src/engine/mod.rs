@@ -1,10 +1,14 @@
 //! The wasmtime [`Engine`]: pooling allocator tuned for one fresh instance per call,
-//! epoch interruption driven by a ticker thread, and an on-disk cache of compiled code.
+//! epoch interruption driven by a ticker thread, and an on-disk cache of compiled code
+//! (`code_cache`: each entry authenticated before the host maps and runs it).
+
+mod code_cache;
 
 use crate::wasm_error::WasmtimeError;
+use code_cache::CodeCache;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -34,7 +38,12 @@ pub struct EngineConfig {
     pub metadata_sandboxes: u32,
     /// Epoch tick: the granularity of deadlines (default 5 ms).
     pub epoch_tick: Duration,
-    /// Where compiled code is cached (`None` = no cache).
+    /// Where compiled code is cached (`None` = no cache). The directory must be the
+    /// host user's own (not writable by group or others) and, in a
+    /// [`crate::Registry`], outside every mount and terminal workspace; otherwise it
+    /// is not used. Each entry is authenticated (HMAC-SHA256 under a key the host keeps
+    /// in the directory, `hmac.key`, mode 0600) before its code is mapped: an entry
+    /// whose tag does not verify is compiled again and rewritten.
     pub cache_dir: Option<PathBuf>,
     /// Meter fuel (needed for per-call fuel limits; costs some speed on every call, so
     /// it is on only when a policy sets a fuel limit).
@@ -151,6 +160,8 @@ pub struct Runtime {
     /// deadline and cancel token, so it needs no timer of the caller's runtime.
     ticks: Arc<tokio::sync::Notify>,
     engine_digest: String,
+    /// The compiled-code cache, when there is a usable one.
+    cache: Option<CodeCache>,
     ticker_stop: Arc<AtomicBool>,
     compiled: AtomicU64,
     cache_hits: AtomicU64,
@@ -186,15 +197,20 @@ impl Runtime {
     pub fn new(mut config: EngineConfig) -> Result<Self, EngineError> {
         // None at all would refuse every load: one is the least that works.
         config.metadata_sandboxes = config.metadata_sandboxes.max(1);
-        if let Some(dir) = &config.cache_dir
-            && let Err(reason) = check_cache_dir(dir)
-        {
-            // Cached code is loaded without verification: a directory someone else
-            // can write is a way to run their machine code in the host.
-            tracing::warn!(
-                dir = %dir.display(),
-                "not using the compiled-code cache: {reason}"
-            );
+        let cache = match &config.cache_dir {
+            None => None,
+            Some(dir) => match CodeCache::open(dir) {
+                Ok(cache) => Some(cache),
+                Err(reason) => {
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        "not using the compiled-code cache: {reason}"
+                    );
+                    None
+                }
+            },
+        };
+        if cache.is_none() {
             config.cache_dir = None;
         }
         let mut wasm = Config::new();
@@ -233,9 +249,11 @@ impl Runtime {
         }
         let engine = Engine::new(&wasm).map_err(|e| EngineError::Config(e.into()))?;
 
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_digest = format!("{}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish());
+        let engine_digest = format!(
+            "{}-{}",
+            env!("CARGO_PKG_VERSION"),
+            compatibility_digest(&engine)
+        );
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let stop = ticker_stop.clone();
@@ -270,6 +288,7 @@ impl Runtime {
             turns,
             ticks,
             engine_digest,
+            cache,
             ticker_stop,
             compiled: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
@@ -340,9 +359,13 @@ impl Runtime {
     /// bundled tool, from the code the build compiled.
     ///
     /// The cache key is the SHA-256 of the component bytes plus a digest of the engine's
-    /// compilation settings, so a changed engine never loads stale code. A bundled
-    /// tool's code goes to the cache too: loading a file maps it, where the embedded
-    /// code must be copied (~7 MiB for the bundled tools, and the time to copy it).
+    /// compilation settings, so a changed engine never loads stale code. An entry is
+    /// used only when its tag verifies under the cache's key; a missing or bad tag, or
+    /// code wasmtime refuses, means compiling again (and rewriting the entry once the
+    /// component is accepted). A bundled tool whose build-compiled code this engine
+    /// accepts is not cached: checking an entry reads, hashes and copies all of it,
+    /// strictly more work than copying the code embedded in the binary (which needs no
+    /// check).
     ///
     /// # Errors
     /// [`EngineError::Compile`] if the bytes do not compile. Cache I/O failures are
@@ -353,28 +376,6 @@ impl Runtime {
             Some((_, digest, _)) => digest.to_owned(),
             None => format!("{:x}", Sha256::digest(bytes)),
         };
-        let cached = self
-            .config
-            .cache_dir
-            .as_ref()
-            .map(|dir| dir.join(format!("{key}-{}.cwasm", self.engine_digest)));
-        if let Some(path) = &cached
-            && path.is_file()
-        {
-            match load_cached(&self.engine, path) {
-                Ok(component) => {
-                    self.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Compiled {
-                        component,
-                        digest: key,
-                        cache_path: None,
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "ignoring unusable cache entry: {e:#}")
-                }
-            }
-        }
         if let Some((name, _, code)) = bundled {
             // wasmtime refuses code built with other settings or for another CPU; the
             // tool is then compiled as any other.
@@ -384,7 +385,7 @@ impl Runtime {
                     return Ok(Compiled {
                         component,
                         digest: key,
-                        cache_path: cached,
+                        cache_entry: None,
                     });
                 }
                 Err(e) => {
@@ -395,24 +396,45 @@ impl Runtime {
                 }
             }
         }
+        let entry = format!("{key}-{}.cwasm", self.engine_digest);
+        if let Some(cache) = &self.cache {
+            match cache.load(&self.engine, &entry) {
+                Ok(Some(component)) => {
+                    self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Compiled {
+                        component,
+                        digest: key,
+                        cache_entry: None,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(
+                        entry,
+                        "compiling again instead of using the cache entry: {e}"
+                    )
+                }
+            }
+        }
+        let cached = self.cache.as_ref().map(|_| entry);
         let component =
             Component::new(&self.engine, bytes).map_err(|e| EngineError::Compile(e.into()))?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(Compiled {
             component,
             digest: key,
-            cache_path: cached,
+            cache_entry: cached,
         })
     }
 
-    /// Writes freshly compiled code to the cache. Called only once the component was
-    /// accepted (it links, and its schema is valid): a refused component is never
-    /// cached, so junk cannot fill the disk.
+    /// Writes freshly compiled code to the cache, with its tag. Called only once the
+    /// component was accepted (it links, and its schema is valid): a refused component
+    /// is never cached, so junk cannot fill the disk.
     pub fn commit(&self, compiled: &Compiled) {
-        if let Some(path) = &compiled.cache_path
-            && let Err(e) = store_cached(&compiled.component, path)
+        if let (Some(cache), Some(entry)) = (&self.cache, &compiled.cache_entry)
+            && let Err(e) = cache.store(&compiled.component, entry)
         {
-            tracing::warn!(path = %path.display(), "could not write compiled-code cache: {e}");
+            tracing::warn!(entry, "could not write compiled-code cache: {e}");
         }
     }
 }
@@ -423,39 +445,9 @@ pub struct Compiled {
     pub component: Component,
     /// SHA-256 of the component's bytes, in hex.
     pub digest: String,
-    /// Cache entry to write on [`Runtime::commit`] (`None`: loaded from the cache, or
-    /// no cache).
-    cache_path: Option<PathBuf>,
-}
-
-/// Refuses a cache directory that is not the host user's own: owned by another uid,
-/// or writable by group or others (a symlink is judged by what it points to, which
-/// must pass the same test).
-fn check_cache_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let meta = match std::fs::metadata(dir) {
-        Ok(m) => m,
-        // Created later by us, with our uid and mode 0700.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("cannot read it: {e}")),
-    };
-    if !meta.is_dir() {
-        return Err("it is not a directory".into());
-    }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(format!(
-            "it is owned by uid {}, not by this process's uid {me}",
-            meta.uid()
-        ));
-    }
-    if meta.permissions().mode() & 0o022 != 0 {
-        return Err(format!(
-            "it is writable by group or others (mode {:o}); chmod go-w it",
-            meta.permissions().mode() & 0o777
-        ));
-    }
-    Ok(())
+    /// Cache entry (file name) to write on [`Runtime::commit`] (`None`: loaded from
+    /// the cache, or no cache).
+    cache_entry: Option<String>,
 }
 
 impl Drop for Runtime {
@@ -464,20 +456,30 @@ impl Drop for Runtime {
     }
 }
 
-/// Loads compiled code written by [`store_cached`].
+/// SHA-256 (hex) of everything wasmtime says makes compiled code
+/// compatible with `engine`: part of each cache entry's name, so code compiled with
+/// other settings is never looked up.
 ///
-/// Deserializing runs no verification of the machine code: the cache directory is
-/// trusted like the binary itself. It lives in the user's own cache directory, entries
-/// are written atomically, and the name includes the engine digest; wasmtime still
-/// checks the header for version and settings compatibility.
-#[allow(
-    unsafe_code,
-    reason = "wasmtime's precompiled-code loading is unsafe by contract; see above"
-)]
-fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file was produced by `Component::serialize` of an engine with the
-    // same compatibility digest (it is in the file name), see the function docs.
-    unsafe { Component::deserialize_file(engine, path) }
+/// Not `DefaultHasher`: its algorithm may change between Rust releases (every entry
+/// would silently miss), and 64 bits are few for a name that must not collide.
+fn compatibility_digest(engine: &Engine) -> String {
+    /// A [`Hasher`] that feeds SHA-256: what wasmtime's `Hash` writes, digested.
+    struct Sha256Hasher(Sha256);
+    impl Hasher for Sha256Hasher {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+        fn finish(&self) -> u64 {
+            // Only `compatibility_digest` reads the state, through the full digest.
+            let digest = self.0.clone().finalize();
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            u64::from_le_bytes(first)
+        }
+    }
+    let mut hasher = Sha256Hasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!("{:x}", hasher.0.finalize())
 }
 
 /// The build's (name, digest, code) for `bytes` when they are a bundled tool's: the
@@ -504,27 +506,27 @@ fn load_precompiled(engine: &Engine, code: &'static [u8]) -> wasmtime::Result<Co
     unsafe { Component::deserialize(engine, code) }
 }
 
-fn store_cached(component: &Component, path: &Path) -> std::io::Result<()> {
-    let bytes = component
-        .serialize()
-        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("cache path has no parent"))?;
-    if !dir.exists() {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(fuel: bool) -> Engine {
+        let mut config = Config::new();
+        crate::compile_settings::apply(&mut config, fuel);
+        Engine::new(&config).unwrap()
     }
-    let tmp = dir.join(format!(
-        ".tmp-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+
+    /// Issue 37: the cache key held a `DefaultHasher` value (an algorithm Rust may
+    /// change, 64 bits). It is a SHA-256 of the compatibility settings: the same for
+    /// engines built alike, different when a setting that shapes code differs.
+    #[test]
+    fn the_compatibility_digest_is_a_sha256_of_the_engine_settings() {
+        let digest = compatibility_digest(&engine(false));
+        assert_eq!(digest.len(), 64, "{digest}");
+        assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()), "{digest}");
+        assert_eq!(digest, compatibility_digest(&engine(false)));
+        assert_ne!(digest, compatibility_digest(&engine(true)));
+    }
 }
 
 #[cfg(test)]
