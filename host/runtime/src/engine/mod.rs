@@ -527,11 +527,6 @@ mod tests {
         assert_eq!(digest, compatibility_digest(&engine(false)));
         assert_ne!(digest, compatibility_digest(&engine(true)));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[test]
     fn the_documented_defaults_hold() {
