@@ -1770,7 +1770,9 @@ fn console_pending(server: &HttpServer) -> Vec<Value> {
 #[test]
 fn the_approver_setting_decides_whether_the_client_or_the_console_answers() {
     let workspace = TempDir::new().unwrap();
-    let policy = workspace.path().join("policy.toml");
+    // The host's own files live outside every mount (a policy inside one is refused).
+    let host_files = TempDir::new().unwrap();
+    let policy = host_files.path().join("policy.toml");
     std::fs::write(
         &policy,
         format!(
@@ -1901,7 +1903,9 @@ admin_token_sha256 = ["{admin}"]
 #[test]
 fn python_sdk_legacy_an_unanswered_approval_is_no_time_out_when_the_call_is_as_short() {
     let workspace = TempDir::new().unwrap();
-    let policy = workspace.path().join("policy.toml");
+    // The host's own files live outside every mount (a policy inside one is refused).
+    let host_files = TempDir::new().unwrap();
+    let policy = host_files.path().join("policy.toml");
     std::fs::write(
         &policy,
         format!(
