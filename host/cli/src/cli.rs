@@ -292,15 +292,14 @@ enum AuditCommand {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // HERMETIC_LOG wins over --log-level, so it is checked as strictly.
-    if let Some(value) = std::env::var_os("HERMETIC_LOG") {
-        if let Err(e) = value
+    if let Some(value) = std::env::var_os("HERMETIC_LOG")
+        && let Err(e) = value
             .to_str()
             .ok_or_else(|| "not UTF-8".to_owned())
             .and_then(parse_log_level)
-        {
-            eprintln!("error: invalid value {value:?} for HERMETIC_LOG: {e}");
-            return ExitCode::from(2);
-        }
+    {
+        eprintln!("error: invalid value {value:?} for HERMETIC_LOG: {e}");
+        return ExitCode::from(2);
     }
     init_logging(&cli.log_level);
     match run(cli) {
