@@ -8,7 +8,7 @@
 //! signal and pids) have a handler function, named in the same table.
 
 use super::code;
-use super::code::{SHELLS, language};
+use super::code::{SHELLS, SQL_CLIENTS, language};
 use super::fold::{Field, Producer};
 use super::net::{NETWORK, archive_operand};
 use super::opts::{self, Spec};
@@ -311,29 +311,7 @@ pub(crate) static CHECKS: &[Check] = &[
         "runs a program with its stdio on the socket",
     )),
     Check::Handler(&["socat"], |a, _, args, inv| a.check_socat(args, inv)),
-    Check::Handler(
-        &[
-            "psql",
-            "mysql",
-            "mariadb",
-            "sqlite3",
-            "sqlcmd",
-            "clickhouse-client",
-            "clickhouse",
-            "duckdb",
-            "cockroach",
-            "cqlsh",
-            "mongosh",
-            "mongo",
-            "redis-cli",
-            "snowsql",
-            "usql",
-            "pgcli",
-            "mycli",
-            "litecli",
-        ],
-        |a, _, args, inv| a.check_sql_client(args, inv),
-    ),
+    Check::Handler(SQL_CLIENTS, |a, _, args, inv| a.check_sql_client(args, inv)),
     // PostgreSQL's command-line forms of DROP.
     Check::Words(WordRule {
         unless: &["--help", "-?", "--version", "-V"],

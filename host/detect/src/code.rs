@@ -320,6 +320,29 @@ pub(crate) fn powershell_rule(text: &str) -> Option<super::rules::RuleId> {
     None
 }
 
+/// Database clients: they read SQL and client commands (on their stdin, and as
+/// `checks` judges their arguments).
+pub(crate) const SQL_CLIENTS: &[&str] = &[
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "sqlcmd",
+    "clickhouse-client",
+    "clickhouse",
+    "duckdb",
+    "cockroach",
+    "cqlsh",
+    "mongosh",
+    "mongo",
+    "redis-cli",
+    "snowsql",
+    "usql",
+    "pgcli",
+    "mycli",
+    "litecli",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! says how it uses the stdin it inherits (`note_stdin`, called by the walk), and the
 //! host judges what a process is later sent for those readers (`input.rs`).
 
-use super::code::{Lang, SHELLS, language};
+use super::code::{Lang, SHELLS, SQL_CLIENTS, language};
 use super::fold::{Field, Producer};
 use super::opts::{self, Spec};
 use super::reader::{CodeLang, Reader};
@@ -129,28 +129,6 @@ const LOGIN_SHELLS: &[&str] = &[
     "newgrp",
     "login",
     "pkexec",
-];
-
-/// Database clients (as `checks` knows them): they read SQL and client commands.
-const SQL_CLIENTS: &[&str] = &[
-    "psql",
-    "mysql",
-    "mariadb",
-    "sqlite3",
-    "sqlcmd",
-    "clickhouse-client",
-    "clickhouse",
-    "duckdb",
-    "cockroach",
-    "cqlsh",
-    "mongosh",
-    "mongo",
-    "redis-cli",
-    "snowsql",
-    "usql",
-    "pgcli",
-    "mycli",
-    "litecli",
 ];
 
 /// REPLs not named like their language's interpreter.
