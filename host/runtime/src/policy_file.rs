@@ -8,7 +8,7 @@
 //! hermetic starts in; the files the host keeps for itself (the secrets file, the
 //! server's audit log, the approval allowlist) against the policy file's own
 //! directory. Those host files, and the policy file itself, must lie outside every
-//! mount and terminal workspace ([`crate::state_paths`]).
+//! mount and terminal workspace (`state_paths`).
 
 use crate::declaration::Access;
 use crate::policy::network::{Destination, DestinationError};

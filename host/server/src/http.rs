@@ -5,11 +5,11 @@
 //! (`Mcp-Session-Id`, list changes on the standalone GET stream); 2026-07-28 clients
 //! are served per request and subscribe to changes with `subscriptions/listen`.
 //!
-//! The front, by concern: [`connections`] admits connections (before a byte is read),
-//! [`routing`] takes each request through the checks below to the endpoint it names,
-//! [`admission`] admits a tenant's work, [`sessions`] owns, times out and ends legacy
-//! sessions, [`jsonrpc`] reads what a POST asks for, [`direct`] answers plain session
-//! calls, [`approvals`] and [`console`] serve the operator, [`reply`] writes the
+//! The front, by concern: `connections` admits connections (before a byte is read),
+//! `routing` takes each request through the checks below to the endpoint it names,
+//! `admission` admits a tenant's work, `sessions` owns, times out and ends legacy
+//! sessions, `jsonrpc` reads what a POST asks for, `direct` answers plain session
+//! calls, `approvals` and [`console`] serve the operator, `reply` writes the
 //! front's own answers.
 //!
 //! Every request, in this order:
