@@ -72,6 +72,8 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
+/// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
+pub use sandbox::capability::{create_beneath, open_beneath};
 pub use state_paths::{StateFile, StatePathError, ToolReach};
 pub use wasm_error::{Cause, WasmtimeError};
 

@@ -19,6 +19,7 @@
 pub(crate) mod clock;
 pub(crate) mod env;
 pub(crate) mod fs;
+pub use fs::mounts::{create_beneath, open_beneath};
 pub mod http;
 pub mod terminal;
 

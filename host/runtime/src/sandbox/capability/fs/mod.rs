@@ -3,7 +3,7 @@
 //! and wasi:filesystem with two calls a shared host must guard ([`guard`]).
 
 mod guard;
-mod mounts;
+pub(crate) mod mounts;
 
 use crate::declaration::Access;
 use crate::policy::EffectiveGrants;
