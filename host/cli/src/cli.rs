@@ -410,7 +410,13 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
         }
     }
     // The terminal backends and approval gates, for tools granted the terminal.
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = RegistryOptions::new(policy);
+    // Sandboxed commands never see the host's own files, even where their sandbox shows
+    // the host read-only.
+    if let Some(cache) = &options.engine.cache_dir {
+        options.policy.terminal.protected.push(cache.clone());
+    }
+    let mut options = hermetic_terminal::attach(options);
     options.secrets = secrets;
     options
         .overrides

@@ -50,6 +50,7 @@ impl OperatorPolicy {
             default: crate::terminal::TerminalConfig::default(),
             tenants: BTreeMap::new(),
             grant_bundled: true,
+            protected: Vec::new(),
         };
         mounts.insert(
             "workspace".to_owned(),

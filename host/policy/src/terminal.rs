@@ -86,17 +86,43 @@ impl Default for TerminalConfig {
     }
 }
 
-/// Bubblewrap options: read-only root, writable workspace, private /tmp.
+/// Bubblewrap options. A command sees a minimal host: `/usr`, `/bin`, `/sbin`, `/lib*`
+/// and `/etc` read-only (minus [`BwrapConfig::hide`] and the host's own state files),
+/// empty private `/home`, `/root`, `/run`, `/var` and `/tmp`, its own `/dev` and
+/// `/proc`, and one writable directory: the tenant's own.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BwrapConfig {
     /// The `bwrap` binary (default `bwrap` on PATH).
     pub program: Option<PathBuf>,
-    /// Writable directory bound at the same path (default: `cwd`).
+    /// Writable directory, bound at the same path; each tenant gets its own
+    /// subdirectory of it (its `workspace` mount subdirectory's name, else its id).
+    /// Default: the `workspace` mount (the tenant's own subdirectory of it) or `cwd`.
     pub workspace: Option<PathBuf>,
     /// Share the host's network (default: none, `--unshare-net`).
     pub network: bool,
+    /// More host directories commands may read (e.g. `/opt/toolchain`), bound
+    /// read-only at the same path.
+    pub read_only: Vec<PathBuf>,
+    /// Paths inside the read-only part (`/etc`, `/usr`, `read_only`) commands must not
+    /// see, besides [`DEFAULT_HIDDEN`]: a directory becomes empty, a file empty.
+    pub hide: Vec<PathBuf>,
 }
+
+/// What a `bwrap` command never sees of `/etc`, whatever the operator lists: password
+/// hashes, sudo rules, the host's SSH keys and TLS private keys (hermetic may run as
+/// root, and root without capabilities still owns these files).
+pub const DEFAULT_HIDDEN: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+];
 
 /// Options of a docker-compatible CLI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,6 +218,10 @@ pub struct TerminalSettings {
     /// without a policy entry. True only for the embedded defaults (no policy file);
     /// a tool from a tools directory never gets the terminal this way.
     pub grant_bundled: bool,
+    /// The host's own files and directories (the policy, secrets, audit log,
+    /// allowlists, the compiled-code cache): hidden from sandboxed commands even where
+    /// the sandbox shows the host read-only (a `bwrap` command's `/etc`).
+    pub protected: Vec<PathBuf>,
 }
 
 impl TerminalSettings {

@@ -369,6 +369,11 @@ pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileErro
             source,
         })?;
     loaded.state_files.insert(0, policy_file);
+    loaded.policy.terminal.protected = loaded
+        .state_files
+        .iter()
+        .map(|f| std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone()))
+        .collect();
     Ok(loaded)
 }
 
@@ -711,6 +716,20 @@ fn terminal_settings(
         resolve(&mut config.ssh.identity_file);
         resolve(&mut config.ssh.known_hosts_file);
         resolve_in(file_dir, &mut config.approval.allowlist_file);
+        for (key, paths) in [
+            ("read_only", &config.bwrap.read_only),
+            ("hide", &config.bwrap.hide),
+        ] {
+            if let Some(p) = paths
+                .iter()
+                .find(|p| !p.is_absolute() || p.parent().is_none())
+            {
+                return Err(invalid(format!(
+                    "{at}.bwrap.{key}: {} is not an absolute path below /",
+                    p.display()
+                )));
+            }
+        }
         if config.timeout_secs == 0
             || config.timeout_secs > crate::policy::terminal::MAX_TIMEOUT_SECS
         {
@@ -749,6 +768,7 @@ fn terminal_settings(
         default,
         tenants: out,
         grant_bundled: false,
+        protected: Vec::new(),
     })
 }
 

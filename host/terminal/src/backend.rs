@@ -50,6 +50,29 @@ pub struct Job {
     pub cwd: String,
     /// Allocate a pseudo-terminal on the far side (ssh `-tt`).
     pub pty: bool,
+    /// The tenant's directory on this host, opened for this command without following
+    /// symlinks (`local`, `bwrap`): the process starts in it, and the script's `cd`
+    /// is relative to it when the working directory lies inside it.
+    pub dir: Option<OpenedDir>,
+}
+
+/// A directory the host opened (without following symlinks below the operator's
+/// directory), held open until the command's process has started in it.
+#[derive(Debug, Clone)]
+pub struct OpenedDir(std::sync::Arc<std::os::fd::OwnedFd>);
+
+impl OpenedDir {
+    /// Keeps `fd` (a directory) for a command.
+    pub fn new(fd: std::os::fd::OwnedFd) -> Self {
+        Self(std::sync::Arc::new(fd))
+    }
+
+    /// A path naming the opened directory itself in this process and, until exec, in
+    /// a child forked from it (`Command::current_dir` changes into it before exec).
+    pub fn proc_path(&self) -> std::path::PathBuf {
+        use std::os::fd::AsRawFd;
+        std::path::PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
 }
 
 /// How a backend honours `pty: true`.

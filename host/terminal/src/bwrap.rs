@@ -1,38 +1,141 @@
-//! The bubblewrap backend: the local backend inside `bwrap` — read-only root, a
-//! writable workspace, private /tmp, /dev and /proc, every namespace unshared (the
-//! network too unless the operator shares it), killed with its parent.
+//! The bubblewrap backend: bash inside `bwrap`, seeing a minimal host. Read-only:
+//! `/usr`, the `/bin` `/sbin` `/lib*` links or directories, `/etc` (minus password
+//! hashes, sudo rules, SSH and TLS private keys, what the operator hides and the host's
+//! own state files) and what the operator adds. Empty and private: `/home`, `/root`,
+//! `/run`, `/var`, `/tmp`. Writable: the tenant's own directory only — bound from the
+//! directory the host opened without following symlinks (the bwrap process starts in
+//! it and binds `/proc/self/cwd`), so a tenant directory swapped for a symlink cannot
+//! redirect the writable bind. Every namespace is unshared (the network too unless
+//! the operator shares it), every capability dropped, the sandbox dies with its
+//! parent and has no controlling terminal (`--new-session`: no TIOCSTI into the host).
+//!
+//! So another tenant's directory, the host user's `~/.ssh` and cloud credentials, the
+//! policy and secrets files, and host sockets (`/run/...`, `/var/run/docker.sock`,
+//! `/tmp/.X11-unix`; abstract sockets live in the unshared network namespace) are not
+//! there to read or connect to.
 
 use super::backend::{BackendError, Job, TerminalBackend};
-use super::config::BwrapConfig;
+use super::config::{BwrapConfig, DEFAULT_HIDDEN};
 use hermetic_approval::SessionKey;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Directories bwrap shows read-only when the host has them (as the host's symlinks
+/// where the host's are symlinks: merged-/usr systems).
+const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/// Host directories replaced by an empty private tmpfs.
+const PRIVATE_DIRS: &[&str] = &["/home", "/root", "/run", "/var", "/tmp"];
 
 /// Runs commands with bash inside bubblewrap.
 #[derive(Debug, Clone)]
 pub struct BwrapBackend {
     program: String,
-    workspace: String,
+    /// The tenant's writable directory, as a path (where it is bound inside).
+    workspace: PathBuf,
     cwd: String,
-    network: bool,
+    /// The fixed part of every command line, computed once.
+    view: Vec<String>,
+    /// The empty file bound over hidden files (kept while the backend lives). Not
+    /// `/dev/null`: a device node outside `/dev` is unusable in the sandbox (nodev),
+    /// and reading it would fail instead of reading nothing.
+    _empty: Option<std::sync::Arc<tempfile::NamedTempFile>>,
 }
 
 impl BwrapBackend {
-    /// A bubblewrap backend; `cwd` is also the writable workspace unless the config
-    /// names another.
-    pub fn new(config: &BwrapConfig, cwd: String) -> Self {
+    /// A bubblewrap backend whose writable directory is `workspace` (the tenant's own;
+    /// each command's [`Job::dir`] is its opened copy) and whose commands start in `cwd`
+    /// unless told otherwise. `protected`: the host's own files, hidden where the view
+    /// would show them.
+    pub fn new(
+        config: &BwrapConfig,
+        workspace: PathBuf,
+        cwd: String,
+        protected: &[PathBuf],
+    ) -> Self {
+        let empty = tempfile::NamedTempFile::new()
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "no empty file to hide files with; bwrap hides them by an empty directory's tmpfs only");
+            })
+            .ok();
         Self {
             program: config
                 .program
                 .as_ref()
                 .map_or_else(|| "bwrap".to_owned(), |p| p.display().to_string()),
-            workspace: config
-                .workspace
-                .as_ref()
-                .map_or_else(|| cwd.clone(), |p| p.display().to_string()),
+            view: view(
+                config,
+                &workspace,
+                protected,
+                empty.as_ref().map(tempfile::NamedTempFile::path),
+            ),
+            workspace,
             cwd,
-            network: config.network,
+            _empty: empty.map(std::sync::Arc::new),
         }
     }
+}
+
+/// The mounts and options of the minimal host view (everything but the workspace).
+fn view(
+    config: &BwrapConfig,
+    workspace: &Path,
+    protected: &[PathBuf],
+    empty: Option<&Path>,
+) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |a: &[&str]| args.extend(a.iter().map(|s| (*s).to_owned()));
+    push(&["--unshare-all"]);
+    if config.network {
+        push(&["--share-net"]);
+    }
+    push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    push(&["--ro-bind", "/usr", "/usr"]);
+    for dir in SYSTEM_DIRS {
+        match std::fs::read_link(dir) {
+            Ok(target) => push(&["--symlink", &target.to_string_lossy(), dir]),
+            Err(_) if Path::new(dir).is_dir() => push(&["--ro-bind", dir, dir]),
+            Err(_) => {}
+        }
+    }
+    push(&["--ro-bind", "/etc", "/etc"]);
+    for dir in PRIVATE_DIRS {
+        push(&["--tmpfs", dir]);
+    }
+    // After the tmpfs mounts, which would cover a directory under /tmp or /home.
+    let mut readable: Vec<PathBuf> = vec!["/usr".into(), "/etc".into()];
+    for dir in &config.read_only {
+        let d = dir.to_string_lossy();
+        push(&["--ro-bind-try", &d, &d]);
+        readable.push(dir.clone());
+    }
+    // Hidden after the binds they lie in: a later mount covers an earlier one.
+    let hidden = DEFAULT_HIDDEN
+        .iter()
+        .map(PathBuf::from)
+        .chain(config.hide.iter().cloned())
+        .chain(protected.iter().cloned());
+    for path in hidden {
+        if !readable.iter().any(|r| path.starts_with(r)) {
+            continue; // not in the view anyway
+        }
+        let p = path.to_string_lossy().into_owned();
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => push(&["--tmpfs", &p, "--remount-ro", &p]),
+            Ok(_) => match empty {
+                Some(empty) => push(&["--ro-bind", &empty.to_string_lossy(), &p]),
+                // Unreadable rather than shown: reading fails (nodev), never leaks.
+                None => push(&["--ro-bind", "/dev/null", &p]),
+            },
+            Err(_) => {}
+        }
+    }
+    push(&["--dev", "/dev", "--proc", "/proc"]);
+    // After the tmpfs mounts, so a workspace under /tmp or /home is visible (and
+    // writable). The bwrap process starts in the opened directory: /proc/self/cwd is
+    // that directory, not whatever its path names by now.
+    let ws = workspace.to_string_lossy().into_owned();
+    push(&["--bind", "/proc/self/cwd", &ws, "--chdir", &ws]);
+    args
 }
 
 impl TerminalBackend for BwrapBackend {
@@ -50,20 +153,28 @@ impl TerminalBackend for BwrapBackend {
     }
 
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
+        let Some(dir) = &job.dir else {
+            return Err(BackendError::Setup {
+                backend: "bwrap",
+                reason: format!(
+                    "the workspace {} was not opened for this command",
+                    self.workspace.display()
+                ),
+            });
+        };
         let mut cmd = Command::new(&self.program);
-        cmd.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-            .args(["--tmpfs", "/tmp"])
-            // After /tmp, so a workspace under /tmp is visible (and writable).
-            .args(["--bind", &self.workspace, &self.workspace])
-            .arg("--unshare-all");
-        if self.network {
-            cmd.arg("--share-net");
+        cmd.args(&self.view);
+        // HOME is inside an empty tmpfs (/root, /home/USER): make it exist.
+        if let Some((_, home)) = job.env.iter().find(|(k, _)| k == "HOME")
+            && PRIVATE_DIRS.iter().any(|d| Path::new(home).starts_with(d))
+        {
+            cmd.args(["--dir", home]);
         }
-        cmd.args(["--die-with-parent", "--new-session", "--", "bash", "-c"])
+        cmd.args(["--", "bash", "-c"])
             .arg(&job.script)
             .env_clear()
             .envs(job.env.iter().map(|(k, v)| (k, v)))
-            .current_dir("/");
+            .current_dir(dir.proc_path());
         Ok(cmd)
     }
 }

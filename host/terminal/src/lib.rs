@@ -36,7 +36,7 @@ mod session_files;
 mod ssh;
 mod stdin_gate;
 
-pub use backend::{BackendError, Job, PtyMode, TerminalBackend};
+pub use backend::{BackendError, Job, OpenedDir, PtyMode, TerminalBackend};
 pub use bwrap::BwrapBackend;
 pub use config::{BackendKind, TerminalConfig, TerminalSettings};
 pub use docker::{CONTAINER_WORKSPACE, DockerBackend};
@@ -109,11 +109,70 @@ pub enum TerminalError {
     Backend(#[from] BackendError),
 }
 
-/// One tenant's compiled terminal: its backend and its approval gate.
+/// One tenant's compiled terminal: its backend, its approval gate and, for backends
+/// on this host, its directory.
 struct TenantTerminal {
     config: TerminalConfig,
     backend: Arc<dyn TerminalBackend>,
     gate: ApprovalGate,
+    place: Option<Place>,
+}
+
+/// A tenant's directory on this host: `sub` below the operator's `root`, opened afresh
+/// for every command without following a symlink below `root` (anyone who can write
+/// in `root` — another tenant's command, a tool with a read-write mount — could swap
+/// `sub` for a symlink to somewhere else).
+#[derive(Debug, Clone)]
+struct Place {
+    root: PathBuf,
+    sub: PathBuf,
+}
+
+impl Place {
+    fn new(root: &std::path::Path, sub: PathBuf) -> Self {
+        // Canonical once, so the working directory bash reports (symlinks resolved)
+        // is recognised as inside it.
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        Self { root, sub }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.root.join(&self.sub)
+    }
+
+    /// Opens the directory (making what is missing of `sub`, 0700).
+    fn open(&self) -> Result<backend::OpenedDir, TerminalCallError> {
+        hermetic::create_beneath(&self.root, &self.sub)
+            .map(backend::OpenedDir::new)
+            .map_err(|e| {
+                TerminalCallError::Failed(format!(
+                    "the terminal's directory {} cannot be opened: {e}",
+                    self.path().display()
+                ))
+            })
+    }
+}
+
+/// `cwd` relative to `base` when it is `base` or inside it (`"."`, `"src/x"`), or
+/// when it is relative already; `None` for an absolute path elsewhere.
+fn inside(cwd: &str, base: &std::path::Path) -> Option<String> {
+    let path = std::path::Path::new(cwd);
+    if path.is_relative() {
+        return Some(cwd.to_owned());
+    }
+    let rest = path.strip_prefix(base).ok()?;
+    if rest
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
+    let rest = rest.to_string_lossy();
+    Some(if rest.is_empty() {
+        ".".to_owned()
+    } else {
+        rest.into_owned()
+    })
 }
 
 /// The host's terminal service: per-tenant backends and approval gates (built on first
@@ -124,9 +183,9 @@ struct TenantTerminal {
 pub struct TerminalHost {
     settings: TerminalSettings,
     host_cwd: PathBuf,
-    /// Where a tenant's local and bwrap commands start when `cwd` is not configured:
-    /// its `workspace` mount (the tenant's subdirectory of it), what users expect.
-    workspaces: HashMap<String, PathBuf>,
+    /// Each tenant's subdirectory of the `workspace` mount, where it has one: where its
+    /// local and bwrap commands live when `cwd` is not configured, what users expect.
+    subdirs: HashMap<String, PathBuf>,
     /// The `workspace` mount for tenants without their own subdirectory.
     workspace: Option<PathBuf>,
     tenants: Mutex<HashMap<String, Arc<TenantTerminal>>>,
@@ -155,7 +214,7 @@ impl TerminalHost {
         Self {
             settings,
             host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-            workspaces: HashMap::new(),
+            subdirs: HashMap::new(),
             workspace: None,
             tenants: Mutex::new(HashMap::new()),
             cwds: Mutex::new(HashMap::new()),
@@ -180,7 +239,7 @@ impl TerminalHost {
                 .and_then(|m| m.get("workspace"))
                 .and_then(|m| m.subdir.as_ref());
             if let Some(subdir) = subdir {
-                self.workspaces.insert(tenant.clone(), root.join(subdir));
+                self.subdirs.insert(tenant.clone(), subdir.clone());
             }
         }
         self.workspace = Some(root);
@@ -218,21 +277,28 @@ impl TerminalHost {
         }
         let config = self.settings.for_tenant(tenant).clone();
         let cwd = config.cwd.as_ref().map(|p| p.display().to_string());
-        let local_cwd = || {
-            cwd.clone().unwrap_or_else(|| {
-                self.workspaces
-                    .get(tenant)
-                    .or(self.workspace.as_ref())
-                    .unwrap_or(&self.host_cwd)
-                    .display()
-                    .to_string()
-            })
+        let place = self.place(tenant, &config)?;
+        let place_cwd = || {
+            cwd.clone()
+                .or_else(|| place.as_ref().map(|p| p.path().display().to_string()))
+                .unwrap_or_else(|| self.host_cwd.display().to_string())
         };
-        let backend: Arc<dyn TerminalBackend> = match config.backend {
-            BackendKind::Local => Arc::new(local::LocalBackend::new(local_cwd())),
-            BackendKind::Bwrap => Arc::new(bwrap::BwrapBackend::new(&config.bwrap, local_cwd())),
-            BackendKind::Docker => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
-            BackendKind::Ssh => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
+        let backend: Arc<dyn TerminalBackend> = match (config.backend, &place) {
+            (BackendKind::Local, _) => Arc::new(local::LocalBackend::new(place_cwd())),
+            (BackendKind::Bwrap, Some(p)) => Arc::new(bwrap::BwrapBackend::new(
+                &config.bwrap,
+                p.path(),
+                place_cwd(),
+                &self.settings.protected,
+            )),
+            (BackendKind::Docker, _) => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
+            (BackendKind::Ssh, _) => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
+            (BackendKind::Bwrap, None) => {
+                return Err(TerminalError::Backend(BackendError::Config {
+                    backend: "bwrap",
+                    reason: "no writable directory: set [terminal.bwrap] workspace or cwd".into(),
+                }));
+            }
         };
         let mut gate =
             ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
@@ -251,9 +317,49 @@ impl TerminalHost {
             config,
             backend,
             gate,
+            place,
         });
         tenants.insert(tenant.to_owned(), Arc::clone(&t));
         Ok(t)
+    }
+
+    /// Where `tenant`'s commands live on this host (`local`, `bwrap`): under
+    /// `[terminal.bwrap] workspace`, the tenant's own subdirectory of it (its
+    /// `workspace` mount subdirectory's name, else its id; the operator gets the whole
+    /// directory); else the configured `cwd`; else its part of the `workspace` mount;
+    /// else where the host started.
+    fn place(&self, tenant: &str, config: &TerminalConfig) -> Result<Option<Place>, TerminalError> {
+        if !matches!(config.backend, BackendKind::Local | BackendKind::Bwrap) {
+            return Ok(None);
+        }
+        let subdir = self.subdirs.get(tenant).cloned();
+        if config.backend == BackendKind::Bwrap
+            && let Some(root) = &config.bwrap.workspace
+        {
+            let sub = match subdir {
+                Some(sub) => sub,
+                None if tenant == hermetic_policy::OPERATOR_TENANT => PathBuf::new(),
+                None if std::path::Path::new(tenant).components().count() == 1
+                    && !tenant.starts_with('.') =>
+                {
+                    PathBuf::from(tenant)
+                }
+                None => {
+                    return Err(TerminalError::Backend(BackendError::Config {
+                        backend: "bwrap",
+                        reason: format!(
+                            "tenant id {tenant:?} cannot name a directory; give the tenant a workspace mount subdir"
+                        ),
+                    }));
+                }
+            };
+            return Ok(Some(Place::new(root, sub)));
+        }
+        Ok(Some(match (&config.cwd, &self.workspace) {
+            (Some(cwd), _) => Place::new(cwd, PathBuf::new()),
+            (None, Some(root)) => Place::new(root, subdir.unwrap_or_default()),
+            (None, None) => Place::new(&self.host_cwd, PathBuf::new()),
+        }))
     }
 
     /// Counts `session` among the tenant's live sessions.
@@ -658,18 +764,28 @@ impl<'a> TerminalCall<'a> {
         })
     }
 
+    /// The backend's job for `request`. On this host the tenant's directory is opened
+    /// now, and a working directory inside it is entered relative to the opened
+    /// directory, not through its path.
     fn job(
         &self,
         t: &TenantTerminal,
         request: &CommandRequest,
         marker: &str,
         foreground: bool,
-    ) -> Job {
+    ) -> Result<Job, TerminalCallError> {
         let cwd = self.start_cwd(t, request);
-        Job {
+        let (dir, cd) = match &t.place {
+            Some(place) => {
+                let cd = inside(&cwd, &place.path()).unwrap_or_else(|| cwd.clone());
+                (Some(place.open()?), cd)
+            }
+            None => (None, cwd.clone()),
+        };
+        Ok(Job {
             script: backend::wrap_script(
                 &request.command,
-                &cwd,
+                &cd,
                 marker,
                 t.backend.is_remote(),
                 foreground,
@@ -677,7 +793,8 @@ impl<'a> TerminalCall<'a> {
             env: self.command_env(&t.config),
             cwd,
             pty: request.pty && t.backend.pty_mode() == backend::PtyMode::Backend,
-        }
+            dir,
+        })
     }
 
     /// The backend's process, on a host pseudo-terminal when asked and the backend
@@ -731,7 +848,7 @@ impl<'a> TerminalCall<'a> {
             timeout = timeout.min(left.max(Duration::from_secs(1)));
         }
         let marker = backend::new_marker();
-        let job = self.job(&t, request, &marker, true);
+        let job = self.job(&t, request, &marker, true)?;
         let key = self.key();
         let spawned = self
             .spawn(&t, &key, &job, request.pty)
@@ -808,7 +925,7 @@ impl<'a> TerminalCall<'a> {
         let key = self.key();
         self.host.processes.reserve(&key)?;
         let marker = backend::new_marker();
-        let job = self.job(&t, request, &marker, false);
+        let job = self.job(&t, request, &marker, false)?;
         let spawned = self
             .spawn(&t, &key, &job, request.pty)
             .map_err(|e| TerminalCallError::Failed(format!("could not start the command: {e}")))?;

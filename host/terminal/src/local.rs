@@ -40,8 +40,13 @@ impl TerminalBackend for LocalBackend {
         cmd.arg("-c")
             .arg(&job.script)
             .env_clear()
-            .envs(job.env.iter().map(|(k, v)| (k, v)))
-            .current_dir("/");
+            .envs(job.env.iter().map(|(k, v)| (k, v)));
+        // In the opened tenant directory, not the path that named it (which another
+        // tenant or a mount could have swapped for a symlink since).
+        match &job.dir {
+            Some(dir) => cmd.current_dir(dir.proc_path()),
+            None => cmd.current_dir("/"),
+        };
         Ok(cmd)
     }
 }
