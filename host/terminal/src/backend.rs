@@ -272,5 +272,22 @@ mod tests {
     #[test]
     fn quoting_survives_single_quotes() {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        // What a POSIX sh reads back is the string itself, whatever it holds.
+        for s in [
+            "it's",
+            "'",
+            "''",
+            "a b\tc",
+            "$(echo injected) `echo injected` $HOME ; echo injected",
+            "back\\slash \"dq\" \n newline\nreal",
+            "",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(s)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), s, "{s:?}");
+        }
     }
 }
