@@ -175,6 +175,10 @@ enum Command {
     Call {
         #[command(flatten)]
         host: HostArgs,
+        /// Print only the result: no progress (the terminal's output as it comes, other
+        /// tools' progress lines) on stderr.
+        #[arg(long, short)]
+        quiet: bool,
         /// Tool name.
         name: String,
         /// Arguments as a JSON object (default `{}`; `-` reads them from stdin).
@@ -481,8 +485,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             definitions(&host.with_outer(&outer), &selection)?;
         }
-        Command::Call { host, name, args } => {
-            return call(&host.with_outer(&outer), &name, args);
+        Command::Call {
+            host,
+            quiet,
+            name,
+            args,
+        } => {
+            return call(&host.with_outer(&outer), &name, args, quiet);
         }
         Command::Serve(args) => serve_command(&outer, args)?,
         Command::Inspect { host, target } => {
@@ -556,9 +565,10 @@ fn definitions(host: &HostArgs, selection: &Selection) -> Result<()> {
 }
 
 /// `hermetic call`: one call (arguments `-` are read from stdin), approvals asked on
-/// the terminal. Exit 1 for every failure and for the tool's own `{"error": …}` report
-/// (the terminal's successes carry `"error": null`).
-fn call(host: &HostArgs, name: &str, args: String) -> Result<ExitCode> {
+/// the terminal, progress on stderr as it comes (unless `quiet`). Exit 1 for every
+/// failure and for the tool's own `{"error": …}` report (the terminal's successes
+/// carry `"error": null`).
+fn call(host: &HostArgs, name: &str, args: String, quiet: bool) -> Result<ExitCode> {
     let args = if args == "-" {
         let mut buf = String::new();
         std::io::stdin()
@@ -569,9 +579,12 @@ fn call(host: &HostArgs, name: &str, args: String) -> Result<ExitCode> {
         args
     };
     let registry = build_registry(host)?;
-    let options = CallOptions::default()
+    let mut options = CallOptions::default()
         .with_tenant(host.tenant().to_owned())
         .with_approver(std::sync::Arc::new(hermetic::approval::TtyApprover::stdio()));
+    if !quiet {
+        options = options.with_progress(std::sync::Arc::new(print_progress));
+    }
     let outcome = registry.invoke(name, &args, &options);
     out!("{}", outcome.to_json());
     Ok(if outcome.is_error() {
@@ -579,6 +592,20 @@ fn call(host: &HostArgs, name: &str, args: String) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One progress report on stderr: the terminal's output chunks as they are (they carry
+/// their own newlines), other tools' messages a line each.
+fn print_progress(progress: hermetic::Progress) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    // stderr gone (closed pipe): the result on stdout is what matters.
+    let _ = if &*progress.tool == "terminal" {
+        err.write_all(progress.message.as_bytes())
+    } else {
+        writeln!(err, "[{}] {}", progress.tool, progress.message)
+    };
+    let _ = err.flush();
 }
 
 /// `hermetic serve`: the server's keys of the policy file (tokens, limits,

@@ -523,6 +523,14 @@ fn call_terminal_runs_safe_commands_and_without_a_tty_never_runs_dangerous_ones(
         json(&stdout),
         serde_json::json!({"output": format!("hi\n{}", ws_path.display()), "exit_code": 0, "error": null})
     );
+    // The output came on stderr as it was made; --quiet keeps stderr for errors only.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("hi\n"), "{stderr}");
+    let (out, _) = run(hermetic(&ws_path)
+        .args(["call", "--quiet", "terminal", r#"{"command": "echo hi"}"#])
+        .stdin(std::process::Stdio::null()));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("hi"));
     std::fs::create_dir(ws_path.join("junk")).unwrap();
     let (out, stdout) = run(hermetic(&ws_path)
         .args(["call", "terminal", r#"{"command": "rm -rf junk"}"#])
