@@ -64,6 +64,8 @@ pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
     RegistryOptions, Selection, ToolStatus, ToolsetInfo, policy_uses_fuel,
 };
+/// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
+pub use sandbox::capability::{create_beneath, open_beneath};
 pub use sandbox::terminal::{
     CommandFinished, CommandRequest, GateRefusal, KillOutcome, LogLines, ProcessInfo, ProcessReply,
     ProcessRequest, ProcessStarted, ProcessStatus, TerminalAccess, TerminalCallContext,
@@ -72,8 +74,6 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
-/// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
-pub use sandbox::capability::{create_beneath, open_beneath};
 pub use state_paths::{StateFile, StatePathError, ToolReach};
 pub use wasm_error::{Cause, WasmtimeError};
 

@@ -231,7 +231,11 @@ impl TerminalHost {
         let backend: Arc<dyn TerminalBackend> = match config.backend {
             BackendKind::Local => Arc::new(local::LocalBackend::new(local_cwd())),
             BackendKind::Bwrap => Arc::new(bwrap::BwrapBackend::new(&config.bwrap, local_cwd())),
-            BackendKind::Docker => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
+            BackendKind::Docker => Arc::new(docker::DockerBackend::new(
+                &config.docker,
+                cwd,
+                self.tenant_subdir(tenant),
+            )),
             BackendKind::Ssh => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
         };
         let mut gate =
@@ -254,6 +258,21 @@ impl TerminalHost {
         });
         tenants.insert(tenant.to_owned(), Arc::clone(&t));
         Ok(t)
+    }
+
+    /// The tenant's directory relative to the workspace, for backends that bind it
+    /// (docker): its `workspace` mount subdirectory, else its id; `None` for the
+    /// operator, whose directory is the whole workspace.
+    fn tenant_subdir(&self, tenant: &str) -> Option<PathBuf> {
+        if tenant == hermetic_policy::OPERATOR_TENANT {
+            return None;
+        }
+        let own = self
+            .workspaces
+            .get(tenant)
+            .zip(self.workspace.as_ref())
+            .and_then(|(dir, root)| dir.strip_prefix(root).ok());
+        Some(own.map_or_else(|| PathBuf::from(tenant), std::path::Path::to_path_buf))
     }
 
     /// Counts `session` among the tenant's live sessions.
