@@ -9,23 +9,14 @@ use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::config::{DockerConfig, SshConfig};
 use hermetic_terminal::{BackendKind, TerminalConfig};
+use hermetic_tests::backends::{
+    alive, busybox_image, eventually, podman_conf, require, start_sshd,
+};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
-
-fn require(program: &str, package: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
-        || Path::new(program).is_file();
-    assert!(
-        found,
-        "{program} is not installed: this suite needs the Debian package {package} (.ci/run installs it: apt-get install -y {package})"
-    );
-}
 
 /// A registry with the bundled tools whose terminal uses `config` (cwd = workspace).
 fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
@@ -54,40 +45,6 @@ fn call(registry: &Registry, tool: &str, args: Value, options: &CallOptions) -> 
 
 fn run(registry: &Registry, args: Value) -> Value {
     call(registry, "terminal", args, &opts(None))
-}
-
-/// Whether a process whose command line contains `token` is alive (not a zombie),
-/// anywhere on this machine (containers and ssh sessions share its kernel).
-fn alive(token: &str) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    dir.flatten().any(|e| {
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        cmdline.contains(token)
-            && !cmdline.contains("cmdline")
-            && std::fs::read_to_string(e.path().join("stat"))
-                .map(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(false)
-    })
-}
-
-fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within {limit:?}");
 }
 
 /// Every behaviour the issue lists, on one backend. `ws_in_backend` is the workspace
@@ -533,75 +490,13 @@ fn bwrap_backend() {
     assert_eq!(r["output"], "3", "only lo: {r}");
 }
 
-/// Builds the busybox test image once (podman import of a local rootfs; no registry).
-fn busybox_image(conf: &Path) -> &'static str {
-    static IMAGE: OnceLock<()> = OnceLock::new();
-    const NAME: &str = "localhost/hermetic-test-busybox:latest";
-    IMAGE.get_or_init(|| {
-        let podman = || {
-            let mut c = Command::new("podman");
-            c.env("CONTAINERS_CONF", conf);
-            c
-        };
-        if podman()
-            .args(["image", "exists", NAME])
-            .status()
-            .unwrap()
-            .success()
-        {
-            return;
-        }
-        let dir = TempDir::new().unwrap();
-        let root = dir.path().join("rootfs");
-        for d in ["bin", "proc", "sys", "dev", "tmp", "workspace"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
-        let list = Command::new("/bin/busybox").arg("--list").output().unwrap();
-        for applet in String::from_utf8_lossy(&list.stdout).lines() {
-            if applet != "busybox" {
-                std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
-            }
-        }
-        let tar = dir.path().join("rootfs.tar");
-        assert!(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&root)
-                .arg("-cf")
-                .arg(&tar)
-                .arg(".")
-                .status()
-                .unwrap()
-                .success()
-        );
-        let out = podman()
-            .args(["import", "--change", "ENV PATH=/bin"])
-            .arg(&tar)
-            .arg(NAME)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "podman import: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-    NAME
-}
-
 #[test]
 fn docker_compatible_backend_with_podman() {
     require("podman", "podman");
     require("runc", "runc");
     require("/bin/busybox", "busybox-static");
     let conf_dir = TempDir::new().unwrap();
-    let conf = conf_dir.path().join("containers.conf");
-    std::fs::write(
-        &conf,
-        "[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = \"cgroupfs\"\n",
-    )
-    .unwrap();
+    let conf = podman_conf(conf_dir.path());
     let image = busybox_image(&conf);
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
@@ -631,76 +526,6 @@ fn docker_compatible_backend_with_podman() {
     assert!(out.ends_with('3'), "only lo: {out}");
     exercise("docker", &registry, &ws_path, "/workspace");
     drop(registry);
-}
-
-struct Sshd {
-    child: std::process::Child,
-    _dir: TempDir,
-    key: PathBuf,
-    port: u16,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_sshd() -> Sshd {
-    require("/usr/sbin/sshd", "openssh-server");
-    require("ssh-keygen", "openssh-client");
-    let dir = TempDir::new().unwrap();
-    let keygen = |path: &Path| {
-        assert!(
-            Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(path)
-                .status()
-                .unwrap()
-                .success()
-        );
-    };
-    let host_key = dir.path().join("host_key");
-    let user_key = dir.path().join("user_key");
-    keygen(&host_key);
-    keygen(&user_key);
-    let auth = dir.path().join("authorized_keys");
-    std::fs::copy(user_key.with_extension("pub"), &auth).unwrap();
-    std::fs::create_dir_all("/run/sshd").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("/usr/sbin/sshd")
-        .args(["-D", "-e", "-f", "/dev/null", "-h"])
-        .arg(&host_key)
-        .args(["-p", &port.to_string(), "-o", "ListenAddress=127.0.0.1"])
-        .arg(format!("-oAuthorizedKeysFile={}", auth.display()))
-        .arg(format!("-oPidFile={}", dir.path().join("pid").display()))
-        .args([
-            "-o",
-            "StrictModes=no",
-            "-o",
-            "PasswordAuthentication=no",
-            "-o",
-            "MaxSessions=50",
-            "-o",
-            "MaxStartups=50",
-        ])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    eventually("sshd listening", Duration::from_secs(10), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    Sshd {
-        child,
-        _dir: dir,
-        key: user_key,
-        port,
-    }
 }
 
 #[test]

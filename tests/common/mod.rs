@@ -1,6 +1,8 @@
 //! Shared helpers for the integration suites: real components from guest-tools/, a
 //! registry over a temporary workspace, and a shared compiled-code cache so the suites
 //! do not recompile the same components in every test.
+pub mod backends;
+
 use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;

@@ -12,6 +12,9 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 /// Longest foreground timeout; longer jobs belong in the background.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
 
+/// Where podman (containers-common) keeps its default seccomp profile.
+pub const DEFAULT_SECCOMP_PROFILE: &str = "/usr/share/containers/seccomp.json";
+
 /// Which backend runs commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -144,8 +147,29 @@ pub struct DockerConfig {
     pub pids_limit: u32,
     /// Attach the default network (default: `--network none`).
     pub network: bool,
-    /// Host directory bind-mounted read-write at `/workspace` (default: none).
+    /// Host directory bind-mounted read-write (`nosuid,nodev`) at `/workspace`
+    /// (default: none).
     pub workspace: Option<PathBuf>,
+    /// Bind each tenant's own subdirectory of `workspace` (its `workspace` mount
+    /// subdirectory, else its tenant id; made 0700 when missing), not the whole of it.
+    /// The operator tenant always gets the whole directory. Default true.
+    pub per_tenant: bool,
+    /// `--user` of the session containers, `UID[:GID]` or a name the image knows.
+    /// Default: the uid:gid hermetic runs as, so files in the workspace belong to the
+    /// host user rather than to whoever the image says.
+    pub user: Option<String>,
+    /// The seccomp profile the containers' own is derived from (docker-format JSON):
+    /// hermetic adds rules that refuse to set the setuid and setgid bits (chmod,
+    /// open/creat/mknod modes), so no command can leave a setuid file in the
+    /// workspace. Default: podman's `/usr/share/containers/seccomp.json`; for docker,
+    /// point it at moby's `profiles/seccomp/default.json`.
+    pub seccomp_profile: PathBuf,
+    /// Run each command in its own pid namespace inside the container (`unshare`, in
+    /// a user namespace), so a timeout, a kill or the command's end takes everything
+    /// it started with it, daemons included. When the image's `unshare` cannot, the
+    /// command is refused. Default true; false runs commands without one, and what
+    /// they leave running (a double fork, `setsid`) lives until the session ends.
+    pub pid_namespace: bool,
     /// Seconds a CLI call that starts or removes a container may take.
     pub setup_timeout_secs: u64,
 }
@@ -162,6 +186,10 @@ impl Default for DockerConfig {
             pids_limit: 256,
             network: false,
             workspace: None,
+            per_tenant: true,
+            user: None,
+            seccomp_profile: PathBuf::from(DEFAULT_SECCOMP_PROFILE),
+            pid_namespace: true,
             setup_timeout_secs: 120,
         }
     }
@@ -189,6 +217,12 @@ pub struct SshConfig {
     pub connect_timeout_secs: u64,
     /// Extra `-o` options, e.g. `["Ciphers=aes128-ctr"]`.
     pub options: Vec<String>,
+    /// Run each command in its own pid namespace on the remote host (`unshare`: as
+    /// root, or in a user namespace where the host allows unprivileged ones), so a
+    /// timeout, a kill, the command's end or the session's takes everything it
+    /// started with it. When the host cannot, the command is refused. Default true;
+    /// false runs commands without one, and a double fork or `setsid` outlives them.
+    pub pid_namespace: bool,
 }
 
 impl Default for SshConfig {
@@ -203,6 +237,7 @@ impl Default for SshConfig {
             control_persist_secs: 300,
             connect_timeout_secs: 10,
             options: Vec::new(),
+            pid_namespace: true,
         }
     }
 }

@@ -98,8 +98,8 @@ pub trait TerminalBackend: Send + Sync {
     /// The default working directory when neither the agent nor the session set one.
     fn default_cwd(&self) -> String;
 
-    /// Whether commands run in another process tree (container, remote host), so the
-    /// script must report its pid and a timeout must also kill there.
+    /// Whether commands run in another process tree (container, remote host), so a
+    /// timeout must also kill there (by the command's marker).
     fn is_remote(&self) -> bool;
 
     /// Whether commands run under bash, the shell the approval gate parses them as.
@@ -122,12 +122,13 @@ pub trait TerminalBackend: Send + Sync {
     /// [`BackendError`] when the session cannot be prepared.
     fn command(&self, session: &SessionKey, job: &Job) -> Result<Command, BackendError>;
 
-    /// Kills the process tree rooted at `pid` on the far side (remote backends only).
+    /// Kills, on the far side, everything of the command whose script carries `marker`
+    /// (remote backends only; see [`remote_kill_script`]).
     ///
     /// # Errors
     /// [`BackendError`] when the kill command could not be run.
-    fn kill_remote(&self, session: &SessionKey, pid: u32) -> Result<(), BackendError> {
-        let _ = (session, pid);
+    fn kill_remote(&self, session: &SessionKey, marker: &str) -> Result<(), BackendError> {
+        let _ = (session, marker);
         Ok(())
     }
 
@@ -145,8 +146,9 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// A per-command random marker: lines starting with it carry the pid and final working
-/// directory back through the merged output and are removed before the agent sees it.
+/// A per-command random marker: lines starting with it carry the final working
+/// directory back through the merged output and are removed before the agent sees
+/// it; on remote backends it also names the command's processes for a kill.
 pub fn new_marker() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -158,29 +160,37 @@ pub fn new_marker() -> String {
     format!("__HERMETIC_{:016x}__", h.finish())
 }
 
-/// The script a backend runs: reports the pid (remote backends, so a timeout can kill
-/// the tree there), changes to `cwd`, runs `command`, and on exit — however the command
-/// exits — reports the working directory so a `cd` holds for the next call.
+/// The script a backend runs: changes to `cwd`, runs `command`, and on exit — however
+/// the command exits — reports the working directory so a `cd` holds for the next
+/// call.
+///
+/// For `remote` backends (containers, ssh) the script's first line names the marker:
+/// the script travels in the command line of the processes that run it (see
+/// [`pid_namespace_launcher`]), and that is how the host's kill finds them
+/// ([`remote_kill_script`]) — never from a pid the command's output reports, which
+/// the command could forge.
 pub fn wrap_script(
     command: &str,
     cwd: &str,
     marker: &str,
-    report_pid: bool,
+    remote: bool,
     track_cwd: bool,
 ) -> String {
     let mut s = String::new();
-    if report_pid {
-        s.push_str(&format!("printf '%s pid %s\\n' {marker} \"$$\"\n"));
+    if remote {
+        s.push_str(&format!(": {marker}\n"));
     }
     if track_cwd {
-        // On the far side (ssh, containers) the host cannot kill the command's process
-        // group once the script exited, so a foreground script ends what it left
-        // running (`sleep 1000 &`) itself, on its way out.
-        let reap = if report_pid {
+        // Without a pid namespace of its own (`pid_namespace = false`) a foreground
+        // script on the far side ends what it left running (`sleep 1000 &`) itself, on
+        // its way out: the best it can do, and what a double fork or `trap '' EXIT`
+        // defeats. In its own pid namespace the script is pid 1, and the kernel kills
+        // everything else in the namespace when it exits.
+        let reap = if remote {
             s.push_str(
                 "__hermetic_k() { kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }\n",
             );
-            " for c in $(cat /proc/$$/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done;"
+            " [ \"$$\" = 1 ] || for c in $(cat /proc/$$/task/*/children 2>/dev/null); do __hermetic_k \"$c\"; done;"
         } else {
             ""
         };
@@ -194,6 +204,30 @@ pub fn wrap_script(
     s
 }
 
+/// The `sh -c` program a remote backend runs, with the wrapped script as `$1`: it runs
+/// the script as pid 1 of a new pid namespace, so nothing the command starts can leave
+/// it — not a double fork (`(sleep 1000 &)`: orphans are reparented to the script),
+/// not `setsid`, not `trap '' EXIT` — and when the script exits or is killed, the
+/// kernel kills everything left in the namespace.
+///
+/// `unshare` is tried in the forms the far side may allow, most faithful first: as
+/// root (its own `/proc`), in a user namespace mapping the user to itself (util-linux),
+/// mapping it to root (busybox: `-r`), or unmapped (a capability-less root cannot map
+/// uid 0, so the command sees itself as 65534 while its files stay the user's).
+/// Without `contain` (the operator turned pid namespaces off) the script just runs.
+/// When none works the command is refused rather than run uncontained.
+pub fn pid_namespace_launcher(contain: bool) -> &'static str {
+    if contain {
+        "for __hermetic_o in '-pf --mount-proc' '--map-current-user -pf --mount-proc' '-rpf' '-Upf'; do \
+           if unshare $__hermetic_o true 2>/dev/null; then exec unshare $__hermetic_o sh -c \"$1\"; fi; \
+         done; \
+         echo 'hermetic: cannot run the command in its own pid namespace here (no unshare, or user namespaces are off); the operator can set pid_namespace = false' >&2; \
+         exit 126"
+    } else {
+        "exec sh -c \"$1\""
+    }
+}
+
 /// Whether `command` uses quoting that bash and a POSIX `sh` read differently: ANSI-C
 /// `$'…'` and locale `$"…"` strings. Under dash, `echo $'x\'; rm -rf ~; echo \'` runs
 /// the `rm` that bash (and so the approval gate) sees as quoted text.
@@ -201,11 +235,23 @@ pub fn bash_only_quoting(command: &str) -> bool {
     command.contains("$'") || command.contains("$\"")
 }
 
-/// The remote kill: stop the process first so it cannot fork more, then kill its
-/// children (recursively, through /proc), then it. Works with any POSIX sh and busybox.
-pub fn remote_kill_script(pid: u32) -> String {
+/// The remote kill for the command whose wrapped script carries `marker`: every
+/// process whose command line holds the marker (the `unshare` that runs the script,
+/// the script itself as its namespace's pid 1) is stopped so it cannot fork more, then
+/// its children (recursively, through /proc), then it; killing the namespace's pid 1
+/// kills the rest of the namespace. Works with any POSIX sh and busybox.
+///
+/// What this can hit is bounded by where it runs — inside the session's container, or
+/// as the ssh user — and by the marker, which the host made and the command's output
+/// cannot change: a process the command dressed up with the marker is its own. The
+/// marker is split by quotes here so the kill's own command line does not hold it.
+pub fn remote_kill_script(marker: &str) -> String {
+    let split = marker.len() / 2;
+    let (a, b) = marker.split_at(split);
     format!(
-        "k() {{ kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }}; k {pid}"
+        "m={a}''{b}; k() {{ kill -STOP \"$1\" 2>/dev/null; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do k \"$c\"; done; kill -KILL \"$1\" 2>/dev/null; }}; \
+         for d in /proc/[0-9]*; do p=${{d#/proc/}}; [ \"$p\" = \"$$\" ] && continue; \
+         case \"$(tr '\\000' ' ' < \"$d/cmdline\" 2>/dev/null)\" in *\"$m\"*) k \"$p\";; esac; done; true"
     )
 }
 
@@ -267,6 +313,17 @@ mod tests {
         ] {
             assert!(!valid_workdir(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_kill_script_does_not_carry_the_marker_it_looks_for() {
+        // Its own command line must not match, or it would kill itself (or, over ssh,
+        // the login shell running it) before the command.
+        let marker = new_marker();
+        let script = remote_kill_script(&marker);
+        assert!(!script.contains(&marker), "{script}");
+        let script_of_job = wrap_script("true", "/", &marker, true, false);
+        assert!(script_of_job.starts_with(&format!(": {marker}\n")));
     }
 
     #[test]

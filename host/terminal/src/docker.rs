@@ -1,14 +1,20 @@
 //! The container backend, for any docker-compatible CLI (`docker`, `podman`): one
 //! long-lived container per session — all capabilities dropped, no-new-privileges,
-//! pids/memory/cpu limits, no network unless the operator allows it, an optional
-//! workspace bind — and each command a `exec` into it. The container is removed when
-//! the session ends or the host shuts down.
+//! pids/memory/cpu limits, no network unless the operator allows it, the host user's
+//! uid:gid, a seccomp profile that refuses setuid/setgid bits, and the tenant's own
+//! workspace directory bound `nosuid,nodev` — and each command an `exec` into it, in
+//! its own pid namespace. The container is removed when the session ends or the host
+//! shuts down.
 
-use super::backend::{BackendError, Job, TerminalBackend, remote_kill_script};
+use super::backend::{
+    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
+};
 use super::config::DockerConfig;
 use super::exec::run_helper;
 use hermetic_approval::SessionKey;
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,19 +27,30 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(15);
 
 static CONTAINER_SEQ: AtomicU64 = AtomicU64::new(0);
 
+const SETUP: fn(String) -> BackendError = |reason| BackendError::Setup {
+    backend: "docker",
+    reason,
+};
+
 /// Runs commands in per-session containers.
 #[derive(Debug)]
 pub struct DockerBackend {
     config: DockerConfig,
     cwd: String,
+    /// The tenant's directory below `config.workspace` (`None`: all of it).
+    tenant_dir: Option<PathBuf>,
+    /// The derived seccomp profile, written on first use.
+    seccomp: Mutex<Option<PathBuf>>,
     /// Session → its running container's name.
     containers: Mutex<HashMap<SessionKey, String>>,
 }
 
 impl DockerBackend {
     /// A container backend; `cwd` inside the container (default `/workspace` when a
-    /// workspace is bound, else `/`).
-    pub fn new(config: &DockerConfig, cwd: Option<String>) -> Self {
+    /// workspace is bound, else `/`). `tenant_dir` is the tenant's directory relative
+    /// to the workspace (`None` for the operator, who gets all of it); with
+    /// `per_tenant` only that directory is bound.
+    pub fn new(config: &DockerConfig, cwd: Option<String>, tenant_dir: Option<PathBuf>) -> Self {
         let cwd = cwd.unwrap_or_else(|| {
             if config.workspace.is_some() {
                 CONTAINER_WORKSPACE.to_owned()
@@ -44,7 +61,142 @@ impl DockerBackend {
         Self {
             config: config.clone(),
             cwd,
+            tenant_dir: tenant_dir.filter(|_| config.per_tenant),
+            seccomp: Mutex::new(None),
             containers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `--user`: the configured one, else the uid:gid hermetic runs as.
+    fn user(&self) -> String {
+        self.config.user.clone().unwrap_or_else(|| {
+            format!(
+                "{}:{}",
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw()
+            )
+        })
+    }
+
+    /// The derived seccomp profile's file, written once per backend (0600, a fresh
+    /// name: `create_new` refuses a file or symlink planted under it).
+    fn seccomp_file(&self) -> Result<PathBuf, BackendError> {
+        let mut file = self.seccomp.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(path) = file.as_ref() {
+            return Ok(path.clone());
+        }
+        let base = &self.config.seccomp_profile;
+        let text = std::fs::read_to_string(base).map_err(|e| BackendError::Config {
+            backend: "docker",
+            reason: format!(
+                "seccomp_profile {}: {e} (podman's is in containers-common; for docker use moby's profiles/seccomp/default.json)",
+                base.display()
+            ),
+        })?;
+        let profile = no_setuid_profile(&text).map_err(|reason| BackendError::Config {
+            backend: "docker",
+            reason: format!("seccomp_profile {}: {reason}", base.display()),
+        })?;
+        let path = std::env::temp_dir().join(format!(
+            "hermetic-seccomp-{}-{}.json",
+            std::process::id(),
+            CONTAINER_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(profile.as_bytes()))
+            .map_err(|e| SETUP(format!("writing {}: {e}", path.display())))?;
+        *file = Some(path.clone());
+        Ok(path)
+    }
+
+    /// The directory to bind and its open descriptor: the tenant's own directory
+    /// (made 0700 when missing, walked without following symlinks), else the whole
+    /// workspace.
+    fn workspace_dir(&self, ws: &Path) -> Result<(PathBuf, OwnedFd), BackendError> {
+        let sub = self.tenant_dir.as_deref().unwrap_or(Path::new(""));
+        let fd = hermetic::create_beneath(ws, sub).map_err(|e| {
+            SETUP(format!(
+                "the workspace directory {}: {e}",
+                ws.join(sub).display()
+            ))
+        })?;
+        if !sub.as_os_str().is_empty() {
+            self.give_to_user(&fd);
+        }
+        // runc cannot bind a `/proc/<pid>/fd/<n>` source (EINVAL), so the container
+        // runtime gets the directory's real path as the walk opened it, and
+        // `verify_workspace` checks after the start that the container got this very
+        // directory (a symlink swapped in between is caught there).
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|e| SETUP(format!("the workspace directory: {e}")))?;
+        let text = path.to_string_lossy();
+        if text.contains([':', ',']) || text.ends_with(" (deleted)") {
+            return Err(BackendError::Config {
+                backend: "docker",
+                reason: format!(
+                    "the workspace directory {} cannot be passed to -v (':' or ',' in it)",
+                    path.display()
+                ),
+            });
+        }
+        Ok((path, fd))
+    }
+
+    /// A tenant directory hermetic owns goes to a configured numeric `user`, so its
+    /// commands can write there.
+    fn give_to_user(&self, fd: &OwnedFd) {
+        let Some(user) = &self.config.user else {
+            return;
+        };
+        let mut ids = user.splitn(2, ':').map(str::parse::<u32>);
+        let (Some(Ok(uid)), gid) = (ids.next(), ids.next()) else {
+            return;
+        };
+        let gid = match gid {
+            Some(Ok(g)) => Some(g),
+            Some(Err(_)) => return,
+            None => None,
+        };
+        let Ok(dup) = fd.try_clone() else {
+            return;
+        };
+        let dir = std::fs::File::from(dup);
+        use std::os::unix::fs::MetadataExt;
+        let euid = rustix::process::geteuid().as_raw();
+        if dir.metadata().is_ok_and(|m| m.uid() == euid && uid != euid)
+            && let Err(e) = std::os::unix::fs::fchown(&dir, Some(uid), gid)
+        {
+            tracing::warn!(error = %e, "could not give the tenant's workspace directory to the container user");
+        }
+    }
+
+    /// The container's `/workspace` is the directory that was opened (device and
+    /// inode), not something swapped in under its path while the container started.
+    fn verify_workspace(&self, name: &str, dir: &OwnedFd) -> Result<(), BackendError> {
+        use std::os::unix::fs::MetadataExt;
+        let want = dir
+            .try_clone()
+            .map(std::fs::File::from)
+            .and_then(|f| f.metadata())
+            .map_err(|e| SETUP(format!("the workspace directory: {e}")))?;
+        let mut cmd = self.cli();
+        cmd.args(["exec", name, "stat", "-c", "%d %i", CONTAINER_WORKSPACE]);
+        let out = run_helper(cmd, "docker", KILL_TIMEOUT)
+            .map_err(|e| SETUP(format!("checking the container's workspace: {e}")))?;
+        let expected = format!("{} {}", want.dev(), want.ino());
+        if out.trim() == expected {
+            Ok(())
+        } else {
+            Err(SETUP(format!(
+                "the container's {CONTAINER_WORKSPACE} is not the tenant's directory (device and inode {:?}, expected {expected}): was it replaced while the container started?",
+                out.trim()
+            )))
         }
     }
 
@@ -73,17 +225,35 @@ impl DockerBackend {
         );
         let c = &self.config;
         let mut cmd = self.cli();
+        let seccomp = self.seccomp_file()?;
         cmd.args(["run", "-d", "--rm", "--name", &name])
             .args(["--cap-drop", "ALL", "--security-opt", "no-new-privileges"])
+            .arg("--security-opt")
+            .arg(format!("seccomp={}", seccomp.display()))
+            .args(["--user", &self.user()])
             .args(["--pids-limit", &c.pids_limit.to_string()])
             .args(["--memory", &c.memory, "--cpus", &c.cpus])
             .args(["--label", "hermetic.session=1"]);
         if !c.network {
             cmd.args(["--network", "none"]);
         }
+        // Held open until the container is checked: the directory the walk found.
+        let mut bound = None;
         if let Some(ws) = &c.workspace {
-            cmd.arg("-v")
-                .arg(format!("{}:{CONTAINER_WORKSPACE}:rw", ws.display()));
+            let (path, fd) = self.workspace_dir(ws)?;
+            // nosuid,nodev: a setuid file or a device node in the workspace is inert
+            // inside. Docker's CLI has no such -v options (its own seccomp-guarded
+            // profile still keeps setuid bits from being set).
+            let options = if Path::new(&c.program).file_name() == Some("docker".as_ref()) {
+                "rw"
+            } else {
+                "rw,nosuid,nodev"
+            };
+            cmd.arg("-v").arg(format!(
+                "{}:{CONTAINER_WORKSPACE}:{options}",
+                path.display()
+            ));
+            bound = Some(fd);
         }
         // A process that does nothing keeps the container alive between commands.
         cmd.args([&c.image, "sleep", "2147483647"]);
@@ -96,6 +266,12 @@ impl DockerBackend {
             backend: "docker",
             reason: format!("starting the session container from {}: {e}", c.image),
         })?;
+        if let Some(fd) = &bound
+            && let Err(e) = self.verify_workspace(&name, fd)
+        {
+            self.remove(&name);
+            return Err(e);
+        }
         containers.insert(session.clone(), name.clone());
         Ok(name)
     }
@@ -142,11 +318,20 @@ impl TerminalBackend for DockerBackend {
                 cmd.arg("-e").arg(k).env(k, v);
             }
         }
-        cmd.args([name.as_str(), "sh", "-c", &job.script]);
+        // The script is the launcher's `$1`, so it is in the command line of the
+        // processes that run it: how `kill_remote` finds them.
+        cmd.args([
+            name.as_str(),
+            "sh",
+            "-c",
+            pid_namespace_launcher(self.config.pid_namespace),
+            "hermetic",
+            &job.script,
+        ]);
         Ok(cmd)
     }
 
-    fn kill_remote(&self, session: &SessionKey, pid: u32) -> Result<(), BackendError> {
+    fn kill_remote(&self, session: &SessionKey, marker: &str) -> Result<(), BackendError> {
         let Some(name) = self
             .containers
             .lock()
@@ -157,7 +342,9 @@ impl TerminalBackend for DockerBackend {
             return Ok(());
         };
         let mut cmd = self.cli();
-        cmd.args(["exec", &name, "sh", "-c", &remote_kill_script(pid)]);
+        // As the container's user, inside the container: it can reach nothing the
+        // session's commands could not.
+        cmd.args(["exec", &name, "sh", "-c", &remote_kill_script(marker)]);
         run_helper(cmd, "docker", KILL_TIMEOUT).map(drop)
     }
 
@@ -183,5 +370,148 @@ impl TerminalBackend for DockerBackend {
         for name in names {
             self.remove(&name);
         }
+        if let Some(path) = self
+            .seccomp
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for DockerBackend {
+    fn drop(&mut self) {
+        if let Some(path) = self
+            .seccomp
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Syscalls that set a file's mode, with the index of their mode argument. Root
+/// without capabilities still owns the files it makes and may chmod them, and a
+/// setuid-root file left in a host directory is a way to root for any local user who
+/// can reach it: `nosuid` on the bind protects only the container's view, not the
+/// host's. So the setuid and setgid bits are refused where they are set.
+const MODE_SYSCALLS: &[(&str, u32)] = &[
+    ("chmod", 1),
+    ("fchmod", 1),
+    ("fchmodat", 2),
+    ("creat", 1),
+    ("mknod", 1),
+    ("mknodat", 2),
+];
+/// Opening syscalls: (name, flags index, mode index). The mode matters only with
+/// `O_CREAT` or `O_TMPFILE`; an open without them (whatever garbage its mode holds)
+/// is allowed.
+const OPEN_SYSCALLS: &[(&str, u32, u32)] = &[("open", 1, 2), ("openat", 2, 3)];
+/// Taken out of the base profile's allowed list and left to its default (refused):
+/// `openat2` hides its mode in a struct seccomp cannot read (libc falls back to
+/// `openat`), `fchmodat2` (Linux 6.6) would need its own rules for little use.
+const REFUSED: &[&str] = &["openat2", "fchmodat2"];
+const S_ISUID: u64 = 0o4000;
+const S_ISGID: u64 = 0o2000;
+const O_CREAT: u64 = 0o100;
+const O_TMPFILE: u64 = 0o20_000_000;
+const EPERM: u64 = 1;
+
+/// `base` (a docker-format seccomp profile) with the mode-setting syscalls allowed
+/// only without the setuid and setgid bits. The base must refuse by default, or
+/// taking syscalls out of its list would allow them.
+fn no_setuid_profile(base: &str) -> Result<String, String> {
+    use serde_json::{Value, json};
+    let mut profile: Value =
+        serde_json::from_str(base).map_err(|e| format!("not a seccomp profile: {e}"))?;
+    let default = profile
+        .get("defaultAction")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !default.starts_with("SCMP_ACT_ERRNO") && !default.starts_with("SCMP_ACT_KILL") {
+        return Err(format!(
+            "its defaultAction is {default:?}; it must refuse (SCMP_ACT_ERRNO or SCMP_ACT_KILL)"
+        ));
+    }
+    let Some(rules) = profile.get_mut("syscalls").and_then(Value::as_array_mut) else {
+        return Err("no syscalls list".into());
+    };
+    let guarded = |n: &str| {
+        MODE_SYSCALLS.iter().any(|(m, _)| *m == n)
+            || OPEN_SYSCALLS.iter().any(|(o, _, _)| *o == n)
+            || REFUSED.contains(&n)
+    };
+    for rule in rules.iter_mut() {
+        if let Some(names) = rule.get_mut("names").and_then(Value::as_array_mut) {
+            names.retain(|n| !n.as_str().is_some_and(guarded));
+        }
+    }
+    rules.retain(|r| {
+        r.get("names")
+            .and_then(Value::as_array)
+            .is_none_or(|n| !n.is_empty())
+    });
+    let masked = |index: u32, mask: u64, value: u64| json!({"index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ"});
+    let allow = |name: &str, args: Vec<Value>| json!({"names": [name], "action": "SCMP_ACT_ALLOW", "args": args});
+    let refuse = |name: &str, args: Vec<Value>| json!({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM, "args": args});
+    // Each syscall's rules are disjoint (no call matches an allow and a refusal), so
+    // how libseccomp orders them does not matter.
+    for &(name, mode) in MODE_SYSCALLS {
+        rules.push(allow(name, vec![masked(mode, S_ISUID | S_ISGID, 0)]));
+        for bit in [S_ISUID, S_ISGID] {
+            rules.push(refuse(name, vec![masked(mode, bit, bit)]));
+        }
+    }
+    for &(name, flags, mode) in OPEN_SYSCALLS {
+        rules.push(allow(name, vec![masked(flags, O_CREAT | O_TMPFILE, 0)]));
+        rules.push(allow(name, vec![masked(mode, S_ISUID | S_ISGID, 0)]));
+        for flag in [O_CREAT, O_TMPFILE] {
+            for bit in [S_ISUID, S_ISGID] {
+                rules.push(refuse(
+                    name,
+                    vec![masked(flags, flag, flag), masked(mode, bit, bit)],
+                ));
+            }
+        }
+    }
+    serde_json::to_string(&profile).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_derived_profile_allows_no_setuid_mode_and_keeps_the_rest() {
+        let base = r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,"syscalls":[
+            {"names":["read","chmod","openat2","open"],"action":"SCMP_ACT_ALLOW"},
+            {"names":["fchmod"],"action":"SCMP_ACT_ALLOW"}]}"#;
+        let out: serde_json::Value =
+            serde_json::from_str(&no_setuid_profile(base).unwrap()).unwrap();
+        let rules = out["syscalls"].as_array().unwrap();
+        assert_eq!(rules[0]["names"], serde_json::json!(["read"]));
+        // No unconditional allow of a guarded syscall is left, openat2 is gone.
+        for r in rules {
+            let names = r["names"].as_array().unwrap();
+            if names.iter().any(|n| n != "read") {
+                assert!(r["args"].as_array().is_some_and(|a| !a.is_empty()), "{r}");
+            }
+            assert!(!names.iter().any(|n| n == "openat2"), "{r}");
+        }
+        let chmod_refusals = rules
+            .iter()
+            .filter(|r| r["names"][0] == "chmod" && r["action"] == "SCMP_ACT_ERRNO")
+            .count();
+        assert_eq!(chmod_refusals, 2);
+    }
+
+    #[test]
+    fn a_base_that_allows_by_default_is_refused() {
+        let base = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}"#;
+        assert!(no_setuid_profile(base).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Running a backend's process: merged stdout+stderr through one pipe, its own process
 //! group, a reader thread, timeouts and cancellation that kill the whole tree (locally
 //! with `killpg`, on the far side through the backend), and the marker lines the
-//! wrapped script prints (pid, final working directory) taken out of the output.
+//! wrapped script prints (the final working directory) taken out of the output.
 
 use super::backend::{BackendError, TerminalBackend};
 use hermetic_approval::SessionKey;
@@ -225,11 +225,10 @@ pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, 
     })
 }
 
-/// Something the wrapped script reported on a marker line.
+/// Something the wrapped script reported on a marker line. (No pid: the host's kill
+/// must not be steered by anything the command can print, see `remote_kill_script`.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum MarkerEvent {
-    /// The script's pid on the far side.
-    Pid(u32),
     /// The working directory when the script exited.
     Cwd(String),
 }
@@ -312,26 +311,22 @@ impl StreamText {
         };
         out.push_str(&line[..pos]);
         let rest = line[pos + self.marker.len()..].trim_end_matches(['\n', '\r']);
-        if let Some(pid) = rest.strip_prefix(" pid ") {
-            if let Ok(pid) = pid.trim().parse() {
-                events.push(MarkerEvent::Pid(pid));
-            }
-        } else if let Some(cwd) = rest.strip_prefix(" cwd ") {
+        if let Some(cwd) = rest.strip_prefix(" cwd ") {
             events.push(MarkerEvent::Cwd(cwd.to_owned()));
         }
     }
 }
 
-/// Kills everything a command started: on the far side through the backend (when the
-/// script reported its pid), then the local process group.
+/// Kills everything a command started: on the far side through the backend (the
+/// processes carrying the command's marker), then the local process group.
 pub(crate) fn kill_tree(
     backend: &dyn TerminalBackend,
     session: &SessionKey,
     child: &mut ChildHandle,
-    remote_pid: Option<u32>,
+    marker: &str,
 ) {
-    if let Some(pid) = remote_pid
-        && let Err(e) = backend.kill_remote(session, pid)
+    if backend.is_remote()
+        && let Err(e) = backend.kill_remote(session, marker)
     {
         tracing::warn!(error = %e, "could not kill the remote process tree");
     }
@@ -404,10 +399,9 @@ pub(crate) fn run_to_end(
     }
     let (backend, session, cancelled) = (ctx.backend, ctx.session, ctx.cancelled);
     let deadline = Instant::now() + ctx.timeout;
-    let mut stream = StreamText::new(marker);
+    let mut stream = StreamText::new(marker.clone());
     let mut kept = super::output::HeadTail::default();
     let mut events = Vec::new();
-    let mut remote_pid = None;
     let mut cwd = None;
     let mut exited: Option<(i32, Instant)> = None;
     let mut eof = false;
@@ -437,10 +431,8 @@ pub(crate) fn run_to_end(
             std::thread::sleep(TICK);
         }
         for e in events.drain(..) {
-            match e {
-                MarkerEvent::Pid(p) => remote_pid = Some(p),
-                MarkerEvent::Cwd(c) => cwd = Some(c),
-            }
+            let MarkerEvent::Cwd(c) = e;
+            cwd = Some(c);
         }
         if exited.is_none()
             && let Some(code) = spawned.child.exited()
@@ -453,19 +445,19 @@ pub(crate) fn run_to_end(
             break Ending::Exited(code);
         }
         if exited.is_none() && Instant::now() >= deadline {
-            kill_tree(backend, session, &mut spawned.child, remote_pid);
+            kill_tree(backend, session, &mut spawned.child, &marker);
             break Ending::TimedOut;
         }
         if exited.is_none() && cancelled() {
-            kill_tree(backend, session, &mut spawned.child, remote_pid);
+            kill_tree(backend, session, &mut spawned.child, &marker);
             break Ending::Cancelled;
         }
     };
     if let Ending::Exited(_) = ending {
         // The leader exited (and is not reaped yet, so its group id is still its own):
         // whatever it left running in its group (`sleep 1000 &`, `nohup srv &`) must not
-        // outlive the call. Children on the far side are ended by the wrapped script's
-        // exit trap: the script's remote pid is gone now and may have been reused.
+        // outlive the call. On the far side the command's pid namespace ended with its
+        // script (see `pid_namespace_launcher`).
         kill_group(spawned.child.id());
     }
     // Whatever is still buffered in the pipe (bounded: the writers are gone or dead).
@@ -479,9 +471,8 @@ pub(crate) fn run_to_end(
     }
     absorb(None, &mut stream, &mut kept, &mut events, on_output);
     for e in events.drain(..) {
-        if let MarkerEvent::Cwd(c) = e {
-            cwd = Some(c);
-        }
+        let MarkerEvent::Cwd(c) = e;
+        cwd = Some(c);
     }
     spawned.child.wait();
     Finished {
@@ -571,6 +562,11 @@ mod tests {
         let mut out = String::new();
         let mut ev = Vec::new();
         s.feed(b"__M__ pid 42\nhel", &mut out, &mut ev);
+        assert_eq!(
+            ev,
+            vec![],
+            "a pid line is no event: the host learns no pid from output"
+        );
         s.feed(b"lo\nno newline at end__M", &mut out, &mut ev);
         assert_eq!(
             out, "hello\nno newline at end",
@@ -579,10 +575,7 @@ mod tests {
         s.feed(b"__ cwd /tmp/x\n", &mut out, &mut ev);
         s.finish(&mut out, &mut ev);
         assert_eq!(out, "hello\nno newline at end");
-        assert_eq!(
-            ev,
-            vec![MarkerEvent::Pid(42), MarkerEvent::Cwd("/tmp/x".into())]
-        );
+        assert_eq!(ev, vec![MarkerEvent::Cwd("/tmp/x".into())]);
     }
 
     #[test]

@@ -291,7 +291,11 @@ impl TerminalHost {
                 place_cwd(),
                 &self.settings.protected,
             )),
-            (BackendKind::Docker, _) => Arc::new(docker::DockerBackend::new(&config.docker, cwd)),
+            (BackendKind::Docker, _) => Arc::new(docker::DockerBackend::new(
+                &config.docker,
+                cwd,
+                self.tenant_subdir(tenant, "docker")?,
+            )),
             (BackendKind::Ssh, _) => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
             (BackendKind::Bwrap, None) => {
                 return Err(TerminalError::Backend(BackendError::Config {
@@ -324,42 +328,61 @@ impl TerminalHost {
     }
 
     /// Where `tenant`'s commands live on this host (`local`, `bwrap`): under
-    /// `[terminal.bwrap] workspace`, the tenant's own subdirectory of it (its
-    /// `workspace` mount subdirectory's name, else its id; the operator gets the whole
-    /// directory); else the configured `cwd`; else its part of the `workspace` mount;
-    /// else where the host started.
+    /// `[terminal.bwrap] workspace`, the tenant's own subdirectory of it; else the
+    /// configured `cwd`; else its part of the `workspace` mount; else where the host
+    /// started.
     fn place(&self, tenant: &str, config: &TerminalConfig) -> Result<Option<Place>, TerminalError> {
         if !matches!(config.backend, BackendKind::Local | BackendKind::Bwrap) {
             return Ok(None);
         }
-        let subdir = self.subdirs.get(tenant).cloned();
         if config.backend == BackendKind::Bwrap
             && let Some(root) = &config.bwrap.workspace
         {
-            let sub = match subdir {
-                Some(sub) => sub,
-                None if tenant == hermetic_policy::OPERATOR_TENANT => PathBuf::new(),
-                None if std::path::Path::new(tenant).components().count() == 1
-                    && !tenant.starts_with('.') =>
-                {
-                    PathBuf::from(tenant)
-                }
-                None => {
-                    return Err(TerminalError::Backend(BackendError::Config {
-                        backend: "bwrap",
-                        reason: format!(
-                            "tenant id {tenant:?} cannot name a directory; give the tenant a workspace mount subdir"
-                        ),
-                    }));
-                }
-            };
+            let sub = self.tenant_subdir(tenant, "bwrap")?.unwrap_or_default();
             return Ok(Some(Place::new(root, sub)));
         }
+        let subdir = self.subdirs.get(tenant).cloned();
         Ok(Some(match (&config.cwd, &self.workspace) {
             (Some(cwd), _) => Place::new(cwd, PathBuf::new()),
             (None, Some(root)) => Place::new(root, subdir.unwrap_or_default()),
             (None, None) => Place::new(&self.host_cwd, PathBuf::new()),
         }))
+    }
+
+    /// The tenant's own directory below a backend's workspace (`[terminal.bwrap]` or
+    /// `[terminal.docker] workspace`): its `workspace` mount subdirectory, else its id;
+    /// `None` for the operator, whose directory is the whole workspace.
+    ///
+    /// # Errors
+    /// A tenant id that cannot be one directory's name.
+    fn tenant_subdir(
+        &self,
+        tenant: &str,
+        backend: &'static str,
+    ) -> Result<Option<PathBuf>, TerminalError> {
+        if tenant == hermetic_policy::OPERATOR_TENANT {
+            return Ok(None);
+        }
+        if let Some(sub) = self.subdirs.get(tenant) {
+            return Ok(Some(sub.clone()));
+        }
+        let plain = matches!(
+            std::path::Path::new(tenant)
+                .components()
+                .collect::<Vec<_>>()
+                .as_slice(),
+            [std::path::Component::Normal(_)]
+        );
+        if plain {
+            Ok(Some(PathBuf::from(tenant)))
+        } else {
+            Err(TerminalError::Backend(BackendError::Config {
+                backend,
+                reason: format!(
+                    "tenant id {tenant:?} cannot name a directory; give the tenant a workspace mount subdir"
+                ),
+            }))
+        }
     }
 
     /// Counts `session` among the tenant's live sessions.

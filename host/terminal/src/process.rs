@@ -2,7 +2,7 @@
 //! process, and the `process` tool's actions, answered in the host's typed replies.
 
 use super::backend::TerminalBackend;
-use super::exec::{self, MarkerEvent, Spawned, StreamText, TICK};
+use super::exec::{self, Spawned, StreamText, TICK};
 use super::input_gate::InputGate;
 use hermetic::{
     KillOutcome, LogLines, ProcessInfo, ProcessReply, ProcessStatus, TerminalCallError, WaitOutcome,
@@ -38,7 +38,6 @@ struct State {
     buffer_chars: usize,
     exit_code: Option<i32>,
     finished: Option<Instant>,
-    remote_pid: Option<u32>,
 }
 
 /// One background process.
@@ -57,6 +56,8 @@ pub(crate) struct Proc {
     input: Mutex<InputGate>,
     backend: Arc<dyn TerminalBackend>,
     session: SessionKey,
+    /// The marker its wrapped script carries: how a remote backend finds its processes.
+    marker: String,
     /// The backend process, until the watcher has reaped it.
     child: Mutex<Option<exec::ChildHandle>>,
 }
@@ -84,9 +85,8 @@ impl Proc {
     }
 
     fn kill(&self) {
-        let remote = self.lock().remote_pid;
-        if let Some(pid) = remote
-            && let Err(e) = self.backend.kill_remote(&self.session, pid)
+        if self.backend.is_remote()
+            && let Err(e) = self.backend.kill_remote(&self.session, &self.marker)
         {
             tracing::warn!(error = %e, "could not kill a remote background process");
         }
@@ -105,7 +105,9 @@ impl Proc {
     /// it left running, `nohup srv &`, must not outlive its session), then reap the
     /// leader. The watcher leaves it unreaped, so the group id cannot have been reused.
     fn release(&self) {
-        if self.lock().finished.is_none() {
+        // On the far side the local client's end says little (a dropped connection
+        // ends it while the remote command runs on): a remote one is always killed.
+        if self.lock().finished.is_none() || self.backend.is_remote() {
             self.kill();
         } else {
             exec::kill_group(self.pid);
@@ -280,6 +282,7 @@ impl ProcessRegistry {
             input: Mutex::new(input.gate),
             backend,
             session: session.clone(),
+            marker: marker.clone(),
             child: Mutex::new(Some(child)),
         });
         self.sessions
@@ -509,11 +512,8 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
         }
         {
             let mut s = p.lock();
-            for e in events.drain(..) {
-                if let MarkerEvent::Pid(pid) = e {
-                    s.remote_pid = Some(pid);
-                }
-            }
+            // A background script tracks no working directory: nothing to take.
+            events.clear();
             if !text.is_empty() {
                 push_rolling(&mut s, &text);
             }

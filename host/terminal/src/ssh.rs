@@ -1,9 +1,13 @@
 //! The SSH backend: the OpenSSH client against one host, key authentication only
 //! (BatchMode: never a password prompt), one shared master connection
 //! (ControlMaster/ControlPersist) so each command costs a channel, not a handshake.
-//! A timeout kills the remote process tree through a second channel.
+//! Each command runs in its own pid namespace on the remote host (see
+//! `pid_namespace_launcher`); a timeout kills it there through a second channel,
+//! finding it by its marker (`remote_kill_script`).
 
-use super::backend::{BackendError, Job, TerminalBackend, remote_kill_script, shell_quote};
+use super::backend::{
+    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script, shell_quote,
+};
 use super::config::SshConfig;
 use super::exec::run_helper;
 use hermetic_approval::SessionKey;
@@ -173,15 +177,21 @@ impl TerminalBackend for SshBackend {
         } else {
             cmd.arg("-T");
         }
-        cmd.args(["--", &self.config.host])
-            .arg(format!("sh -c {}", shell_quote(&script)));
+        // The script is the launcher's `$1`: the login shell parses this one line.
+        cmd.args(["--", &self.config.host]).arg(format!(
+            "sh -c {} hermetic {}",
+            shell_quote(pid_namespace_launcher(self.config.pid_namespace)),
+            shell_quote(&script)
+        ));
         Ok(cmd)
     }
 
-    fn kill_remote(&self, _session: &SessionKey, pid: u32) -> Result<(), BackendError> {
+    fn kill_remote(&self, _session: &SessionKey, marker: &str) -> Result<(), BackendError> {
         let mut cmd = self.ssh();
-        cmd.args(["-T", "--", &self.config.host])
-            .arg(format!("sh -c {}", shell_quote(&remote_kill_script(pid))));
+        cmd.args(["-T", "--", &self.config.host]).arg(format!(
+            "sh -c {}",
+            shell_quote(&remote_kill_script(marker))
+        ));
         run_helper(cmd, "ssh", KILL_TIMEOUT).map(drop)
     }
 

@@ -1,0 +1,197 @@
+//! The real backends' fixtures the terminal suites share: a busybox image for podman,
+//! an sshd on loopback, and ways to look at processes (containers and ssh sessions
+//! share this machine's kernel, so /proc sees their processes).
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// Fails, naming the Debian package to install, when `program` is not installed.
+pub fn require(program: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+        || Path::new(program).is_file();
+    assert!(
+        found,
+        "{program} is not installed: this suite needs the Debian package {package} (.ci/run installs it: apt-get install -y {package})"
+    );
+}
+
+/// Whether a process whose command line contains `token` is alive (not a zombie),
+/// anywhere on this machine (containers and ssh sessions share its kernel).
+pub fn alive(token: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        cmdline.contains(token)
+            && !cmdline.contains("cmdline")
+            && std::fs::read_to_string(e.path().join("stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+    })
+}
+
+/// Polls `f` until it holds, failing after `limit`.
+pub fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what}: not within {limit:?}");
+}
+
+/// Builds the busybox test image once (podman import of a local rootfs; no registry).
+pub fn busybox_image(conf: &Path) -> &'static str {
+    static IMAGE: OnceLock<()> = OnceLock::new();
+    const NAME: &str = "localhost/hermetic-test-busybox:latest";
+    IMAGE.get_or_init(|| {
+        let podman = || {
+            let mut c = Command::new("podman");
+            c.env("CONTAINERS_CONF", conf);
+            c
+        };
+        if podman()
+            .args(["image", "exists", NAME])
+            .status()
+            .unwrap()
+            .success()
+        {
+            return;
+        }
+        let dir = TempDir::new().unwrap();
+        let root = dir.path().join("rootfs");
+        for d in ["bin", "proc", "sys", "dev", "tmp", "workspace"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
+        let list = Command::new("/bin/busybox").arg("--list").output().unwrap();
+        for applet in String::from_utf8_lossy(&list.stdout).lines() {
+            if applet != "busybox" {
+                std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
+            }
+        }
+        let tar = dir.path().join("rootfs.tar");
+        assert!(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&root)
+                .arg("-cf")
+                .arg(&tar)
+                .arg(".")
+                .status()
+                .unwrap()
+                .success()
+        );
+        let out = podman()
+            .args(["import", "--change", "ENV PATH=/bin"])
+            .arg(&tar)
+            .arg(NAME)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "podman import: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    NAME
+}
+
+/// A containers.conf for the podman tests (cgroupfs: no systemd here), in `dir`.
+pub fn podman_conf(dir: &Path) -> PathBuf {
+    let conf = dir.join("containers.conf");
+    std::fs::write(
+        &conf,
+        "[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = \"cgroupfs\"\n",
+    )
+    .unwrap();
+    conf
+}
+
+/// An sshd on loopback for the ssh backend's tests (root logs in with `key`).
+pub struct Sshd {
+    child: std::process::Child,
+    _dir: TempDir,
+    /// The user's private key.
+    pub key: PathBuf,
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts an sshd on a free loopback port.
+pub fn start_sshd() -> Sshd {
+    require("/usr/sbin/sshd", "openssh-server");
+    require("ssh-keygen", "openssh-client");
+    let dir = TempDir::new().unwrap();
+    let keygen = |path: &Path| {
+        assert!(
+            Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(path)
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    let host_key = dir.path().join("host_key");
+    let user_key = dir.path().join("user_key");
+    keygen(&host_key);
+    keygen(&user_key);
+    let auth = dir.path().join("authorized_keys");
+    std::fs::copy(user_key.with_extension("pub"), &auth).unwrap();
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("/usr/sbin/sshd")
+        .args(["-D", "-e", "-f", "/dev/null", "-h"])
+        .arg(&host_key)
+        .args(["-p", &port.to_string(), "-o", "ListenAddress=127.0.0.1"])
+        .arg(format!("-oAuthorizedKeysFile={}", auth.display()))
+        .arg(format!("-oPidFile={}", dir.path().join("pid").display()))
+        .args([
+            "-o",
+            "StrictModes=no",
+            "-o",
+            "PasswordAuthentication=no",
+            "-o",
+            "MaxSessions=50",
+            "-o",
+            "MaxStartups=50",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("sshd listening", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Sshd {
+        child,
+        _dir: dir,
+        key: user_key,
+        port,
+    }
+}
