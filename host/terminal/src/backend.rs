@@ -123,7 +123,7 @@ pub trait TerminalBackend: Send + Sync {
     fn command(&self, session: &SessionKey, job: &Job) -> Result<Command, BackendError>;
 
     /// Kills, on the far side, everything of the command whose script carries `marker`
-    /// (remote backends only; see [`remote_kill_script`]).
+    /// (remote backends only; see `remote_kill_script` in backend.rs).
     ///
     /// # Errors
     /// [`BackendError`] when the kill command could not be run.
