@@ -2196,7 +2196,7 @@ fn stdio_a_background_shell_cannot_be_fed_a_refused_command_in_pieces() {
             json!({"action": "wait", "session_id": "$ID", "timeout": 20})
         ),
     ];
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(mcp_python());
     cmd.arg(client_script()).args(["sequence", "legacy"]);
     for c in &calls {
         cmd.args(["--call", c]);
