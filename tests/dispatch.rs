@@ -585,3 +585,50 @@ fn every_bundled_tool_refuses_arguments_its_schema_does_not_know() {
     let out = call(&f.registry, "echo", json!({"message": "ab", "extra": 1}));
     assert_eq!(out["echo"], "ab");
 }
+
+#[test]
+fn a_result_is_checked_against_the_tool_s_output_schema() {
+    let f = fixture(true, &["shaped"]);
+    assert_eq!(
+        call(&f.registry, "shaped", json!({"count": 3})),
+        json!({"count": 3})
+    );
+    let err = error_of(&call(&f.registry, "shaped", json!({"count": "three"})));
+    assert!(
+        err.contains("shaped returned a result its output_schema does not allow")
+            && err.contains("/count"),
+        "{err}"
+    );
+    // MCP clients get the schema (tools/list's outputSchema); the OpenAI-style
+    // definitions, which model APIs read, do not carry it.
+    assert!(f.registry.has_output_schema("shaped"));
+    assert_eq!(
+        f.registry.output_schema_for("shaped", "").unwrap()["required"],
+        json!(["count"])
+    );
+    let definitions = f.registry.definitions(&hermetic::Selection::default());
+    let shaped = definitions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["function"]["name"] == "shaped")
+        .unwrap();
+    assert!(
+        shaped["function"].get("output_schema").is_none(),
+        "{shaped}"
+    );
+    // Every bundled tool declares the shape of its results.
+    for tool in [
+        "read_file",
+        "write_file",
+        "patch",
+        "search_files",
+        "terminal",
+        "process",
+        "web_extract",
+        "weather",
+    ] {
+        assert!(f.registry.has_output_schema(tool), "{tool}");
+    }
+    assert!(!f.registry.has_output_schema("nope"));
+}

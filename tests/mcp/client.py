@@ -85,6 +85,9 @@ async def basic(args: argparse.Namespace) -> dict[str, Any]:
             events.append([progress, total, message])
 
         progress = await client.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+        # The SDK checks structuredContent against the listed outputSchema itself.
+        shaped = await client.call_tool("shaped", {"count": 3})
+        broken = await client.call_tool("shaped", {"count": "three"})
         return {
             "protocol": client.session.protocol_version,
             "server": client.session.server_info.name if client.session.server_info else None,
@@ -96,6 +99,10 @@ async def basic(args: argparse.Namespace) -> dict[str, Any]:
             "unknown": unknown,
             "invalid": outcome(invalid),
             "progress": {"result": outcome(progress), "events": events},
+            "shaped_schema": tools["shaped"].output_schema,
+            "echo_output_schema": tools["echo"].output_schema,
+            "shaped": {"structured": shaped.structured_content, **outcome(shaped)},
+            "broken": {"structured": broken.structured_content, **outcome(broken)},
         }
 
 

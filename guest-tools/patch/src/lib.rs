@@ -54,6 +54,17 @@ impl Tool for Patch {
                     "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false}
                 },
                 "required": ["path", "old_string", "new_string"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "success": {"type": "boolean"},
+                    "diff": {"type": "string"},
+                    "no_change": {"type": "boolean"},
+                    "note": {"type": "string"},
+                    "resolved_path": {"type": "string"},
+                    "files_modified": {"type": "array", "items": {"type": "string"}}
+                }
             }
         })
     }

@@ -35,6 +35,17 @@ impl Tool for Process {
                     "timeout": {"type": "integer", "minimum": 1, "description": "wait: seconds (default 180, at most 600)"}
                 },
                 "required": ["action"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "processes": {"type": "array", "items": {"type": "object"}},
+                    "session_id": {"type": "string"},
+                    "status": {"type": "string"},
+                    "output": {"type": "string"},
+                    "exit_code": {"type": ["integer", "null"]},
+                    "pid": {"type": "integer"}
+                }
             }
         })
     }

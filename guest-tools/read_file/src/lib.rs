@@ -64,6 +64,19 @@ impl Tool for ReadFile {
                     "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
                 },
                 "required": ["path"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string"},
+                    "total_lines": {"type": "integer"},
+                    "file_size": {"type": "integer"},
+                    "truncated": {"type": "boolean"},
+                    "hint": {"type": "string"},
+                    "is_binary": {"type": "boolean"},
+                    "is_image": {"type": "boolean"},
+                    "similar_files": {"type": "array", "items": {"type": "string"}}
+                }
             }
         })
     }

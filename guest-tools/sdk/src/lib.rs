@@ -133,7 +133,11 @@ pub trait Tool {
     /// The arguments, deserialized from the agent's JSON object.
     type Args: DeserializeOwned;
 
-    /// The OpenAI function schema: `{"name", "description", "parameters"}`.
+    /// The OpenAI function schema: `{"name", "description", "parameters"}`, and
+    /// optionally `"output_schema"`: an object JSON Schema of the tool's results. The
+    /// host then checks every result against it (a result it does not allow is the
+    /// tool's error; an `{"error": …}` report is exempt), lists it to MCP clients as
+    /// `outputSchema` and sends results as `structuredContent` too.
     fn schema() -> Value;
 
     /// Whether the tool can work right now. Runs in the sandbox with the granted env,

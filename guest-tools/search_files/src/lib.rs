@@ -130,6 +130,25 @@ impl Tool for SearchFiles {
                     "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
                 },
                 "required": ["pattern"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "total_count": {"type": "integer"},
+                    "matches": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "line": {"type": "integer"},
+                            "content": {"type": "string"}
+                        }
+                    }},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                    "truncated": {"type": "boolean"},
+                    "total_count_is_lower_bound": {"type": "boolean"},
+                    "limit_reason": {"type": "string"},
+                    "warnings": {"type": "array", "items": {"type": "string"}}
+                }
             }
         })
     }

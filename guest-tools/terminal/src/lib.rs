@@ -35,6 +35,19 @@ impl Tool for Terminal {
                     "pty": {"type": "boolean", "description": "Run under a pseudo-terminal, for programs that need one (default false)", "default": false}
                 },
                 "required": ["command"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "output": {"type": "string"},
+                    "exit_code": {"type": "integer"},
+                    "error": {"type": ["string", "null"]},
+                    "exit_code_meaning": {"type": "string"},
+                    "pty_note": {"type": "string"},
+                    "session_id": {"type": "string"},
+                    "pid": {"type": "integer"}
+                },
+                "required": ["output"]
             }
         })
     }

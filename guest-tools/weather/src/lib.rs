@@ -48,6 +48,17 @@ impl Tool for Weather {
                     }
                 },
                 "required": ["location"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": ["string", "null"]},
+                    "temperature": {"type": "number"},
+                    "units": {"type": "string"},
+                    "condition": {"type": ["string", "null"]},
+                    "humidity": {"type": ["number", "null"]}
+                },
+                "required": ["location", "temperature", "units"]
             }
         })
     }

@@ -45,6 +45,22 @@ impl Tool for WebExtract {
                     }
                 },
                 "required": ["urls"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "results": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "url": {"type": "string"},
+                            "title": {"type": "string"},
+                            "content": {"type": "string"},
+                            "error": {"type": ["string", "null"]},
+                            "truncated": {"type": "boolean"}
+                        }
+                    }}
+                },
+                "required": ["results"]
             }
         })
     }

@@ -33,6 +33,16 @@ impl Tool for WriteFile {
                     "content": {"type": "string", "description": "Complete content to write to the file"}
                 },
                 "required": ["path", "content"]
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "bytes_written": {"type": "integer"},
+                    "dirs_created": {"type": "boolean"},
+                    "verified": {"type": "boolean"},
+                    "resolved_path": {"type": "string"},
+                    "files_modified": {"type": "array", "items": {"type": "string"}}
+                }
             }
         })
     }

@@ -314,12 +314,12 @@ fn run(scenario: &str, mode: &str, target: &Target<'_>) -> (Value, Running) {
     (report, running)
 }
 
-const TEST_TOOLS: &[&str] = &["echo", "fail", "progress", "spin_long"];
+const TEST_TOOLS: &[&str] = &["echo", "fail", "progress", "spin_long", "shaped"];
 
 fn expected_basic() -> Value {
     json!({
         "server": "hermetic",
-        "tools": ["echo", "fail", "progress", "spin_long"],
+        "tools": ["echo", "fail", "progress", "shaped", "spin_long"],
         "echo_schema": {
             "type": "object",
             "properties": {
@@ -333,6 +333,15 @@ fn expected_basic() -> Value {
         "fail": {"is_error": true, "text": {"error": "[TOOL_ERROR] the disk is on fire"}},
         // A tool the server does not offer is a protocol error, as the MCP spec asks.
         "unknown": {"protocol_error": {"code": -32602, "message": "Unknown tool: no_such_tool"}},
+        // A tool that declares its results' shape: listed as outputSchema, its results
+        // sent as structuredContent beside the text; a tool without one has neither.
+        "shaped_schema": {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"]
+        },
+        "echo_output_schema": null,
+        "shaped": {"structured": {"count": 3}, "is_error": false, "text": {"count": 3}},
     })
 }
 
@@ -347,9 +356,20 @@ fn check_basic(report: &Value) -> String {
         "echo",
         "fail",
         "unknown",
+        "shaped_schema",
+        "echo_output_schema",
+        "shaped",
     ] {
         assert_eq!(report[key], expected[key], "{key}: {report:#}");
     }
+    // A result its own output schema does not allow is the tool's error.
+    assert_eq!(report["broken"]["is_error"], true, "{report:#}");
+    assert_eq!(report["broken"]["structured"], Value::Null, "{report:#}");
+    let broken = report["broken"]["text"]["error"].as_str().unwrap();
+    assert!(
+        broken.contains("output_schema") && broken.contains("/count"),
+        "{broken}"
+    );
     // A schema violation is a tool result with isError too, carrying the registry's
     // JSON error.
     assert_eq!(report["invalid"]["is_error"], true, "{report:#}");
@@ -867,7 +887,7 @@ fn http_tenants_see_and_call_only_their_own_tools() {
     let globex = running.report();
     assert_eq!(
         globex["tools"],
-        json!(["echo", "fail", "progress", "spin_long"]),
+        json!(["echo", "fail", "progress", "shaped", "spin_long"]),
         "{globex:#}"
     );
     assert_eq!(

@@ -943,10 +943,34 @@ impl Catalog {
             let mut function = entry.tool.schema.clone();
             if let Some(obj) = function.as_object_mut() {
                 obj.insert("name".into(), Value::String(name));
+                // Not a key of OpenAI's function schema, which model APIs may refuse;
+                // MCP clients get it as `outputSchema` (`Catalog::output_schema_for`).
+                obj.remove(crate::component::OUTPUT_SCHEMA);
             }
             definitions.push(json!({"type": "function", "function": function}));
         }
         Value::Array(definitions)
+    }
+
+    /// Whether tool `name` declares an output schema.
+    pub fn has_output_schema(&self, name: &str) -> bool {
+        self.entry(name)
+            .is_some_and(|e| e.tool.output_validator.is_some())
+    }
+
+    /// The `output_schema` tool `name` declares, as `tenant` may see it (`None`: none
+    /// declared, or the tool is unknown or hidden from the tenant).
+    pub fn output_schema_for(&self, name: &str, tenant: &str) -> Option<Value> {
+        if !self.tenant_sees(tenant, name) {
+            return None;
+        }
+        let entry = self.entry(name)?;
+        entry.tool.output_validator.as_ref()?;
+        entry
+            .tool
+            .schema
+            .get(crate::component::OUTPUT_SCHEMA)
+            .cloned()
     }
 
     /// What a tool declares and what it is granted, for `hermetic inspect`.

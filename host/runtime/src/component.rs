@@ -251,6 +251,10 @@ pub struct LoadedTool {
     pub schema: Value,
     /// Validator compiled from `schema.parameters`.
     pub validator: jsonschema::Validator,
+    /// Validator compiled from `schema.output_schema`, when the tool declares what its
+    /// results look like (MCP's `outputSchema`; results then also go out as
+    /// `structuredContent`).
+    pub output_validator: Option<jsonschema::Validator>,
     /// Pre-linked instance template: per call only a Store and instantiation.
     pub pre: ToolComponentPre<CallState>,
     /// Where it came from.
@@ -366,6 +370,7 @@ pub fn load(
         .ok_or_else(|| LoadError::schema("missing object field `parameters`"))?;
     let validator = jsonschema::validator_for(parameters)
         .map_err(|e| LoadError::schema_from("`parameters` is not a valid JSON Schema", e))?;
+    let output_validator = output_validator(&schema)?;
 
     let handle_export = component
         .get_export_index(None, TOOL_INTERFACE)
@@ -387,6 +392,7 @@ pub fn load(
         declaration,
         schema,
         validator,
+        output_validator,
         pre,
         source,
         digest: compiled.digest,
@@ -395,6 +401,25 @@ pub fn load(
         fiber_pre,
     })
 }
+
+/// The validator of a schema's optional `output_schema`: an object schema (MCP's
+/// `structuredContent` is an object), compiled once at load.
+fn output_validator(schema: &Value) -> Result<Option<jsonschema::Validator>, LoadError> {
+    let Some(output) = schema.get(OUTPUT_SCHEMA).filter(|o| !o.is_null()) else {
+        return Ok(None);
+    };
+    if output.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(LoadError::schema(format!(
+            "`{OUTPUT_SCHEMA}` must be an object schema (\"type\": \"object\"): a structured result is a JSON object"
+        )));
+    }
+    jsonschema::validator_for(output)
+        .map(Some)
+        .map_err(|e| LoadError::schema_from("`output_schema` is not a valid JSON Schema", e))
+}
+
+/// The schema key where a tool declares its results' shape.
+pub const OUTPUT_SCHEMA: &str = "output_schema";
 
 /// Adds what to do about a missing import the host *can* provide when declared, or
 /// about a component built against another version of the WIT package.

@@ -303,6 +303,17 @@ impl Registry {
         self.catalog.declaration_for(name, tenant)
     }
 
+    /// Whether tool `name` declares an output schema (its successful results then go
+    /// out as structured content too).
+    pub fn has_output_schema(&self, name: &str) -> bool {
+        self.catalog.has_output_schema(name)
+    }
+
+    /// [`Catalog::output_schema_for`].
+    pub fn output_schema_for(&self, name: &str, tenant: &str) -> Option<Value> {
+        self.catalog.output_schema_for(name, tenant)
+    }
+
     /// [`Catalog::inspect`].
     pub fn inspect(&self, name: &str) -> Option<Value> {
         self.catalog.inspect(name)

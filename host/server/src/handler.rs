@@ -168,7 +168,7 @@ pub(crate) async fn call_tool(
                 audit, shared, &tenant, &session, &name, &args, &result, None, started,
             );
         }
-        return respond(&result);
+        return respond(&result, false);
     }
     let (progress, forwarder) = match progress {
         Some((peer, token)) => {
@@ -262,7 +262,7 @@ pub(crate) async fn call_tool(
     }
     match input_required {
         Some(input) => Ok(input.into()),
-        None => respond(&result),
+        None => respond(&result, shared.registry.has_output_schema(&name)),
     }
 }
 
@@ -271,9 +271,10 @@ pub(crate) async fn call_tool(
 const MAX_ERROR_NAME_BYTES: usize = 256;
 
 /// The answer to a tools/call that ended with `result`: a tool result (`isError` for
-/// failures), except for a tool the caller cannot see, which the MCP spec makes a
+/// failures; `structuredContent` beside the text when the tool declares an output
+/// schema), except for a tool the caller cannot see, which the MCP spec makes a
 /// protocol error — invalid params (-32602), naming the tool.
-fn respond(result: &CallOutcome) -> Result<CallToolResponse, McpError> {
+fn respond(result: &CallOutcome, structured: bool) -> Result<CallToolResponse, McpError> {
     if let CallOutcome::UnknownTool { name } = result {
         let mut end = name.len().min(MAX_ERROR_NAME_BYTES);
         while !name.is_char_boundary(end) {
@@ -285,7 +286,7 @@ fn respond(result: &CallOutcome) -> Result<CallToolResponse, McpError> {
             None,
         ));
     }
-    Ok(call_tool_result(result).into())
+    Ok(call_tool_result(result, structured).into())
 }
 
 /// Whether a tools/call gets an [`InputRound`]: a 2026-07-28 call whose client
@@ -414,9 +415,11 @@ impl ServerHandler for McpHandler {
         // async workers.
         let tools = tokio::task::spawn_blocking(move || {
             let definitions = shared.listed_definitions(&tenant);
-            mcp_tools(&definitions, |name| {
-                shared.registry.declaration_for(name, &tenant)
-            })
+            mcp_tools(
+                &definitions,
+                |name| shared.registry.declaration_for(name, &tenant),
+                |name| shared.registry.output_schema_for(name, &tenant),
+            )
         })
         .await
         .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
@@ -517,7 +520,11 @@ impl Drop for CancelOnDrop {
 /// "function": {name, description, parameters}}]`), each with a `title` (the schema's
 /// own `title`, else one made from the name) and, when `declaration` knows the tool,
 /// the [`annotations`] its declared capabilities imply.
-fn mcp_tools(definitions: &Value, declaration: impl Fn(&str) -> Option<Declaration>) -> Vec<Tool> {
+fn mcp_tools(
+    definitions: &Value,
+    declaration: impl Fn(&str) -> Option<Declaration>,
+    output_schema: impl Fn(&str) -> Option<Value>,
+) -> Vec<Tool> {
     let Some(definitions) = definitions.as_array() else {
         return Vec::new();
     };
@@ -542,6 +549,10 @@ fn mcp_tools(definitions: &Value, declaration: impl Fn(&str) -> Option<Declarati
                 .with_title(title.clone());
             if let Some(declaration) = declaration(&name) {
                 tool = tool.with_annotations(annotations(&declaration, title));
+            }
+            // Checked to be an object schema when the tool loads.
+            if let Some(Value::Object(schema)) = output_schema(&name) {
+                tool = tool.with_raw_output_schema(Arc::new(schema));
             }
             Some(tool)
         })
@@ -594,14 +605,20 @@ fn annotations(declaration: &Declaration, title: String) -> ToolAnnotations {
 }
 
 /// A call's outcome as an MCP tool result: its JSON as the content, and `isError` for
-/// every failure and for a result that reports the tool's own error.
-fn call_tool_result(result: &CallOutcome) -> CallToolResult {
+/// every failure and for a result that reports the tool's own error. With
+/// `structured` (the tool declares an output schema, which the host checked the
+/// result against), a success also goes out as `structuredContent`; the text block
+/// stays for clients that read only text, as the MCP spec advises.
+fn call_tool_result(result: &CallOutcome, structured: bool) -> CallToolResult {
     let content = vec![ContentBlock::text(result.to_json())];
     if result.is_error() {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
+        return CallToolResult::error(content);
     }
+    let mut success = CallToolResult::success(content);
+    if structured && let CallOutcome::Success(text) = result {
+        success.structured_content = serde_json::from_str(text).ok();
+    }
+    success
 }
 
 /// A progress sink for one call and the task that forwards what it receives as
@@ -645,7 +662,10 @@ mod tests {
 
     #[test]
     fn a_result_with_an_error_key_is_an_error_result() {
-        let r = call_tool_result(&CallOutcome::Success(r#"{"error": "nope"}"#.to_owned()));
+        let r = call_tool_result(
+            &CallOutcome::Success(r#"{"error": "nope"}"#.to_owned()),
+            true,
+        );
         assert_eq!(r.is_error, Some(true));
         assert_eq!(
             r.content[0].as_text().map(|t| t.text.as_str()),
@@ -654,27 +674,48 @@ mod tests {
     }
 
     #[test]
+    fn a_success_of_a_tool_with_an_output_schema_is_structured_too() {
+        let ok = CallOutcome::Success(r#"{"count": 3}"#.to_owned());
+        let r = call_tool_result(&ok, true);
+        assert_eq!(r.structured_content, Some(json!({"count": 3})));
+        assert_eq!(
+            r.content[0].as_text().map(|t| t.text.as_str()),
+            Some(r#"{"count": 3}"#),
+            "the text block stays"
+        );
+        assert_eq!(call_tool_result(&ok, false).structured_content, None);
+        let error = CallOutcome::Success(r#"{"error": "nope"}"#.to_owned());
+        assert_eq!(call_tool_result(&error, true).structured_content, None);
+    }
+
+    #[test]
     fn other_results_are_successes() {
         for text in [r#"{"echo": "x"}"#, r#"{"errors": 1}"#, r#"{"error": null}"#] {
-            let r = call_tool_result(&CallOutcome::Success(text.to_owned()));
+            let r = call_tool_result(&CallOutcome::Success(text.to_owned()), false);
             assert_eq!(r.is_error, Some(false), "{text}");
         }
     }
 
     #[test]
     fn an_unknown_tool_is_an_invalid_params_protocol_error_naming_it() {
-        let Err(error) = respond(&CallOutcome::UnknownTool {
-            name: "nope".to_owned(),
-        }) else {
+        let Err(error) = respond(
+            &CallOutcome::UnknownTool {
+                name: "nope".to_owned(),
+            },
+            false,
+        ) else {
             panic!("an unknown tool got a tool result");
         };
         assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         assert_eq!(error.code.0, -32602);
         assert_eq!(error.message, "Unknown tool: nope");
         // An agent's huge name is cut, on a character boundary.
-        let Err(error) = respond(&CallOutcome::UnknownTool {
-            name: "é".repeat(10_000),
-        }) else {
+        let Err(error) = respond(
+            &CallOutcome::UnknownTool {
+                name: "é".repeat(10_000),
+            },
+            false,
+        ) else {
             panic!("an unknown tool got a tool result");
         };
         assert!(error.message.len() < 300, "{}", error.message.len());
@@ -707,7 +748,7 @@ mod tests {
             },
         ];
         for outcome in failures {
-            let r = call_tool_result(&outcome);
+            let r = call_tool_result(&outcome, true);
             assert_eq!(r.is_error, Some(true), "{outcome:?}");
             let text = r.content[0].as_text().map(|t| t.text.as_str()).unwrap();
             let json: Value = serde_json::from_str(text).unwrap();
@@ -723,7 +764,7 @@ mod tests {
         let definitions = json!([{"type": "function", "function": {
             "name": "echo", "description": "Echo", "parameters": {"type": "object", "properties": {}}
         }}]);
-        let tools = mcp_tools(&definitions, |_| None);
+        let tools = mcp_tools(&definitions, |_| None, |_| None);
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "echo");
         assert_eq!(tools[0].description.as_deref(), Some("Echo"));
@@ -800,7 +841,7 @@ mod tests {
                                               "parameters": {"type": "object"}}},
             {"type": "function", "function": {"name": "__", "parameters": {"type": "object"}}},
         ]);
-        let tools = mcp_tools(&definitions, |_| Some(declared("")));
+        let tools = mcp_tools(&definitions, |_| Some(declared("")), |_| None);
         let titles: Vec<Option<&str>> = tools.iter().map(|t| t.title.as_deref()).collect();
         assert_eq!(
             titles,

@@ -8,7 +8,7 @@ pub mod coerce;
 
 use crate::bindings::CallContext;
 use crate::catalog::{Catalog, Resolved};
-use crate::component::CallFailure;
+use crate::component::{CallFailure, LoadedTool};
 use crate::outcome::{CallOutcome, LimitKind};
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
@@ -359,7 +359,7 @@ impl Dispatcher {
                     prepared.setup,
                 )
                 .await;
-            finish(&name, grants.limits.result_chars, result)
+            finish(&name, tool.tool(), grants.limits.result_chars, result)
         };
         let mut call = Box::pin(call);
         // A panic in a host function stays this call's failure, as it does on a
@@ -436,7 +436,7 @@ impl Dispatcher {
             &prepared.ctx,
             prepared.setup,
         );
-        finish(name, grants.limits.result_chars, result)
+        finish(name, tool.tool(), grants.limits.result_chars, result)
     }
 
     /// Everything a call needs before its sandbox: the arguments parsed, coerced and
@@ -558,15 +558,25 @@ struct Prepared {
 }
 
 /// How a call of `name` that ended with `result` comes out: the result's shape checked
-/// (it was measured against the `cap` before it was copied), or the failure.
+/// (it was measured against the `cap` before it was copied) and, when the tool
+/// declares an `output_schema`, its content (the tool's own `{"error": …}` report
+/// excepted), or the failure.
 fn finish(
     name: &str,
+    tool: &LoadedTool,
     cap: usize,
     result: Result<Result<String, String>, CallFailure>,
 ) -> CallOutcome {
     match result {
         Ok(Ok(result)) => match result_shape(&result) {
-            Ok(()) => CallOutcome::Success(result),
+            Ok(()) => match output_mismatch(tool, &result) {
+                None => CallOutcome::Success(result),
+                Some(message) => CallOutcome::ToolError {
+                    message: format!(
+                        "{name} returned a result its output_schema does not allow: {message}"
+                    ),
+                },
+            },
             Err(ResultShape::Depth) => limit(
                 LimitKind::ResultSize,
                 format!(
@@ -591,6 +601,24 @@ fn finish(
         ),
         Err(failure) => outcome_of_failure(failure),
     }
+}
+
+/// Why `result` (a JSON object, checked) does not fit the tool's `output_schema`;
+/// `None` when it fits, when the tool declares none, or when the result is the tool's
+/// own error report (whose shape is the error's, not the result's).
+fn output_mismatch(tool: &LoadedTool, result: &str) -> Option<String> {
+    let validator = tool.output_validator.as_ref()?;
+    if CallOutcome::tool_reported_error(result) {
+        return None;
+    }
+    let value: Value = serde_json::from_str(result).ok()?;
+    let error = validator.iter_errors(&value).next()?;
+    let at = error.instance_path().to_string();
+    Some(if at.is_empty() {
+        error.to_string()
+    } else {
+        format!("{at}: {error}")
+    })
 }
 
 /// What the host turns a call's failure into.
