@@ -6,10 +6,11 @@ use super::store::SessionKey;
 use super::verdict::Verdict;
 use crate::clock::ManualClock;
 use hermetic_detect::{RuleId, Tier};
+use parking_lot::Mutex;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a human (or the smart approver) is asked to decide.
@@ -268,7 +269,7 @@ impl Approver for TtyApprover {
         };
         let timeout = deadline.saturating_duration_since(Instant::now());
         {
-            let mut out = self.output.lock().unwrap_or_else(|p| p.into_inner());
+            let mut out = self.output.lock();
             out.write_all(prompt_text(request, timeout).as_bytes())?;
             out.flush()?;
         }
@@ -276,7 +277,7 @@ impl Approver for TtyApprover {
         let input = Arc::clone(input);
         std::thread::spawn(move || {
             let mut line = String::new();
-            let mut reader = input.lock().unwrap_or_else(|p| p.into_inner());
+            let mut reader = input.lock();
             let read = reader.read_line(&mut line).map(|n| (n, line));
             let _ = tx.send(read);
         });
@@ -316,10 +317,7 @@ impl ScriptedApprover {
 
     /// Makes the next answer an approver error.
     pub fn then_error(self, message: &str) -> Self {
-        self.answers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push_back(Err(message.to_owned()));
+        self.answers.lock().push_back(Err(message.to_owned()));
         self
     }
 
@@ -337,10 +335,7 @@ impl ScriptedApprover {
 
     /// The requests received so far.
     pub fn requests(&self) -> Vec<ApprovalRequest> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.requests.lock().clone()
     }
 }
 
@@ -358,18 +353,11 @@ impl Approver for ScriptedApprover {
         request: &ApprovalRequest,
         _deadline: Instant,
     ) -> Result<Answer, ApproverError> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(request.clone());
+        self.requests.lock().push(request.clone());
         if let Some((clock, by)) = &self.delay {
             clock.advance(*by);
         }
-        let next = self
-            .answers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front();
+        let next = self.answers.lock().pop_front();
         match next {
             Some(Ok(answer)) => Ok(answer),
             Some(Err(message)) => Err(ApproverError::Other(message)),
@@ -414,7 +402,7 @@ mod tests {
         struct Sink(Arc<Mutex<Vec<u8>>>);
         impl Write for Sink {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
+                self.0.lock().extend_from_slice(b);
                 Ok(b.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
@@ -424,7 +412,7 @@ mod tests {
         let tty = TtyApprover::new(std::io::Cursor::new(b"s\n".to_vec()), Sink(out.clone()));
         let deadline = Instant::now() + Duration::from_secs(60);
         assert_eq!(tty.request(&request(), deadline).unwrap(), Answer::Session);
-        let shown = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let shown = String::from_utf8(out.lock().clone()).unwrap();
         assert!(shown.contains("rm -rf build"), "{shown}");
         assert!(
             shown.contains("fs.rm_recursive: Recursive delete."),

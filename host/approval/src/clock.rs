@@ -1,6 +1,6 @@
 //! Time source for check caching, injectable so tests can move time by hand.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 /// A monotonic clock.
@@ -38,13 +38,13 @@ impl Default for ManualClock {
 impl ManualClock {
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        let mut offset = self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        let mut offset = self.offset.lock();
         *offset += by;
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        self.base + *self.offset.lock().unwrap_or_else(|p| p.into_inner())
+        self.base + *self.offset.lock()
     }
 }

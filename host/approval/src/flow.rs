@@ -14,8 +14,9 @@ use hermetic_detect::{RuleId, Tier};
 use hermetic_policy::approval::{
     ApprovalConfig, ConfigError, Entry, Headless, Mode, Policy, has_shell_operators, squash,
 };
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 /// Whose command this is.
 ///
@@ -267,7 +268,7 @@ impl ApprovalGate {
         }
         let flight_key = (ctx.key.clone(), command.to_owned());
         let (flight, leader) = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = self.in_flight.lock();
             match map.get(&flight_key) {
                 Some(f) => (Arc::clone(f), false),
                 None => {
@@ -278,9 +279,9 @@ impl ApprovalGate {
             }
         };
         if !leader {
-            let mut slot = flight.verdict.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = flight.verdict.lock();
             while slot.is_none() {
-                slot = flight.done.wait(slot).unwrap_or_else(|p| p.into_inner());
+                flight.done.wait(&mut slot);
             }
             return slot
                 .clone()
@@ -291,12 +292,9 @@ impl ApprovalGate {
             base(Outcome::Denied, DecidedBy::Nobody, false),
             approver,
         );
-        *flight.verdict.lock().unwrap_or_else(|p| p.into_inner()) = Some(verdict.clone());
+        *flight.verdict.lock() = Some(verdict.clone());
         flight.done.notify_all();
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&flight_key);
+        self.in_flight.lock().remove(&flight_key);
         verdict
     }
 
@@ -859,14 +857,10 @@ mod tests {
         fn before_request(&self, request: &ApprovalRequest, approver: &str) {
             self.0
                 .lock()
-                .unwrap()
                 .push(format!("before {approver} {}", request.command));
         }
         fn after_answer(&self, _: &ApprovalRequest, verdict: &Verdict) {
-            self.0
-                .lock()
-                .unwrap()
-                .push(format!("after {:?}", verdict.outcome));
+            self.0.lock().push(format!("after {:?}", verdict.outcome));
         }
     }
 
@@ -878,7 +872,7 @@ mod tests {
         gate.check(&ctx(), "ls");
         gate.check(&ctx(), "rm -rf build");
         assert_eq!(
-            *recorder.0.lock().unwrap(),
+            *recorder.0.lock(),
             vec![
                 "before scripted rm -rf build".to_owned(),
                 "after Denied".to_owned()
@@ -903,8 +897,8 @@ mod tests {
             _: &ApprovalRequest,
             _: std::time::Instant,
         ) -> Result<Answer, crate::ApproverError> {
-            *self.asked.lock().unwrap() += 1;
-            self.release.lock().unwrap().recv().ok();
+            *self.asked.lock() += 1;
+            self.release.lock().recv().ok();
             Ok(Answer::Once)
         }
     }
@@ -929,7 +923,7 @@ mod tests {
         // until it waits on the first (the map's entry is then shared three ways).
         let key = (ctx().key, "rm -rf build".to_owned());
         let in_flight = loop {
-            if let Some(f) = gate.in_flight.lock().unwrap().get(&key) {
+            if let Some(f) = gate.in_flight.lock().get(&key) {
                 break f.clone();
             }
             std::thread::yield_now();
@@ -945,7 +939,7 @@ mod tests {
         let (a, b) = (first.join().unwrap(), second.join().unwrap());
         assert_eq!(a, b);
         assert_eq!(a.outcome, Outcome::ApprovedOnce);
-        assert_eq!(*approver.asked.lock().unwrap(), 1);
+        assert_eq!(*approver.asked.lock(), 1);
     }
 
     fn sessionless() -> ApprovalContext {
@@ -1065,7 +1059,7 @@ mod tests {
         }
         fn settled(&self, _: &ApprovalRequest, verdict: &Verdict) {
             let on_disk = AllowlistFile::new(&self.file).load().unwrap();
-            self.seen.lock().unwrap().push((verdict.outcome, on_disk));
+            self.seen.lock().push((verdict.outcome, on_disk));
         }
     }
 
@@ -1086,7 +1080,7 @@ mod tests {
             .with_approver(settles.clone());
         assert!(gate.check(&ctx(), "git clean -fdx").approved);
         assert_eq!(
-            *settles.seen.lock().unwrap(),
+            *settles.seen.lock(),
             vec![(Outcome::ApprovedAlways, vec![RuleId::GitDestructive])]
         );
     }
@@ -1111,7 +1105,7 @@ mod tests {
             .collect();
         // Both are asked before either is answered: neither waits on the other's
         // question.
-        while *approver.asked.lock().unwrap() < 2 {
+        while *approver.asked.lock() < 2 {
             std::thread::yield_now();
         }
         tx.send(()).unwrap();
@@ -1151,7 +1145,6 @@ mod tests {
                 let mut body = vec![0u8; length];
                 reader.read_exact(&mut body).ok();
                 seen.lock()
-                    .unwrap()
                     .push(String::from_utf8_lossy(&body).into_owned());
                 match reply {
                     Some((status, content)) => {
@@ -1207,7 +1200,7 @@ mod tests {
             (false, Outcome::Denied, DecidedBy::Smart)
         );
         assert!(approver.requests().is_empty());
-        let body: serde_json::Value = serde_json::from_str(&bodies.lock().unwrap()[0]).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&bodies.lock()[0]).unwrap();
         let user = body["messages"][1]["content"].as_str().unwrap();
         assert!(user.contains("```sh\nrm -rf build\n```"), "{user}");
         assert!(!user.contains("ignore previous"), "{user}");

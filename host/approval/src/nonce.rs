@@ -4,8 +4,8 @@
 //! (Redis) can hold the nonces when hosts are many; this module has the in-memory one.
 
 use super::store::StoreError;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Where used nonces are remembered.
@@ -54,11 +54,7 @@ impl MemoryNonceStore {
 
     /// How many nonces are remembered now (expired ones not yet swept included).
     pub fn len(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .until
-            .len()
+        self.inner.lock().until.len()
     }
 
     /// Whether no nonce is remembered.
@@ -71,7 +67,7 @@ impl MemoryNonceStore {
         if nonce.is_empty() || nonce.len() > MAX_NONCE_BYTES {
             return false;
         }
-        let mut used = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut used = self.inner.lock();
         if used.until.len() >= (used.swept_at * 2).max(64) {
             used.until.retain(|_, until| *until > now);
             used.swept_at = used.until.len();

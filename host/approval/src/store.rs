@@ -3,8 +3,8 @@
 //! in-memory one when hosts are many.
 
 use hermetic_detect::RuleId;
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::Mutex;
 
 /// Whose approvals: one tenant's one agent session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -63,12 +63,12 @@ impl MemoryStore {
 
 impl ApprovalStore for MemoryStore {
     fn is_approved(&self, key: &SessionKey, rule: RuleId) -> Result<bool, StoreError> {
-        let set = self.approved.lock().unwrap_or_else(|p| p.into_inner());
+        let set = self.approved.lock();
         Ok(set.contains(&(key.clone(), rule)))
     }
 
     fn approve(&self, key: &SessionKey, rule: RuleId) -> Result<(), StoreError> {
-        let mut set = self.approved.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.approved.lock();
         set.insert((key.clone(), rule));
         Ok(())
     }

@@ -15,11 +15,12 @@ use crate::sandbox::{self, SandboxError};
 use crate::slots::Slots;
 use crate::state_paths::{StatePathError, ToolReach, allowlist_files};
 use crate::toolsets::{Toolsets, legacy_tools};
+use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a `check()` result is reused.
@@ -397,7 +398,7 @@ impl Catalog {
             scopes,
             slots,
         });
-        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.write();
         let outcome = match entries.get(&name) {
             None => Registered::Added,
             Some(old) if old.tool.declaration.toolset == entry.tool.declaration.toolset => {
@@ -431,7 +432,7 @@ impl Catalog {
 
     /// Removes a tool. Returns whether it was registered.
     pub fn deregister(&self, name: &str) -> bool {
-        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.write();
         let removed = entries.remove(name).is_some();
         drop(entries);
         self.refresh_tenant_tools();
@@ -456,7 +457,7 @@ impl Catalog {
                 (id.clone(), Arc::new(tools))
             })
             .collect();
-        *self.tenant_tools.write().unwrap_or_else(|p| p.into_inner()) = resolved;
+        *self.tenant_tools.write() = resolved;
     }
 
     /// Checks a tenant id: [`policy::OPERATOR_TENANT`] is the operator itself; others
@@ -478,7 +479,7 @@ impl Catalog {
         if tenant == policy::OPERATOR_TENANT {
             return true;
         }
-        let visible = self.tenant_tools.read().unwrap_or_else(|p| p.into_inner());
+        let visible = self.tenant_tools.read();
         visible
             .get(tenant)
             .is_some_and(|tools| tools.contains(name))
@@ -554,9 +555,7 @@ impl Catalog {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { return };
                 let result = load(item);
-                done.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((i, result));
+                done.lock().push((i, result));
             }
         };
         std::thread::scope(|scope| {
@@ -568,7 +567,7 @@ impl Catalog {
             }
             work();
         });
-        let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut done = done.into_inner();
         done.sort_unstable_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, result)| result).collect()
     }
@@ -592,14 +591,14 @@ impl Catalog {
     }
 
     fn entry(&self, name: &str) -> Option<Arc<Entry>> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.read();
         entries.get(name).cloned()
     }
 
     /// Where each registered tool came from, by name (runs no guest code, unlike
     /// [`Catalog::tools`]).
     pub fn sources(&self) -> BTreeMap<String, ToolSource> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.read();
         entries
             .iter()
             .map(|(name, entry)| (name.clone(), entry.tool.source.clone()))
@@ -613,12 +612,12 @@ impl Catalog {
 
     /// Registered tool names, sorted.
     pub fn names(&self) -> Vec<String> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.read();
         entries.keys().cloned().collect()
     }
 
     fn snapshot(&self) -> Vec<Arc<Entry>> {
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.read();
         entries.values().cloned().collect()
     }
 
@@ -693,7 +692,7 @@ impl Catalog {
     /// have to run (never run, or older than [`CHECK_TTL`]). For callers that must not
     /// run guest code synchronously (an async task).
     pub(crate) fn cached_check_failure(&self, tool: &Resolved) -> Option<Option<String>> {
-        let state = tool.scope.check.lock().unwrap_or_else(|p| p.into_inner());
+        let state = tool.scope.check.lock();
         Some(refusal(state.fresh(self.clock.now())?))
     }
 
@@ -706,12 +705,7 @@ impl Catalog {
             .filter(|entry| {
                 entry.scope(tenant).is_some_and(|scope| {
                     scope.grants.unavailable_reason().is_none()
-                        && scope
-                            .check
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .fresh(now)
-                            .is_none()
+                        && scope.check.lock().fresh(now).is_none()
                 })
             })
             .collect();
@@ -736,7 +730,7 @@ impl Catalog {
                 reason: Some(reason.to_owned()),
             };
         }
-        let mut state = scope.check.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = scope.check.lock();
         let now = self.clock.now();
         if let Some(availability) = state.fresh(now) {
             return availability.clone();
@@ -793,7 +787,7 @@ impl Catalog {
     pub fn invalidate_checks(&self) {
         for entry in self.snapshot() {
             for scope in entry.scopes.values() {
-                *scope.check.lock().unwrap_or_else(|p| p.into_inner()) = CheckState::default();
+                *scope.check.lock() = CheckState::default();
             }
         }
     }

@@ -19,9 +19,10 @@
 //! slot to the waiter it chose, which neither `tokio::sync::Semaphore` (first come,
 //! first served) nor std (no semaphore) can do.
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
@@ -181,7 +182,7 @@ impl Slots {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// A free slot for `share`, taken under the lock: none while others wait (they
@@ -265,11 +266,7 @@ impl Slots {
             if left.is_zero() {
                 return state.queue.abandon(&waiter).then(|| self.slot(share));
             }
-            state = waiter
-                .thread
-                .wait_timeout(state, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            waiter.thread.wait_for(&mut state, left);
         }
     }
 
@@ -401,7 +398,7 @@ impl Turns {
     }
 
     fn lock(&self) -> MutexGuard<'_, TurnState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// Records whether `state` (just changed, its lock held) is saturated.
@@ -555,11 +552,7 @@ impl Turn {
                 self.give_up();
                 return false;
             }
-            state = waiter
-                .thread
-                .wait_timeout(state, left.min(poll))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            waiter.thread.wait_for(&mut state, left.min(poll));
         }
     }
 
@@ -680,7 +673,7 @@ mod tests {
                 let slot = s
                     .acquire_async_by(share, Instant::now() + Duration::from_secs(30))
                     .await;
-                order.lock().unwrap().push(share);
+                order.lock().push(share);
                 slot
             }));
             tokio::task::yield_now().await;
@@ -688,7 +681,7 @@ mod tests {
         drop(flood_a);
         let served = waiters.remove(3).await.unwrap();
         assert!(served.is_some());
-        assert_eq!(*order.lock().unwrap(), vec![2]);
+        assert_eq!(*order.lock(), vec![2]);
         for w in waiters {
             w.abort();
         }

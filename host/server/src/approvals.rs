@@ -23,6 +23,7 @@ use hermetic::approval::{
     Answer, ApprovalRequest, Approver, ApproverChoice, ApproverError, ApproverKind, NonceStore,
     Outcome, SessionKey, Verdict,
 };
+use parking_lot::Mutex;
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequiredResult,
 };
@@ -30,7 +31,7 @@ use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Instant, SystemTime};
 
 /// The answers a human can give (the console's and the elicitation form's choices).
@@ -373,7 +374,7 @@ impl InputRound {
             // only; the gate decides that for every approver (host/approval flow.rs).
             return answer_of(&result, request);
         }
-        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        let mut asked = self.asked.lock();
         asked.forms.insert(key, form(request));
         asked.deadline = Some(asked.deadline.map_or(deadline, |d| d.min(deadline)));
         Ok(Answer::Deferred)
@@ -383,7 +384,7 @@ impl InputRound {
     /// be used. A store that cannot answer counts as "used" (refused, never honoured
     /// twice).
     fn consume(&self) -> bool {
-        let mut fresh = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fresh = self.fresh.lock();
         *fresh.get_or_insert_with(|| match &self.nonce {
             Some((nonce, ttl)) => self.nonces.consume(nonce, *ttl).unwrap_or_else(|e| {
                 tracing::warn!("the nonce store failed; refusing the answer: {e}");
@@ -395,7 +396,7 @@ impl InputRound {
 
     /// The `input_required` result to end the call with, when it asked anything.
     pub fn input_required(&self) -> Option<InputRequiredResult> {
-        let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        let asked = self.asked.lock();
         let deadline = asked.deadline?;
         let mut requests = BTreeMap::new();
         for (key, params) in &asked.forms {
@@ -658,7 +659,7 @@ struct Acks(Mutex<Vec<(SessionKey, String, Ack)>>);
 
 impl Acks {
     fn hold(&self, request: &ApprovalRequest, ack: Ack) {
-        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.0.lock();
         // Whoever waited for these has given up: do not keep them.
         held.retain(|(_, _, a)| !a.0.is_closed());
         held.push((request.key.clone(), approval_key(request), ack));
@@ -667,7 +668,7 @@ impl Acks {
     fn settle(&self, request: &ApprovalRequest, verdict: &Verdict) {
         let key = approval_key(request);
         let ack = {
-            let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut held = self.0.lock();
             held.iter()
                 .position(|(k, q, _)| *k == request.key && *q == key)
                 .map(|at| held.remove(at).2)
@@ -763,7 +764,7 @@ impl ApprovalBroker {
     /// The requests waiting for an answer, oldest first.
     pub fn list(&self) -> Vec<PendingApproval> {
         let now = Instant::now();
-        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let pending = self.pending.lock();
         pending
             .values()
             .map(|p| {
@@ -786,7 +787,6 @@ impl ApprovalBroker {
         let pending = self
             .pending
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .remove(&id)
             .ok_or(BrokerError::NotFound(id))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -910,23 +910,17 @@ impl ApprovalBroker {
             always_persists: always_note.is_none(),
             always_note,
         };
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                id,
-                Pending {
-                    view,
-                    raised: Instant::now(),
-                    deadline,
-                    answer: tx,
-                },
-            );
+        self.pending.lock().insert(
+            id,
+            Pending {
+                view,
+                raised: Instant::now(),
+                deadline,
+                answer: tx,
+            },
+        );
         let answered = wait(&rx, deadline, cancel).ok();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.pending.lock().remove(&id);
         match answered {
             Some((answer, ack)) => (answer, Some(ack)),
             None => (Answer::Timeout, None),
@@ -1498,7 +1492,7 @@ mod tests {
     struct Hold(Mutex<mpsc::Receiver<()>>);
     impl hermetic::approval::ApprovalObserver for Hold {
         fn after_answer(&self, _: &ApprovalRequest, _: &Verdict) {
-            let _ = self.0.lock().unwrap().recv_timeout(TEST_WAIT);
+            let _ = self.0.lock().recv_timeout(TEST_WAIT);
         }
     }
 

@@ -47,10 +47,11 @@ mod watch;
 
 use hermetic::policy_file::ServerPolicy;
 use hermetic::{Registry, Selection};
+use parking_lot::{Mutex, RwLock};
 use rmcp::{Peer, RoleServer};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 pub use approvals::{
@@ -168,7 +169,7 @@ impl Shared {
             return true;
         }
         let generation = *self.changes.borrow();
-        if let Some((at, names)) = &*self.allowed.read().unwrap_or_else(|p| p.into_inner())
+        if let Some((at, names)) = &*self.allowed.read()
             && *at == generation
         {
             return names.contains(name);
@@ -176,7 +177,7 @@ impl Shared {
         let (names, _) = self.registry.select(selection);
         let names = Arc::new(names);
         let allowed = names.contains(name);
-        *self.allowed.write().unwrap_or_else(|p| p.into_inner()) = Some((generation, names));
+        *self.allowed.write() = Some((generation, names));
         allowed
     }
 
@@ -189,7 +190,7 @@ impl Shared {
     }
 
     pub(crate) fn add_legacy_peer(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.legacy_peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut peers = self.legacy_peers.lock();
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
     }
@@ -277,17 +278,12 @@ impl McpServer {
     /// were cancelled at the grace deadline): e.g. to kill background processes.
     /// Hooks run in registration order on the transport's task; keep them short.
     pub fn on_shutdown(&self, hook: ShutdownHook) {
-        self.shared
-            .hooks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(hook);
+        self.shared.hooks.lock().push(hook);
     }
 
     /// Runs (and forgets) the shutdown hooks. Transports call it when they stop.
     pub fn run_shutdown_hooks(&self) {
-        let hooks =
-            std::mem::take(&mut *self.shared.hooks.lock().unwrap_or_else(|p| p.into_inner()));
+        let hooks = std::mem::take(&mut *self.shared.hooks.lock());
         for hook in hooks {
             hook();
         }
@@ -359,11 +355,7 @@ impl McpServer {
             .changes
             .send_modify(|generation| *generation += 1);
         let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self
-                .shared
-                .legacy_peers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut peers = self.shared.legacy_peers.lock();
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };

@@ -8,9 +8,9 @@
 //! registers each call here; the registration ends with the call.
 
 use hermetic::CancelToken;
+use parking_lot::Mutex;
 use rmcp::model::RequestId;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One call in flight.
@@ -94,8 +94,8 @@ impl LiveCalls {
             .count()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<LiveCall>>> {
-        self.by_session.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Vec<LiveCall>>> {
+        self.by_session.lock()
     }
 }
 

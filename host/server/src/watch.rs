@@ -7,10 +7,11 @@
 
 use hermetic::component::ToolSource;
 use hermetic::{LoadProblem, Registry};
+use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Quiet time after the last file event before rescanning: copying a component
@@ -301,10 +302,7 @@ pub fn spawn(
             }
             let reloader = reloader.clone();
             // Loading compiles components: keep it off the async workers.
-            let report = tokio::task::spawn_blocking(move || {
-                reloader.lock().unwrap_or_else(|p| p.into_inner()).rescan()
-            })
-            .await;
+            let report = tokio::task::spawn_blocking(move || reloader.lock().rescan()).await;
             match report {
                 Ok(report) if report.changed() => on_change(&report),
                 Ok(_) => {}

@@ -12,11 +12,11 @@ use super::backend::{
 use super::config::DockerConfig;
 use super::exec::run_helper;
 use hermetic_approval::SessionKey;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -81,7 +81,7 @@ impl DockerBackend {
     /// The derived seccomp profile's file, written once per backend (0600, a fresh
     /// name: `create_new` refuses a file or symlink planted under it).
     fn seccomp_file(&self) -> Result<PathBuf, BackendError> {
-        let mut file = self.seccomp.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = self.seccomp.lock();
         if let Some(path) = file.as_ref() {
             return Ok(path.clone());
         }
@@ -214,7 +214,7 @@ impl DockerBackend {
 
     /// The session's container, started on first use.
     fn container(&self, session: &SessionKey) -> Result<String, BackendError> {
-        let mut containers = self.containers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut containers = self.containers.lock();
         if let Some(name) = containers.get(session) {
             return Ok(name.clone());
         }
@@ -332,13 +332,7 @@ impl TerminalBackend for DockerBackend {
     }
 
     fn kill_remote(&self, session: &SessionKey, marker: &str) -> Result<(), BackendError> {
-        let Some(name) = self
-            .containers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
-            .cloned()
-        else {
+        let Some(name) = self.containers.lock().get(session).cloned() else {
             return Ok(());
         };
         let mut cmd = self.cli();
@@ -349,33 +343,18 @@ impl TerminalBackend for DockerBackend {
     }
 
     fn end_session(&self, session: &SessionKey) {
-        let name = self
-            .containers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(session);
+        let name = self.containers.lock().remove(session);
         if let Some(name) = name {
             self.remove(&name);
         }
     }
 
     fn shutdown(&self) {
-        let names: Vec<String> = self
-            .containers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, n)| n)
-            .collect();
+        let names: Vec<String> = self.containers.lock().drain().map(|(_, n)| n).collect();
         for name in names {
             self.remove(&name);
         }
-        if let Some(path) = self
-            .seccomp
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(path) = self.seccomp.lock().take() {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -383,12 +362,7 @@ impl TerminalBackend for DockerBackend {
 
 impl Drop for DockerBackend {
     fn drop(&mut self) {
-        if let Some(path) = self
-            .seccomp
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(path) = self.seccomp.get_mut().take() {
             let _ = std::fs::remove_file(path);
         }
     }

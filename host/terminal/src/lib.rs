@@ -54,10 +54,11 @@ use hermetic_approval::{
     ApproverError, ApproverKind, Detection, Outcome, SessionKey, Verdict,
 };
 use hermetic_detect::{Frame, Reader};
+use parking_lot::Mutex;
 use process::{Action, ProcessRegistry};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// PATH for local and bwrap commands: the standard directories, not the host's PATH
@@ -250,14 +251,8 @@ impl TerminalHost {
     /// log), for every tenant's gate. Gates already built are rebuilt on their next
     /// use; their session approvals start afresh.
     pub fn add_observer(&self, observer: Arc<dyn ApprovalObserver>) {
-        self.observers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(observer);
-        self.tenants
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.observers.lock().push(observer);
+        self.tenants.lock().clear();
     }
 
     /// The settings in force.
@@ -271,7 +266,7 @@ impl TerminalHost {
     }
 
     fn tenant(&self, tenant: &str) -> Result<Arc<TenantTerminal>, TerminalError> {
-        let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tenants = self.tenants.lock();
         if let Some(t) = tenants.get(tenant) {
             return Ok(Arc::clone(t));
         }
@@ -309,12 +304,7 @@ impl TerminalHost {
                 tenant: tenant.to_owned(),
                 reason: e.to_string(),
             })?;
-        for observer in self
-            .observers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
+        for observer in self.observers.lock().iter() {
             gate = gate.with_observer(Arc::clone(observer));
         }
         let t = Arc::new(TenantTerminal {
@@ -391,7 +381,7 @@ impl TerminalHost {
     /// [`TooManySessions`] when it is new and the tenant already has
     /// [`MAX_SESSIONS_PER_TENANT`].
     fn claim_session(&self, tenant: &str, session: &str) -> Result<(), TooManySessions> {
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = self.live.lock();
         let sessions = live.entry(tenant.to_owned()).or_default();
         if sessions.contains(session) {
             return Ok(());
@@ -407,7 +397,6 @@ impl TerminalHost {
     pub fn live_sessions(&self, tenant: &str) -> usize {
         self.live
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get(tenant)
             .map_or(0, std::collections::HashSet::len)
     }
@@ -415,27 +404,14 @@ impl TerminalHost {
     /// The session ended: kill its background processes, forget its working directory,
     /// and release what its backend holds (its container).
     pub fn end_session(&self, tenant: &str, session: &str) {
-        if let Some(sessions) = self
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(tenant)
-        {
+        if let Some(sessions) = self.live.lock().get_mut(tenant) {
             sessions.remove(session);
         }
         let key = SessionKey::new(tenant, session);
         self.processes.end_session(&key);
         self.files.forget(&key);
-        self.cwds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
-        let t = self
-            .tenants
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(tenant)
-            .cloned();
+        self.cwds.lock().remove(&key);
+        let t = self.tenants.lock().get(tenant).cloned();
         if let Some(t) = t {
             t.backend.end_session(&key);
         }
@@ -443,16 +419,11 @@ impl TerminalHost {
 
     /// Host shutdown: kill every background process and release every backend.
     pub fn shutdown(&self) {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.live.lock().clear();
         self.processes.kill_all();
         self.files.clear();
-        let tenants: Vec<Arc<TenantTerminal>> = self
-            .tenants
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, t)| t)
-            .collect();
+        let tenants: Vec<Arc<TenantTerminal>> =
+            self.tenants.lock().drain().map(|(_, t)| t).collect();
         for t in tenants {
             t.backend.shutdown();
         }
@@ -780,7 +751,6 @@ impl<'a> TerminalCall<'a> {
             self.host
                 .cwds
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .get(&self.key())
                 .cloned()
                 .unwrap_or_else(|| t.backend.default_cwd())
@@ -893,11 +863,7 @@ impl<'a> TerminalCall<'a> {
             &mut stream,
         );
         if let Some(cwd) = finished.cwd {
-            self.host
-                .cwds
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key, cwd);
+            self.host.cwds.lock().insert(key, cwd);
         }
         let (kept, total) = finished.output.into_parts();
         let mut text = output::cap(&self.clean(&kept), total);

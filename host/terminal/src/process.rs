@@ -8,10 +8,11 @@ use hermetic::{
     KillOutcome, LogLines, ProcessInfo, ProcessReply, ProcessStatus, TerminalCallError, WaitOutcome,
 };
 use hermetic_approval::SessionKey;
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Characters of output kept per process (the newest ones).
@@ -63,13 +64,13 @@ pub(crate) struct Proc {
 }
 
 impl Proc {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// Its input gate.
-    pub(crate) fn input(&self) -> std::sync::MutexGuard<'_, InputGate> {
-        self.input.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn input(&self) -> parking_lot::MutexGuard<'_, InputGate> {
+        self.input.lock()
     }
 
     /// Its stdin is open (not closed by `close`).
@@ -79,7 +80,7 @@ impl Proc {
 
     /// Closes its stdin (a write still under way drops the pipe when it is done).
     pub(crate) fn close_stdin(&self) {
-        let mut stdin = self.stdin.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stdin = self.stdin.lock();
         self.stdin_closed.store(true, Ordering::SeqCst);
         stdin.take();
     }
@@ -91,12 +92,7 @@ impl Proc {
             tracing::warn!(error = %e, "could not kill a remote background process");
         }
         exec::kill_group(self.pid);
-        if let Some(child) = self
-            .child
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
+        if let Some(child) = self.child.lock().as_mut() {
             child.kill();
         }
     }
@@ -112,7 +108,7 @@ impl Proc {
         } else {
             exec::kill_group(self.pid);
         }
-        if let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(mut child) = self.child.lock().take() {
             child.kill();
             child.wait();
         }
@@ -128,7 +124,7 @@ impl Proc {
         wait: Duration,
         cancelled: &dyn Fn() -> bool,
     ) -> StdinWrite {
-        let Some(mut pipe) = self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        let Some(mut pipe) = self.stdin.lock().take() else {
             return StdinWrite::Unavailable;
         };
         let (done_tx, done) = std::sync::mpsc::sync_channel(1);
@@ -137,7 +133,7 @@ impl Proc {
             .name("hermetic-terminal-stdin".into())
             .spawn(move || {
                 let result = pipe.write_all(&bytes).and_then(|()| pipe.flush());
-                let mut slot = me.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                let mut slot = me.stdin.lock();
                 if result.is_ok() && !me.stdin_closed.load(Ordering::SeqCst) {
                     *slot = Some(pipe);
                 }
@@ -229,7 +225,7 @@ impl ProcessRegistry {
     /// # Errors
     /// [`TooMany`] when every slot holds a running process.
     pub(crate) fn reserve(&self, session: &SessionKey) -> Result<(), TooMany> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.sessions.lock();
         let procs = sessions.entry(session.clone()).or_default();
         let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(procs).into_iter().partition(|p| {
             p.lock()
@@ -287,7 +283,6 @@ impl ProcessRegistry {
         });
         self.sessions
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .entry(session.clone())
             .or_default()
             .push(Arc::clone(&proc));
@@ -308,18 +303,13 @@ impl ProcessRegistry {
 
     /// Process `id` of `session`.
     pub(crate) fn get(&self, session: &SessionKey, id: &str) -> Option<Arc<Proc>> {
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = self.sessions.lock();
         sessions.get(session)?.iter().find(|p| p.id == id).cloned()
     }
 
     /// Kills every process of `session` and forgets them.
     pub fn end_session(&self, session: &SessionKey) {
-        let procs = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(session)
-            .unwrap_or_default();
+        let procs = self.sessions.lock().remove(session).unwrap_or_default();
         for p in procs {
             p.release();
         }
@@ -327,13 +317,7 @@ impl ProcessRegistry {
 
     /// Kills every process of every session.
     pub fn kill_all(&self) {
-        let sessions: Vec<SessionKey> = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let sessions: Vec<SessionKey> = self.sessions.lock().keys().cloned().collect();
         for s in sessions {
             self.end_session(&s);
         }
@@ -341,7 +325,7 @@ impl ProcessRegistry {
 
     /// Running processes across all sessions (for tests and status pages).
     pub fn running(&self) -> usize {
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = self.sessions.lock();
         sessions
             .values()
             .flatten()
@@ -362,7 +346,7 @@ impl ProcessRegistry {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<ProcessReply, TerminalCallError> {
         if let Action::List = action {
-            let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            let sessions = self.sessions.lock();
             let list = sessions
                 .get(session)
                 .map(|v| v.as_slice())
@@ -409,11 +393,7 @@ impl ProcessRegistry {
                     let wait = deadline
                         .saturating_duration_since(Instant::now())
                         .min(TICK * 4);
-                    s = p
-                        .changed
-                        .wait_timeout(s, wait)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|e| e.into_inner().0);
+                    p.changed.wait_for(&mut s, wait);
                 }
                 let output = clean(last_chars(&s.buffer, WAIT_OUTPUT_CHARS));
                 // `watch` sets the exit code and `finished` together.
@@ -519,7 +499,7 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
             }
         }
         if exited_at.is_none() {
-            let mut child = p.child.lock().unwrap_or_else(|e| e.into_inner());
+            let mut child = p.child.lock();
             // Not reaped: `release` kills its group later, which needs the id unreused.
             // Taken by `release` (the session ended): it was killed.
             if let Some(code) = child

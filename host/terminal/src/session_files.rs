@@ -8,8 +8,8 @@
 //! the next judgement of the session reads them as fresh.
 
 use hermetic_approval::SessionKey;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// Most files remembered per session. Past it every file counts as fresh (`*`):
 /// forgetting the oldest would let a burst of harmless writes hide a script written
@@ -29,7 +29,6 @@ impl SessionFiles {
     pub(crate) fn of(&self, session: &SessionKey) -> Vec<String> {
         self.by_session
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get(session)
             .cloned()
             .unwrap_or_default()
@@ -40,7 +39,7 @@ impl SessionFiles {
         if wrote.is_empty() {
             return;
         }
-        let mut map = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.by_session.lock();
         let files = map.entry(session.clone()).or_default();
         if files.iter().any(|f| f == "*") {
             return;
@@ -57,18 +56,12 @@ impl SessionFiles {
 
     /// The session ended.
     pub(crate) fn forget(&self, session: &SessionKey) {
-        self.by_session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(session);
+        self.by_session.lock().remove(session);
     }
 
     /// The host shuts down.
     pub(crate) fn clear(&self) {
-        self.by_session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.by_session.lock().clear();
     }
 }
 

@@ -11,9 +11,9 @@ use super::backend::{
 use super::config::SshConfig;
 use super::exec::run_helper;
 use hermetic_approval::SessionKey;
+use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -108,7 +108,7 @@ impl SshBackend {
     /// Starts the shared master connection once, detached from every command's pipes
     /// (a master started by a command would hold that command's output open).
     fn ensure_master(&self) -> Result<(), BackendError> {
-        let mut started = self.master.lock().unwrap_or_else(|p| p.into_inner());
+        let mut started = self.master.lock();
         if *started {
             return Ok(());
         }
@@ -196,7 +196,7 @@ impl TerminalBackend for SshBackend {
     }
 
     fn shutdown(&self) {
-        let mut started = self.master.lock().unwrap_or_else(|p| p.into_inner());
+        let mut started = self.master.lock();
         if *started {
             let mut cmd = self.ssh();
             cmd.args(["-O", "exit", "--", &self.config.host]);

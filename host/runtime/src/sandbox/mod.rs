@@ -333,7 +333,8 @@ fn truncate(s: &str, max: usize) -> &str {
 /// wasi:http or the terminal without declaring it fails to load.
 pub struct Linkers {
     engine: wasmtime::Engine,
-    built: std::sync::Mutex<std::collections::BTreeMap<LinkedCapabilities, Arc<Linker<CallState>>>>,
+    built:
+        parking_lot::Mutex<std::collections::BTreeMap<LinkedCapabilities, Arc<Linker<CallState>>>>,
     /// The linker of tools whose calls run on a fiber ([`fiber_store`]), built on
     /// first use.
     fiber: std::sync::OnceLock<Arc<Linker<CallState>>>,
@@ -348,7 +349,7 @@ impl Linkers {
     pub fn new(runtime: &Runtime) -> Result<Self, SandboxError> {
         let linkers = Self {
             engine: runtime.engine().clone(),
-            built: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            built: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
             fiber: std::sync::OnceLock::new(),
         };
         linkers.get(LinkedCapabilities::default())?;
@@ -360,7 +361,7 @@ impl Linkers {
     /// # Errors
     /// [`SandboxError::Link`] on a wasmtime linking failure.
     pub fn get(&self, set: LinkedCapabilities) -> Result<Arc<Linker<CallState>>, SandboxError> {
-        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let mut built = self.built.lock();
         if let Some(linker) = built.get(&set) {
             return Ok(Arc::clone(linker));
         }

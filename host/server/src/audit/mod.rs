@@ -22,13 +22,13 @@
 
 use crate::formats::rfc3339;
 use hermetic::approval::{ApprovalObserver, ApprovalRequest, SessionKey, Verdict};
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 mod verify;
@@ -207,7 +207,7 @@ impl AuditLog {
 
     /// The hash of the last line written (the head of the chain).
     pub fn head(&self) -> (u64, String) {
-        let chain = self.chain.lock().unwrap_or_else(|p| p.into_inner());
+        let chain = self.chain.lock();
         (chain.seq, chain.prev.clone())
     }
 
@@ -249,7 +249,7 @@ impl AuditLog {
         }
         let event = &trimmed;
         let time = rfc3339(SystemTime::now());
-        let mut chain = self.chain.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chain = self.chain.lock();
         let chain = &mut *chain;
         let seq = chain.seq + 1;
         chain.buf.clear();

@@ -19,10 +19,11 @@ use super::{
 };
 use crate::auth::TenantAccess;
 use hyper::Response;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -96,7 +97,7 @@ impl TenantRequests {
     }
 
     fn gate(&self, tenant: &Arc<str>) -> Arc<Gate> {
-        let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        let mut gates = self.gates.lock();
         // One entry per tenant that authenticated: the policy's tenants, a bounded set.
         Arc::clone(gates.entry(Arc::clone(tenant)).or_insert_with(|| {
             Arc::new(Gate {

@@ -22,10 +22,11 @@
 //!   [`MAX_OVERFLOW`] of those at once; past that, closed).
 
 use ipnet::IpNet;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
 /// How long a connection on probation (its address holds `max_connections_per_ip`
@@ -116,7 +117,7 @@ impl Connections {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// Whether `ip` is one of the `trusted_proxies`.

@@ -14,13 +14,14 @@
 //! session's calls and ends its terminal (background processes killed and reaped, its
 //! container removed).
 
+use parking_lot::{Mutex, MutexGuard};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -197,7 +198,7 @@ impl SessionOwners {
     }
 
     fn lock(&self) -> MutexGuard<'_, Owners> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// The tenant that owns session `id`; a request naming it is traffic, so its idle
