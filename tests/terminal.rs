@@ -7,7 +7,7 @@
 //! (`.ci/run`) installs them all.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::config::{DockerConfig, SshConfig};
+use hermetic_terminal::config::DockerConfig;
 use hermetic_terminal::{BackendKind, TerminalConfig};
 use hermetic_tests::backends::{
     alive, busybox_image, eventually, podman_conf, require, start_sshd,
@@ -534,20 +534,7 @@ fn ssh_backend_against_a_loopback_sshd() {
     let sshd = start_sshd();
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    let config = TerminalConfig {
-        backend: BackendKind::Ssh,
-        cwd: Some(ws_path.clone()),
-        ssh: SshConfig {
-            host: "127.0.0.1".into(),
-            user: Some("root".into()),
-            port: sshd.port,
-            identity_file: Some(sshd.key.clone()),
-            known_hosts_file: Some("/dev/null".into()),
-            strict_host_key_checking: "no".into(),
-            ..SshConfig::default()
-        },
-        ..TerminalConfig::default()
-    };
+    let config = sshd.terminal_config(&ws_path);
     let registry = registry(&ws_path, config);
     let r = run(&registry, json!({"command": "echo $SSH_CONNECTION"}));
     assert!(

@@ -9,10 +9,11 @@
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::{BackendKind, TerminalConfig};
+use hermetic_tests::backends::eventually;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tempfile::TempDir;
 
 /// The bundled tools over `workspace`, the terminal on `backend` in it, embedded
@@ -85,17 +86,6 @@ impl Session<'_> {
             .unwrap_or_default()
             .to_owned()
     }
-}
-
-fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within {limit:?}");
 }
 
 fn is_refused(out: &Value) -> bool {
