@@ -159,6 +159,23 @@ pub trait Approver: Send + Sync {
     fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
         let _ = (request, verdict);
     }
+
+    /// Whether the answer to `request` is already at hand: a 2026-07-28 retry carries
+    /// the answer to a question asked (and recorded) in the call's first leg, so the
+    /// gate does not record it as a new question. Wrappers must forward it. Default:
+    /// no.
+    fn holds_answer(&self, request: &ApprovalRequest) -> bool {
+        let _ = request;
+        false
+    }
+
+    /// Who gave this approver's last answer to `request` (`client`, `console`, `tty`
+    /// …), for the audit log and for the agent's message. Wrappers must forward it.
+    /// Default: the approver's name.
+    fn answered_by(&self, request: &ApprovalRequest) -> String {
+        let _ = request;
+        self.name().to_owned()
+    }
 }
 
 /// Hooks called around approval requests (audit logs, metrics, UI notifications).

@@ -190,6 +190,7 @@ impl ApprovalGate {
             descriptions: rules.iter().map(|r| r.description()).collect(),
             outcome,
             decided_by,
+            answered_by: None,
             message: String::new(),
             deny_entry: None,
             commands: detection.commands.clone(),
@@ -334,7 +335,10 @@ impl ApprovalGate {
         let answer = match approver {
             None => Ok(Answer::Unavailable),
             Some(approver) => {
-                self.notify_before(request, approver.name());
+                // A retry's answer was asked for in the first leg: one question record.
+                if !approver.holds_answer(request) {
+                    self.notify_before(request, approver.name());
+                }
                 let timeout = match approver.kind() {
                     ApproverKind::Interactive => self.policy.tty_timeout,
                     ApproverKind::Async => self.policy.async_timeout,
@@ -348,6 +352,14 @@ impl ApprovalGate {
                 }
             }
         };
+        if let (Some(approver), Ok(answer)) = (approver, &answer)
+            && !matches!(
+                answer,
+                Answer::Deferred | Answer::Timeout | Answer::Unavailable
+            )
+        {
+            v.answered_by = Some(approver.answered_by(request));
+        }
         match answer {
             Ok(Answer::Once) => {
                 v.approved = true;
@@ -406,7 +418,11 @@ impl ApprovalGate {
             Ok(Answer::Deny) => {
                 v.outcome = Outcome::Denied;
                 v.decided_by = DecidedBy::Human;
-                v.message = "DENIED by the user. Do not retry this command or a variant of it; ask the user how to proceed.".to_owned();
+                v.message = if v.answered_by.as_deref() == Some("console") {
+                    "DENIED by the operator. Do not retry this command or a variant of it; ask the user how to proceed.".to_owned()
+                } else {
+                    "DENIED by the user. Do not retry this command or a variant of it; ask the user how to proceed.".to_owned()
+                };
             }
             Ok(Answer::Dismissed) => {
                 v.outcome = Outcome::Dismissed;
@@ -444,7 +460,13 @@ impl ApprovalGate {
                 v = self.silence(v, Outcome::ApproverError, "The approval request failed");
             }
         }
-        let v = self.notify_after(request, v);
+        // A question sent to the client (2026-07-28) is not answered yet: its answer
+        // comes with the retry, and is recorded then.
+        let v = if v.outcome == Outcome::InputRequired {
+            v
+        } else {
+            self.notify_after(request, v)
+        };
         if let Some(approver) = approver {
             approver.settled(request, &v);
         }
@@ -660,6 +682,7 @@ mod tests {
                 "descriptions": [RuleId::GitDestructive.description()],
                 "outcome": "denied",
                 "decided_by": "human",
+                "answered_by": "scripted",
                 "message": "DENIED by the user. Do not retry this command or a variant of it; ask the user how to proceed.",
                 "commands": ["git push -f origin main"],
             })
@@ -862,6 +885,82 @@ mod tests {
         fn after_answer(&self, _: &ApprovalRequest, verdict: &Verdict) {
             self.0.lock().push(format!("after {:?}", verdict.outcome));
         }
+    }
+
+    /// A client's 2026-07-28 round: the first leg asks (deferred), the retry holds the
+    /// answer; or the console answers.
+    struct Round {
+        holds: std::sync::atomic::AtomicBool,
+        answers: Mutex<Vec<Answer>>,
+        by: &'static str,
+    }
+    impl Approver for Round {
+        fn name(&self) -> &str {
+            "client_or_console"
+        }
+        fn kind(&self) -> ApproverKind {
+            ApproverKind::Async
+        }
+        fn request(
+            &self,
+            _: &ApprovalRequest,
+            _: std::time::Instant,
+        ) -> Result<Answer, ApproverError> {
+            let answer = self.answers.lock().remove(0);
+            self.holds.store(
+                answer == Answer::Deferred,
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            Ok(answer)
+        }
+        fn holds_answer(&self, _: &ApprovalRequest) -> bool {
+            self.holds.load(std::sync::atomic::Ordering::SeqCst)
+        }
+        fn answered_by(&self, _: &ApprovalRequest) -> String {
+            self.by.to_owned()
+        }
+    }
+
+    #[test]
+    fn a_round_trip_is_one_question_and_one_answer_naming_who_answered() {
+        let recorder = Arc::new(Recorder::default());
+        let round = Arc::new(Round {
+            holds: false.into(),
+            answers: Mutex::new(vec![Answer::Deferred, Answer::Once]),
+            by: "client",
+        });
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(round)
+            .with_observer(recorder.clone());
+        let first = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(first.outcome, Outcome::InputRequired);
+        let retry = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(retry.outcome, Outcome::ApprovedOnce);
+        assert_eq!(retry.answered_by.as_deref(), Some("client"));
+        assert_eq!(
+            *recorder.0.lock(),
+            vec![
+                "before client_or_console rm -rf build".to_owned(),
+                "after ApprovedOnce".to_owned()
+            ]
+        );
+        // The console's no is the operator's, and the agent is told so.
+        let console = Arc::new(Round {
+            holds: false.into(),
+            answers: Mutex::new(vec![Answer::Deny]),
+            by: "console",
+        });
+        let gate = ApprovalGate::new(&ApprovalConfig::default())
+            .unwrap()
+            .with_approver(console);
+        let v = gate.check(&ctx(), "rm -rf build");
+        assert_eq!(v.answered_by.as_deref(), Some("console"));
+        assert!(
+            v.message.starts_with("DENIED by the operator"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// Who reached it.
     pub decided_by: DecidedBy,
+    /// Which approver answered, when a human did (`client`, `console`, `tty` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
     /// For the agent: what happened and what to do next.
     pub message: String,
     /// The operator deny entry that matched, for `blocked_deny_rule`.

@@ -651,8 +651,8 @@ fn denying_in_the_console_gives_the_agent_a_denial() {
         result["error"]
             .as_str()
             .unwrap()
-            .contains("DENIED by the user"),
-        "{result}"
+            .contains("DENIED by the operator"),
+        "the console's no is the operator's: {result}"
     );
     assert!(!server.workspace.path().join("denied-marker").exists());
     browser.wait_for(

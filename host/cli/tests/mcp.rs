@@ -1502,12 +1502,23 @@ fn python_sdk_approvals(mode: &str, protocol_is_modern: bool) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let count = |kind: &str| records.iter().filter(|r| r["kind"] == kind).count();
-    // 2026-07-28 asks in a first leg and reads the answer in the retry: two of each
-    // per question.
+    // One record per question and one per answer, naming who may answer and who did
+    // — also in 2026-07-28, which asks in a first leg and reads the answer in the
+    // retry (two call records).
     let legs = if protocol_is_modern { 2 } else { 1 };
-    assert_eq!(count("approval_request"), 4 * legs, "{records:#?}");
-    assert_eq!(count("approval_answer"), 4 * legs, "{records:#?}");
+    assert_eq!(count("approval_request"), 4, "{records:#?}");
+    assert_eq!(count("approval_answer"), 4, "{records:#?}");
     assert_eq!(count("call"), 4 * legs + 1, "{records:#?}");
+    for record in records.iter().filter(|r| r["kind"] == "approval_request") {
+        assert_eq!(
+            record["detail"]["approver"], "client_or_console",
+            "{record}"
+        );
+    }
+    for record in records.iter().filter(|r| r["kind"] == "approval_answer") {
+        assert_eq!(record["detail"]["answered_by"], "client", "{record}");
+        assert_ne!(record["outcome"], "input_required", "{record}");
+    }
     let hardline = records.iter().find(|r| r["kind"] == "decision").unwrap();
     assert_eq!(hardline["outcome"], "blocked_hardline", "{hardline}");
     assert_eq!(hardline["detail"]["command"], "rm -rf / && touch hardline");

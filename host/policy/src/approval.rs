@@ -62,6 +62,16 @@ impl ApproverChoice {
     pub fn asks_console(self) -> bool {
         matches!(self, Self::Console | Self::ClientOrConsole)
     }
+
+    /// The setting's name in the policy file (`client`, `console`,
+    /// `client_or_console`): who may answer, as the audit log's question records say.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Console => "console",
+            Self::ClientOrConsole => "client_or_console",
+        }
+    }
 }
 
 /// Smart-mode settings: any OpenAI-compatible chat-completions endpoint.

@@ -380,6 +380,11 @@ impl InputRound {
         Ok(Answer::Deferred)
     }
 
+    /// Whether the retried call carries an answer to `request`.
+    fn holds(&self, request: &ApprovalRequest) -> bool {
+        self.answers.contains_key(&approval_key(request))
+    }
+
     /// Consumes the retried state's nonce, once per round: true when its answers may
     /// be used. A store that cannot answer counts as "used" (refused, never honoured
     /// twice).
@@ -945,6 +950,8 @@ pub struct McpApprover {
     choice: ApproverChoice,
     /// The console's answers, until the gate acts on them.
     acks: Arc<Acks>,
+    /// Who gave the last answer: `client` or `console`.
+    answerer: Arc<Mutex<Option<&'static str>>>,
 }
 
 impl McpApprover {
@@ -959,7 +966,18 @@ impl McpApprover {
             tool: String::new(),
             choice: ApproverChoice::default(),
             acks: Arc::default(),
+            answerer: Arc::default(),
         }
+    }
+
+    /// `answer`, remembering that `by` gave it.
+    fn answered(
+        &self,
+        by: &'static str,
+        answer: Result<Answer, ApproverError>,
+    ) -> Result<Answer, ApproverError> {
+        *self.answerer.lock() = Some(by);
+        answer
     }
 
     /// Asks only whom `choice` allows: the operator's setting for the calling tenant
@@ -996,8 +1014,9 @@ impl McpApprover {
 }
 
 impl Approver for McpApprover {
+    /// Who may answer: the tenant's `approver` setting.
     fn name(&self) -> &str {
-        "mcp"
+        self.choice.as_str()
     }
 
     fn kind(&self) -> ApproverKind {
@@ -1011,11 +1030,11 @@ impl Approver for McpApprover {
     ) -> Result<Answer, ApproverError> {
         if self.choice.asks_client() {
             if let Some(round) = &self.round {
-                return round.answer_or_ask(request, deadline);
+                return self.answered("client", round.answer_or_ask(request, deadline));
             }
             if let Some(elicitation) = &self.elicitation {
                 match elicitation.elicit(request, deadline) {
-                    Elicited::Answered(answer) => return answer,
+                    Elicited::Answered(answer) => return self.answered("client", answer),
                     Elicited::Failed(e) if self.choice.asks_console() => {
                         // The client could not take the question: the console may
                         // still answer in the time left.
@@ -1031,11 +1050,23 @@ impl Approver for McpApprover {
                 if let Some(ack) = ack {
                     self.acks.hold(request, ack);
                 }
-                Ok(answer)
+                self.answered("console", Ok(answer))
             }
             Some(_) if self.choice.asks_console() => Ok(Answer::Timeout),
             _ => Ok(Answer::Unavailable),
         }
+    }
+
+    fn holds_answer(&self, request: &ApprovalRequest) -> bool {
+        self.choice.asks_client()
+            && self
+                .round
+                .as_ref()
+                .is_some_and(|round| round.holds(request))
+    }
+
+    fn answered_by(&self, _request: &ApprovalRequest) -> String {
+        (*self.answerer.lock()).unwrap_or("nobody").to_owned()
     }
 
     fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {

@@ -551,6 +551,14 @@ impl Approver for CallBound<'_> {
     fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
         self.inner.settled(request, verdict);
     }
+
+    fn holds_answer(&self, request: &ApprovalRequest) -> bool {
+        self.inner.holds_answer(request)
+    }
+
+    fn answered_by(&self, request: &ApprovalRequest) -> String {
+        self.inner.answered_by(request)
+    }
 }
 
 /// The gate's refusal: `blocked` for a refusal (hardline, deny rule, a human's no),

@@ -427,6 +427,7 @@ impl ApprovalObserver for AuditObserver {
             "command": self.0.redact(&request.command),
             "approved": verdict.approved,
             "decided_by": verdict.decided_by,
+            "answered_by": verdict.answered_by,
         });
         self.0.record_or_log(&Event {
             kind: "approval_answer",
