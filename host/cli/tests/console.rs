@@ -644,6 +644,13 @@ fn denying_in_the_console_gives_the_agent_a_denial() {
     let command = "rm -rf build && touch denied-marker";
     let call = server.call_terminal(command);
     let id = pending_row(&mut browser, command);
+    // The deadline is shown in the row, not only in a tooltip.
+    browser.wait_for(
+        "the pending approval's deadline",
+        &format!(
+            "/^\\d+ ?(s|m|min|h)/.test(document.querySelector('#approvals tr[data-id=\"{id}\"] td.deadline').textContent)"
+        ),
+    );
     click(&mut browser, &id, "deny");
     let result = call.join().unwrap();
     assert_eq!(result["status"], "blocked", "{result}");
@@ -656,7 +663,15 @@ fn denying_in_the_console_gives_the_agent_a_denial() {
     );
     assert!(!server.workspace.path().join("denied-marker").exists());
     browser.wait_for(
-        "the denial in the audit view",
-        "document.querySelector('#audit tbody').textContent.includes('denied')",
+        "the denial in the audit view, naming who answered",
+        "document.querySelector('#audit tbody').textContent.includes('answered by console')",
+    );
+    browser.wait_for(
+        "the call's command in its audit row",
+        &format!(
+            "[...document.querySelectorAll('#audit tbody tr')].some(r => \
+             r.cells[1].textContent === 'call' && r.textContent.includes({}))",
+            js(&format!("$ {command}"))
+        ),
     );
 }

@@ -356,10 +356,21 @@ fn record_call(
     };
     let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
     let reason = result.decision_reason();
-    let grants = (kind == "call")
+    let effective = (kind == "call")
         .then(|| shared.registry.grants_for(name, tenant))
-        .flatten()
-        .map(|g| grants_summary(&g));
+        .flatten();
+    let grants = effective.as_ref().map(grants_summary);
+    // A terminal call's command, secrets redacted, so its row says what ran (or was
+    // refused) next to its approval records.
+    let detail = effective
+        .filter(|g| g.terminal)
+        .and_then(|_| serde_json::from_str::<Value>(args).ok())
+        .and_then(|a| {
+            a.get("command")
+                .and_then(Value::as_str)
+                .map(|c| audit.redact(c).into_owned())
+        })
+        .map(|command| serde_json::json!({ "command": command }));
     let digest = audit.args_digest(args);
     audit.record_or_log(&super::audit::Event {
         kind,
@@ -371,7 +382,7 @@ fn record_call(
         outcome: &outcome,
         reason: reason.as_deref(),
         duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-        detail: None,
+        detail: detail.as_ref(),
     });
 }
 

@@ -119,7 +119,8 @@
       rules,
       el("td", { text: p.tenant === "" ? "(operator)" : p.tenant }),
       el("td", { text: p.tool || "—" }),
-      el("td", { class: "age", title: "raised " + p.raised + "; denied in " + age(p.expires_in_ms) }),
+      el("td", { class: "age", title: "raised " + p.raised }),
+      el("td", { class: "deadline" }),
       answer,
     );
     return tr;
@@ -139,9 +140,9 @@
         row = approvalRow(p);
         tbody.append(row);
       }
-      const cell = row.querySelector("td.age");
-      cell.textContent = age(p.age_ms);
-      cell.title = "raised " + p.raised + "; denied in " + age(p.expires_in_ms);
+      row.querySelector("td.age").textContent = age(p.age_ms);
+      // Silence is a no: when nobody answers by then, the command is denied.
+      row.querySelector("td.deadline").textContent = age(p.expires_in_ms);
       for (const b of row.querySelectorAll("button")) b.disabled = busy.has(p.id);
     }
     for (const [id, row] of rows) if (!keep.has(id)) row.remove();
@@ -176,7 +177,9 @@
     if (e.reason) parts.push(e.reason);
     if (d.command) parts.push("$ " + d.command);
     if (d.rules && d.rules.length) parts.push("rules: " + d.rules.join(", "));
+    if (d.approver) parts.push("may answer: " + d.approver);
     if (d.decided_by) parts.push("decided by " + d.decided_by);
+    if (d.answered_by) parts.push("answered by " + d.answered_by);
     if (typeof e.duration_ms === "number") parts.push(e.duration_ms.toFixed(1) + " ms");
     return parts.join(" · ");
   }
