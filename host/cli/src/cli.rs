@@ -362,7 +362,14 @@ fn init_logging(level: &str) {
         .init();
 }
 
+/// The tool host the options describe. See [`build_host`].
 fn build_registry(global: &HostArgs) -> Result<Registry> {
+    Ok(build_host(global)?.0)
+}
+
+/// The tool host the options describe, and the policy file's `[server]` settings
+/// (defaults without a policy file): the file is read once, for both.
+fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
         Some(dir) => {
@@ -376,15 +383,21 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
         }
         None => None,
     };
-    let (mut policy, secrets, state_files) = match &global.policy {
+    let (mut policy, secrets, state_files, server) = match &global.policy {
         Some(file) => {
             let loaded = hermetic::policy_file::load(file, &cwd)?;
-            (loaded.policy, loaded.secrets, loaded.state_files)
+            (
+                loaded.policy,
+                loaded.secrets,
+                loaded.state_files,
+                loaded.server,
+            )
         }
         None => (
             OperatorPolicy::with_workspace(cwd.clone()),
             hermetic::Secrets::default(),
             Vec::new(),
+            hermetic::policy_file::ServerPolicy::default(),
         ),
     };
     if let Some(dir) = workspace {
@@ -446,7 +459,7 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
     }
     registry.check_tenant(global.tenant())?;
     registry.check_tenant_toolsets()?;
-    Ok(registry)
+    Ok((registry, server))
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -612,14 +625,8 @@ fn print_progress(progress: hermetic::Progress) {
 /// allow-lists) with the command line's additions, then MCP on stdio or HTTP.
 fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     let host = args.host.with_outer(outer);
-    let registry = std::sync::Arc::new(build_registry(&host)?);
-    let mut access = match &host.policy {
-        Some(file) => {
-            let cwd = std::env::current_dir()?;
-            hermetic::policy_file::load(file, &cwd)?.server
-        }
-        None => hermetic::policy_file::ServerPolicy::default(),
-    };
+    let (registry, mut access) = build_host(&host)?;
+    let registry = std::sync::Arc::new(registry);
     access.allowed_hosts.extend(args.allow_hosts);
     access.allowed_origins.extend(args.allow_origins);
     let audit = match args.audit.or_else(|| access.audit_file.clone()) {
