@@ -10,7 +10,7 @@ use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::config::DockerConfig;
 use hermetic_terminal::{BackendKind, TerminalConfig};
 use hermetic_tests::backends::{
-    alive, busybox_image, eventually, podman_conf, require, start_sshd,
+    alive, busybox_image, eventually, podman_conf, require, running, start_sshd,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -193,10 +193,12 @@ fn exercise(backend: &str, registry: &Registry, workspace: &Path, ws_in_backend:
         &o,
     );
     let id = r["session_id"].as_str().unwrap().to_owned();
+    // The sleep itself, not its launcher: a kill that comes before the command has
+    // started on the far side finds nothing to kill there yet (see the README).
     eventually(
         &format!("{backend}: background sleep running"),
         Duration::from_secs(10),
-        || alive(&format!("sleep {token}")),
+        || running(&format!("sleep {token}")),
     );
     let k = call(
         registry,

@@ -42,6 +42,21 @@ pub fn alive(token: &str) -> bool {
     })
 }
 
+/// Whether a process whose command line *starts* with `command` is alive: the command
+/// itself running, not a wrapper (a `podman exec` client, a launcher) that names it in
+/// its arguments before the command has started on the far side.
+pub fn running(command: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .starts_with(command)
+    })
+}
+
 /// Polls `f` until it holds, failing after `limit`.
 pub fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + limit;
