@@ -10,7 +10,7 @@ use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::config::DockerConfig;
 use hermetic_terminal::{BackendKind, TerminalConfig};
 use hermetic_tests::backends::{
-    alive, busybox_image, eventually, podman_conf, require, start_sshd,
+    alive, busybox_image, eventually, podman_conf, require, running, start_sshd,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -111,7 +111,8 @@ fn nothing_survives(backend: &str, registry: &Registry, tenant: &str, session: &
     eventually(
         &format!("{backend}: the background process starts its children"),
         Duration::from_secs(20),
-        || (1..=4).all(|i| alive(&format!("sleep {t}{i}"))),
+        // The sleeps themselves, not the launcher naming them (see terminal.rs).
+        || (1..=4).all(|i| running(&format!("sleep {t}{i}"))),
     );
     let killed = call(
         registry,
