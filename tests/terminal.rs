@@ -7,8 +7,7 @@
 //! (`.ci/run`) installs them all.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::config::DockerConfig;
-use hermetic_terminal::{BackendKind, TerminalConfig};
+use hermetic_terminal::{DockerConfig, TerminalConfig};
 use hermetic_tests::backends::{
     alive, busybox_image, eventually, podman_conf, require, running, start_sshd,
 };
@@ -21,11 +20,11 @@ use tempfile::TempDir;
 /// A registry with the bundled tools whose terminal uses `config` (cwd = workspace).
 fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
-    if config.cwd.is_none() && matches!(config.backend, BackendKind::Local | BackendKind::Bwrap) {
+    if config.cwd.is_none() && matches!(config.backend.as_str(), "local" | "bwrap") {
         config.cwd = Some(workspace.to_path_buf());
     }
     policy.terminal.default = config;
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -475,7 +474,7 @@ fn bwrap_backend() {
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
     let config = TerminalConfig {
-        backend: BackendKind::Bwrap,
+        backend: "bwrap".into(),
         ..TerminalConfig::default()
     };
     let registry = registry(&ws_path, config);
@@ -502,20 +501,21 @@ fn docker_compatible_backend_with_podman() {
     let image = busybox_image(&conf);
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    let config = TerminalConfig {
-        backend: BackendKind::Docker,
-        docker: DockerConfig {
-            program: "podman".into(),
-            global_args: vec!["--runtime".into(), "runc".into()],
-            cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-            image: image.into(),
-            memory: "256m".into(),
-            pids_limit: 64,
-            workspace: Some(ws_path.clone()),
-            ..DockerConfig::default()
-        },
-        ..TerminalConfig::default()
-    };
+    let config = TerminalConfig::default()
+        .using(
+            "docker",
+            &DockerConfig {
+                program: "podman".into(),
+                global_args: vec!["--runtime".into(), "runc".into()],
+                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
+                image: image.into(),
+                memory: "256m".into(),
+                pids_limit: 64,
+                workspace: Some(ws_path.clone()),
+                ..DockerConfig::default()
+            },
+        )
+        .unwrap();
     let registry = registry(&ws_path, config);
     // No capabilities, no new privileges, no network.
     let r = run(
@@ -559,7 +559,7 @@ fn ssh_backend_against_a_loopback_sshd() {
 fn a_tool_from_a_tools_dir_never_gets_the_terminal_without_a_grant() {
     let ws = TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(ws.path().to_path_buf());
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     // The very same component as the bundled `terminal`, but from a directory.
@@ -594,7 +594,7 @@ fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
         ws.path(),
     )
     .unwrap();
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -603,6 +603,46 @@ fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
         assert!(!a.available, "{tool}");
         assert!(a.reason.unwrap().contains("needs the terminal"));
     }
+}
+
+/// What a backend reaches on this host is its own to say, and the registry keeps the
+/// host's files out of it: an approval allowlist inside a bwrap or docker workspace, or
+/// a local terminal's working directory, is refused once a tool may get the terminal
+/// (what `hermetic` checks at start), and the same files beside it are not.
+#[test]
+fn host_files_inside_what_a_backend_reaches_are_refused() {
+    let root = TempDir::new().unwrap();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("ws")).unwrap();
+    let check = |terminal: &str, file: &str| {
+        let text = format!(
+            "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n[tools.terminal]\nterminal = true\n{terminal}"
+        );
+        let loaded = hermetic::policy_file::parse(&text, Path::new("p.toml"), root, root)
+            .expect("the policy file loads: the terminal's reach is checked later");
+        let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
+        options.engine = hermetic_tests::engine_config();
+        let registry = Registry::new(options).unwrap();
+        registry
+            .check_state_path("the approval allowlist", &root.join(file))
+            .map_err(|e| e.to_string())
+    };
+    let bwrap = "[terminal]\nbackend = \"bwrap\"\n[terminal.bwrap]\nworkspace = \"box\"\n";
+    let e = check(bwrap, "box/approvals.json").unwrap_err();
+    assert!(e.contains("inside the terminal's bwrap workspace"), "{e}");
+    assert_eq!(check(bwrap, "approvals.json"), Ok(()));
+    let docker = "[terminal]\nbackend = \"docker\"\n[terminal.docker]\nworkspace = \"box\"\n";
+    let e = check(docker, "box/x.json").unwrap_err();
+    assert!(e.contains("inside the terminal's docker workspace"), "{e}");
+    // A working directory is on this host for local and bwrap, the far side's for ssh.
+    let local = "[terminal]\ncwd = \"here\"\n";
+    let e = check(local, "here/x.json").unwrap_err();
+    assert!(e.contains("inside the terminal's working directory"), "{e}");
+    let ssh = "[terminal]\nbackend = \"ssh\"\ncwd = \"here\"\n[terminal.ssh]\nhost = \"h\"\n";
+    assert_eq!(check(ssh, "here/x.json"), Ok(()));
+    // A table of a backend not in use reaches nothing.
+    let unused = "[terminal.bwrap]\nworkspace = \"box\"\n";
+    assert_eq!(check(unused, "box/approvals.json"), Ok(()));
 }
 
 #[test]
@@ -668,25 +708,69 @@ network = false
     let loaded =
         hermetic::policy_file::parse(text, Path::new("p.toml"), ws.path(), ws.path()).unwrap();
     let t = &loaded.policy.terminal;
-    assert_eq!(t.default.backend, BackendKind::Local);
+    assert_eq!(t.default.backend, "local");
     assert_eq!(t.default.timeout_secs, 60);
-    assert_eq!(t.for_tenant("acme").backend, BackendKind::Bwrap);
+    assert_eq!(t.for_tenant("acme").backend, "bwrap");
     assert_eq!(
         t.for_tenant("acme").timeout_secs,
         60,
         "tenant tables merge onto the default"
     );
     assert!(!t.grant_bundled);
-    let err = |text: &str| {
-        hermetic::policy_file::parse(text, Path::new("p.toml"), ws.path(), ws.path())
+    // A mistake is said at load (the keys every backend shares) or when the terminal
+    // host is built, before anything serves (each backend reads its own table).
+    let err = |text: &str| match hermetic::policy_file::parse(
+        text,
+        Path::new("p.toml"),
+        ws.path(),
+        ws.path(),
+    ) {
+        Err(e) => e.to_string(),
+        Ok(loaded) => hermetic_terminal::TerminalHost::new(loaded.policy.terminal)
+            .map(|_| ())
             .unwrap_err()
-            .to_string()
+            .to_string(),
     };
-    assert!(err("[terminal]\nbackend = \"modal\"").contains("modal"));
-    assert!(err("[terminal]\nshell = \"zsh\"").contains("shell"));
-    assert!(err("[terminal]\ntimeout_secs = 601").contains("timeout_secs"));
-    assert!(err("[terminal]\nbackend = \"ssh\"").contains("ssh.host"));
-    assert!(err("[terminal.tenants.nobody]\nbackend = \"local\"").contains("no such tenant"));
+    let says = |text: &str, what: &str| {
+        let e = err(text);
+        assert!(e.contains(what), "{text:?}: {e}");
+    };
+    says(
+        "[terminal]\nbackend = \"modal\"",
+        "terminal.backend: no backend is called \"modal\" (there are: local, bwrap, docker, ssh)",
+    );
+    says("[terminal]\nshell = \"zsh\"", "terminal.shell: unknown key");
+    says("[terminal]\ntimeout_secs = 601", "timeout_secs");
+    says(
+        "[terminal]\nbackend = \"ssh\"",
+        "terminal.ssh: the ssh backend needs host",
+    );
+    says(
+        "[terminal.tenants.nobody]\nbackend = \"local\"",
+        "no such tenant",
+    );
+    // A backend's own table, in use or not, is read by its backend.
+    says(
+        "[terminal.dokcer]\nimage = \"x\"",
+        "terminal.dokcer: no backend is called \"dokcer\"",
+    );
+    says(
+        "[terminal.docker]\nimgae = \"x\"",
+        "terminal.docker: unknown field `imgae`",
+    );
+    says("[terminal]\ndocker = 3", "terminal.docker: must be a table");
+    says(
+        "[terminal]\nbackend = \"bwrap\"\n[terminal.bwrap]\nhide = [\"etc/x\"]",
+        "terminal.bwrap: hide: etc/x is not an absolute path below /",
+    );
+    says(
+        "[terminal.local]\nshell = \"zsh\"",
+        "terminal.local: unknown field `shell`",
+    );
+    says(
+        "[tenants.acme]\n[terminal.tenants.acme]\nbackend = \"docker\"\n[terminal.tenants.acme.docker]\npids_limit = \"many\"",
+        "terminal.tenants.acme.docker: invalid type",
+    );
 }
 
 #[derive(Default)]
@@ -741,7 +825,7 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
             .tenants
             .insert(tenant.into(), hermetic::policy::TenantPolicy::default());
     }
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);

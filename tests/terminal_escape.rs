@@ -7,8 +7,7 @@
 //! (`.ci/run`) installs them all.
 use hermetic::policy::TenantPolicy;
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::config::DockerConfig;
-use hermetic_terminal::{BackendKind, TerminalConfig};
+use hermetic_terminal::{DockerConfig, TerminalConfig};
 use hermetic_tests::backends::{
     alive, busybox_image, eventually, podman_conf, require, running, start_sshd,
 };
@@ -27,7 +26,7 @@ fn registry(workspace: &Path, config: TerminalConfig) -> Registry {
             .tenants
             .insert(tenant.into(), TenantPolicy::default());
     }
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -220,20 +219,21 @@ fn podman_config(conf: &Path, workspace: &Path) -> TerminalConfig {
     require("podman", "podman");
     require("runc", "runc");
     require("/bin/busybox", "busybox-static");
-    TerminalConfig {
-        backend: BackendKind::Docker,
-        docker: DockerConfig {
-            program: "podman".into(),
-            global_args: vec!["--runtime".into(), "runc".into()],
-            cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-            image: busybox_image(conf).into(),
-            memory: "256m".into(),
-            pids_limit: 64,
-            workspace: Some(workspace.to_path_buf()),
-            ..DockerConfig::default()
-        },
-        ..TerminalConfig::default()
-    }
+    TerminalConfig::default()
+        .using(
+            "docker",
+            &DockerConfig {
+                program: "podman".into(),
+                global_args: vec!["--runtime".into(), "runc".into()],
+                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
+                image: busybox_image(conf).into(),
+                memory: "256m".into(),
+                pids_limit: 64,
+                workspace: Some(workspace.to_path_buf()),
+                ..DockerConfig::default()
+            },
+        )
+        .unwrap()
 }
 
 #[test]

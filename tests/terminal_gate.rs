@@ -8,7 +8,7 @@
 //! a fact, not a race.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::{BackendKind, TerminalConfig};
+use hermetic_terminal::TerminalConfig;
 use hermetic_tests::backends::eventually;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -18,15 +18,15 @@ use tempfile::TempDir;
 
 /// The bundled tools over `workspace`, the terminal on `backend` in it, embedded
 /// approval defaults (manual mode; no approver unless a call brings one).
-fn registry(workspace: &Path, backend: BackendKind) -> Registry {
+fn registry(workspace: &Path, backend: &str) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     let mut config = TerminalConfig {
-        backend,
+        backend: backend.to_owned(),
         ..TerminalConfig::default()
     };
     config.cwd = Some(workspace.to_path_buf());
     policy.terminal.default = config;
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
@@ -103,7 +103,7 @@ fn workspace() -> (TempDir, std::path::PathBuf) {
 
 /// The attack of the issue, as reproduced over MCP stdio: each piece alone is
 /// harmless, whitespace was never judged, and bash reads `rm -rf victim`.
-fn the_reproduced_attack_is_refused_on(backend: BackendKind) {
+fn the_reproduced_attack_is_refused_on(backend: &str) {
     let (_ws, root) = workspace();
     let registry = registry(&root, backend);
     let s = Session {
@@ -143,7 +143,7 @@ fn the_reproduced_attack_is_refused_on(backend: BackendKind) {
 
 #[test]
 fn a_background_shell_cannot_be_fed_a_command_in_pieces() {
-    the_reproduced_attack_is_refused_on(BackendKind::Local);
+    the_reproduced_attack_is_refused_on("local");
 }
 
 #[test]
@@ -152,13 +152,13 @@ fn a_background_shell_cannot_be_fed_a_command_in_pieces_in_bubblewrap() {
         Path::new("/usr/bin/bwrap").is_file(),
         "bubblewrap is not installed: apt-get install -y bubblewrap (.ci/run does)"
     );
-    the_reproduced_attack_is_refused_on(BackendKind::Bwrap);
+    the_reproduced_attack_is_refused_on("bwrap");
 }
 
 #[test]
 fn a_shell_statement_is_judged_whole_across_writes() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("loop", None),
@@ -200,7 +200,7 @@ fn a_shell_statement_is_judged_whole_across_writes() {
 #[test]
 fn what_is_held_at_close_is_judged_before_eof() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("close", None),
@@ -235,7 +235,7 @@ fn what_is_held_at_close_is_judged_before_eof() {
 #[test]
 fn python_reads_python_and_is_judged_as_python() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("python", None),
@@ -267,7 +267,7 @@ fn python_reads_python_and_is_judged_as_python() {
 #[test]
 fn a_shell_on_a_pseudo_terminal_is_judged_as_typed() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("pty", None),
@@ -296,7 +296,7 @@ fn a_shell_on_a_pseudo_terminal_is_judged_as_typed() {
 #[test]
 fn a_script_one_call_wrote_is_fresh_when_a_later_call_runs_it() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("fresh", None),
@@ -342,7 +342,7 @@ fn a_script_one_call_wrote_is_fresh_when_a_later_call_runs_it() {
 #[test]
 fn a_human_can_still_approve_input_and_a_no_discards_it() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let no: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Deny]));
     let s = Session {
         registry: &registry,
@@ -369,7 +369,7 @@ fn a_human_can_still_approve_input_and_a_no_discards_it() {
 fn ordinary_use_still_works() {
     let (_ws, root) = workspace();
     std::fs::write(root.join("listed-file"), "").unwrap();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("ordinary", None),
@@ -420,7 +420,7 @@ fn ordinary_use_still_works() {
 /// survives.
 fn judged_in_its_language(command: &str, refused: &[&str], good: &str, expect: &str) {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("language", None),
@@ -503,7 +503,7 @@ fn sh_s_reads_shell_that_is_not_bash() {
 #[test]
 fn a_dangerous_command_a_human_approved_has_its_input_judged_as_commands() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     // awk runs every line it reads as a shell command: dangerous, and approved here.
     let once: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Once]));
     let s = Session {
@@ -533,7 +533,7 @@ fn a_dangerous_command_a_human_approved_has_its_input_judged_as_commands() {
 #[test]
 fn xargs_is_no_way_to_hand_a_shell_its_input_as_code() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("xargs", None),
@@ -556,7 +556,7 @@ fn xargs_is_no_way_to_hand_a_shell_its_input_as_code() {
 #[test]
 fn an_alias_is_no_way_to_rename_a_refused_command() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("alias", None),
@@ -584,7 +584,7 @@ fn an_alias_is_no_way_to_rename_a_refused_command() {
 #[test]
 fn a_command_cannot_write_into_a_background_shell_through_proc() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("proc", None),
@@ -618,7 +618,7 @@ fn a_command_cannot_write_into_a_background_shell_through_proc() {
 #[test]
 fn a_shell_reading_a_named_pipe_the_session_made_asks_first() {
     let (_ws, root) = workspace();
-    let registry = registry(&root, BackendKind::Local);
+    let registry = registry(&root, "local");
     let s = Session {
         registry: &registry,
         options: opts("fifo", None),

@@ -151,19 +151,22 @@ impl Sshd {
     /// Terminal settings that run commands on this sshd as root, in `cwd`.
     pub fn terminal_config(&self, cwd: &Path) -> hermetic_terminal::TerminalConfig {
         hermetic_terminal::TerminalConfig {
-            backend: hermetic_terminal::BackendKind::Ssh,
             cwd: Some(cwd.to_path_buf()),
-            ssh: hermetic_terminal::config::SshConfig {
+            ..hermetic_terminal::TerminalConfig::default()
+        }
+        .using(
+            "ssh",
+            &hermetic_terminal::SshConfig {
                 host: "127.0.0.1".into(),
                 user: Some("root".into()),
                 port: self.port,
                 identity_file: Some(self.key.clone()),
                 known_hosts_file: Some("/dev/null".into()),
                 strict_host_key_checking: "no".into(),
-                ..hermetic_terminal::config::SshConfig::default()
+                ..hermetic_terminal::SshConfig::default()
             },
-            ..hermetic_terminal::TerminalConfig::default()
-        }
+        )
+        .unwrap()
     }
 }
 

@@ -42,7 +42,7 @@ pub struct Fixture {
 pub fn options() -> (TempDir, RegistryOptions) {
     let workspace = TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = engine_config();
     (workspace, options)
 }
@@ -82,7 +82,7 @@ pub fn policy_registry_with(
     let path = root.join("policy.toml");
     std::fs::write(&path, policy).unwrap();
     let loaded = hermetic::policy_file::load(&path, root).unwrap();
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
     options.secrets = loaded.secrets;
     let fuel = options.engine.fuel;
     options.engine = engine_config();

@@ -433,7 +433,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
     if let Some(cache) = &options.engine.cache_dir {
         options.policy.terminal.protected.push(cache.clone());
     }
-    let mut options = hermetic_terminal::attach(options);
+    let mut options = hermetic_terminal::attach(options)?;
     options.secrets = secrets;
     options
         .overrides

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
 /// What the operator allows: mounts, default grants, per-tool grants, tenants.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct OperatorPolicy {
     /// Logical mount name → host directory and the most access any tool gets to it.
     pub mounts: BTreeMap<String, MountGrant>,
@@ -50,7 +50,7 @@ impl OperatorPolicy {
             default: crate::terminal::TerminalConfig::default(),
             tenants: BTreeMap::new(),
             grant_bundled: true,
-            protected: Vec::new(),
+            ..Default::default()
         };
         mounts.insert(
             "workspace".to_owned(),

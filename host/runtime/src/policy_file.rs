@@ -672,10 +672,12 @@ fn tenant_policy(
 
 /// The `[terminal]` table: the operator's default terminal, and `[terminal.tenants.ID]`
 /// tables whose keys replace the default's for that tenant (sub-tables merge key by
-/// key). Unknown keys are errors, as everywhere. Relative paths resolve against
-/// `base_dir`, except the approval allowlist's: it is a file the host keeps, so it
-/// resolves against the policy file's directory (`file_dir`), as the secrets file and
-/// the audit log do.
+/// key). The keys every backend shares are read here; each backend's own table
+/// (`[terminal.bwrap]`, …) is kept as written for the backend to read when the
+/// terminal host is built (`hermetic_terminal::attach`), which also refuses keys no
+/// backend owns and resolves the backends' relative paths against `base_dir`. The
+/// approval allowlist is a file the host keeps, so it resolves against the policy
+/// file's directory (`file_dir`), as the secrets file and the audit log do.
 fn terminal_settings(
     table: Option<toml::Table>,
     tenants: &BTreeMap<String, TenantPolicy>,
@@ -705,31 +707,7 @@ fn terminal_settings(
                 *path = base.join(&*path);
             }
         };
-        let resolve = |p: &mut Option<PathBuf>| resolve_in(base_dir, p);
-        if config.backend != crate::policy::terminal::BackendKind::Docker
-            && config.backend != crate::policy::terminal::BackendKind::Ssh
-        {
-            resolve(&mut config.cwd);
-        }
-        resolve(&mut config.bwrap.workspace);
-        resolve(&mut config.docker.workspace);
-        resolve(&mut config.ssh.identity_file);
-        resolve(&mut config.ssh.known_hosts_file);
         resolve_in(file_dir, &mut config.approval.allowlist_file);
-        for (key, paths) in [
-            ("read_only", &config.bwrap.read_only),
-            ("hide", &config.bwrap.hide),
-        ] {
-            if let Some(p) = paths
-                .iter()
-                .find(|p| !p.is_absolute() || p.parent().is_none())
-            {
-                return Err(invalid(format!(
-                    "{at}.bwrap.{key}: {} is not an absolute path below /",
-                    p.display()
-                )));
-            }
-        }
         if config.timeout_secs == 0
             || config.timeout_secs > crate::policy::terminal::MAX_TIMEOUT_SECS
         {
@@ -737,10 +715,6 @@ fn terminal_settings(
                 "{at}.timeout_secs must be 1 to {}",
                 crate::policy::terminal::MAX_TIMEOUT_SECS
             )));
-        }
-        if config.backend == crate::policy::terminal::BackendKind::Ssh && config.ssh.host.is_empty()
-        {
-            return Err(invalid(format!("{at}: backend \"ssh\" needs ssh.host")));
         }
         crate::approval::ApprovalGate::new(&config.approval)
             .map_err(|e| invalid(format!("{at}.approval: {e}")))?;
@@ -769,6 +743,7 @@ fn terminal_settings(
         tenants: out,
         grant_bundled: false,
         protected: Vec::new(),
+        base_dir: Some(base_dir.to_path_buf()),
     })
 }
 
@@ -1178,15 +1153,8 @@ mod tests {
             "the secrets file",
             "mount `data`",
         );
-        // A terminal's writable workspace, once a tool may get the terminal.
-        let bwrap = format!(
-            "{ws}[tools.terminal]\nterminal = true\n[terminal]\nbackend = \"bwrap\"\n[terminal.bwrap]\nworkspace = \"box\"\n[terminal.approval]\nallowlist_file = \"box/approvals.json\"\n"
-        );
-        refused(
-            &bwrap,
-            "the approval allowlist",
-            "the terminal's bwrap workspace",
-        );
+        // A terminal's writable workspace is the terminal host's to say (it reads the
+        // backends' options): tests/terminal.rs checks that the registry refuses it.
         // The same files beside the mount load.
         let file = root.join("policy.toml");
         std::fs::write(
@@ -1234,7 +1202,13 @@ mod tests {
             loaded.policy.mounts["workspace"].host_path,
             start.join("ws").canonicalize().unwrap()
         );
-        assert_eq!(loaded.policy.terminal.default.cwd, Some(start.join("ws")));
+        // (the terminal's `cwd` is the backend's to resolve: on this host or the far
+        // side's; it gets the start directory to resolve against)
+        assert_eq!(
+            loaded.policy.terminal.default.cwd,
+            Some(PathBuf::from("ws"))
+        );
+        assert_eq!(loaded.policy.terminal.base_dir, Some(start.clone()));
         // What the host keeps: against the policy file's directory.
         assert_eq!(loaded.secrets.get("K"), Some("v"));
         assert_eq!(loaded.server.audit_file, Some(conf.join("audit.jsonl")));

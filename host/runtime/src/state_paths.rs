@@ -9,7 +9,7 @@
 //! every such path passes, at load.
 
 use crate::policy::OperatorPolicy;
-use crate::policy::terminal::{BackendKind, TerminalConfig};
+use crate::policy::terminal::TerminalConfig;
 use std::path::{Component, Path, PathBuf};
 
 /// A host file (or directory) found inside a place tools or terminal commands reach.
@@ -43,9 +43,12 @@ pub struct StateFile {
 
 /// The directories tools and terminal commands of one policy can reach: every mount
 /// (read-only ones too: a tool could read what it must not), and, when any tool may
-/// get the terminal, each terminal's working directory and writable workspace on this
-/// machine (`local` and `bwrap` working directories, `bwrap` and `docker` workspaces;
-/// `docker`'s and `ssh`'s working directories are the far side's).
+/// get the terminal, what each terminal's backend says its commands reach on this
+/// machine ([`TerminalConfig::reach`]: `local` and `bwrap` working directories,
+/// `bwrap` and `docker` workspaces; `docker`'s and `ssh`'s working directories are the
+/// far side's). The terminal host fills that in when it reads the backends' options
+/// (`hermetic_terminal::attach`), so a policy file's load checks its mounts and the
+/// registry built after it checks both.
 ///
 /// A `local` terminal is no sandbox: its commands can write wherever the host's user
 /// can, so for it this is the least that holds, not a boundary.
@@ -112,19 +115,8 @@ pub(crate) fn allowlist_files(policy: &OperatorPolicy) -> impl Iterator<Item = &
 }
 
 fn terminal_places(whose: &str, config: &TerminalConfig, places: &mut Vec<(String, PathBuf)>) {
-    let on_host = matches!(config.backend, BackendKind::Local | BackendKind::Bwrap);
-    if on_host && let Some(cwd) = &config.cwd {
-        places.push((format!("{whose}'s working directory"), resolved(cwd)));
-    }
-    if config.backend == BackendKind::Bwrap
-        && let Some(dir) = &config.bwrap.workspace
-    {
-        places.push((format!("{whose}'s bwrap workspace"), resolved(dir)));
-    }
-    if config.backend == BackendKind::Docker
-        && let Some(dir) = &config.docker.workspace
-    {
-        places.push((format!("{whose}'s docker workspace"), resolved(dir)));
+    for (what, dir) in &config.reach {
+        places.push((format!("{whose}'s {what}"), resolved(dir)));
     }
 }
 
@@ -215,7 +207,9 @@ mod tests {
     }
 
     #[test]
-    fn terminal_workspaces_count_only_when_a_tool_may_get_the_terminal() {
+    fn terminal_reach_counts_only_when_a_tool_may_get_the_terminal() {
+        // What a backend reaches is its own to say (hermetic-terminal fills in
+        // `reach`; its tests check each backend's); here: that it is counted, and when.
         let root = tempfile::TempDir::new().unwrap();
         let (ws, box_dir) = (root.path().join("ws"), root.path().join("box"));
         std::fs::create_dir_all(&ws).unwrap();
@@ -223,11 +217,7 @@ mod tests {
         let mut p = policy(&ws);
         // As a policy file has it: no terminal unless a grant says so.
         p.terminal.grant_bundled = false;
-        p.terminal.default = TerminalConfig {
-            backend: BackendKind::Bwrap,
-            ..TerminalConfig::default()
-        };
-        p.terminal.default.bwrap.workspace = Some(box_dir.clone());
+        p.terminal.default.reach = vec![("bwrap workspace".into(), box_dir.clone())];
         let file = box_dir.join("approvals.json");
         assert!(ToolReach::of(&p).check("x", &file).is_ok());
         p.defaults.terminal = true;
@@ -237,10 +227,9 @@ mod tests {
         p.defaults.terminal = false;
         p.terminal.grant_bundled = true;
         assert!(ToolReach::of(&p).check("x", &file).is_err());
-        p.defaults.terminal = true;
-        // A tenant's own terminal, with a working directory of its own.
+        // A tenant's own terminal.
         let tenant = TerminalConfig {
-            cwd: Some(root.path().join("acme")),
+            reach: vec![("working directory".into(), root.path().join("acme"))],
             ..TerminalConfig::default()
         };
         p.terminal.tenants.insert("acme".into(), tenant);
@@ -248,17 +237,5 @@ mod tests {
             .check("x", &root.path().join("acme/x"))
             .unwrap_err();
         assert_eq!(err.place, "tenant acme's terminal's working directory");
-        // An ssh terminal's working directory is on the far side.
-        let remote = TerminalConfig {
-            backend: BackendKind::Ssh,
-            cwd: Some(root.path().to_path_buf()),
-            ..TerminalConfig::default()
-        };
-        p.terminal.tenants.insert("acme".into(), remote);
-        assert!(
-            ToolReach::of(&p)
-                .check("x", &root.path().join("acme/x"))
-                .is_ok()
-        );
     }
 }

@@ -555,7 +555,7 @@ fn a_call_longer_than_the_idle_timeout_keeps_its_session_and_gets_its_answer() {
 fn a_session_that_idles_out_kills_and_reaps_its_background_processes() {
     let workspace = tempfile::TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(workspace.path().to_path_buf());
-    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy));
+    let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);

@@ -1,8 +1,9 @@
 //! The backend contract: how a command becomes a host process. Every backend is one
-//! file implementing [`TerminalBackend`]; the process handling (process groups,
-//! timeouts, output, background processes) is shared and lives in `exec.rs` and
-//! `process.rs`. A backend that cannot run here yet (singularity/apptainer, modal,
-//! daytona) would be one more file building its CLI's command line.
+//! file implementing [`TerminalBackend`] (and registered in `backends.rs`, which says
+//! what else a backend file holds); the process handling (process groups, timeouts,
+//! output, background processes) is shared and lives in `exec.rs` and `process.rs`. A
+//! backend that cannot run here yet (singularity/apptainer, modal, daytona) would be
+//! one more file building its CLI's command line.
 
 use hermetic_approval::SessionKey;
 use std::process::Command;

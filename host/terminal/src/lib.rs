@@ -23,27 +23,27 @@
 
 // The public surface is curated: modules are private, what callers use is re-exported.
 mod backend;
-mod bwrap;
+mod backends;
 /// The terminal settings (data, in `hermetic-policy`).
 pub use hermetic_policy::terminal as config;
-mod docker;
 mod exec;
 mod input_gate;
-mod local;
 mod output;
 mod process;
 mod session_files;
-mod ssh;
 mod stdin_gate;
 
 pub use backend::{BackendError, Job, OpenedDir, PtyMode, TerminalBackend};
-pub use bwrap::BwrapBackend;
-pub use config::{BackendKind, TerminalConfig, TerminalSettings};
-pub use docker::{CONTAINER_WORKSPACE, DockerBackend};
-pub use local::LocalBackend;
+pub use backends::backend_names;
+pub use backends::bwrap::{BwrapBackend, BwrapConfig, DEFAULT_HIDDEN};
+pub use backends::docker::{
+    CONTAINER_WORKSPACE, DEFAULT_SECCOMP_PROFILE, DockerBackend, DockerConfig,
+};
+pub use backends::local::{LocalBackend, LocalConfig};
+pub use backends::ssh::{SshBackend, SshConfig};
+pub use config::{TerminalConfig, TerminalSettings};
 pub use output::{MAX_OUTPUT_CHARS, REDACTED};
 pub use process::{BUFFER_CHARS, KEEP_FINISHED, MAX_PER_SESSION};
-pub use ssh::SshBackend;
 
 use config::MAX_TIMEOUT_SECS;
 use hermetic::CancelToken;
@@ -108,6 +108,15 @@ pub enum TerminalError {
     /// The backend cannot be built.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// A key of the `[terminal]` settings, or a backend's options table, is wrong.
+    #[error("{at}: {reason}")]
+    Options {
+        /// Where, as a policy file spells it (`terminal.docker`,
+        /// `terminal.tenants.acme.backend`).
+        at: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// One tenant's compiled terminal: its backend, its approval gate and, for backends
@@ -183,6 +192,8 @@ fn inside(cwd: &str, base: &std::path::Path) -> Option<String> {
 /// removes every session container.
 pub struct TerminalHost {
     settings: TerminalSettings,
+    /// Each tenant's backend, its options read ("" = the operator's default).
+    plans: HashMap<String, Arc<dyn backends::BackendPlan>>,
     host_cwd: PathBuf,
     /// Each tenant's subdirectory of the `workspace` mount, where it has one: where its
     /// local and bwrap commands live when `cwd` is not configured, what users expect.
@@ -209,12 +220,54 @@ impl std::fmt::Debug for TerminalHost {
 }
 
 impl TerminalHost {
-    /// A terminal service for these settings. Nothing is started or compiled until a
-    /// command arrives, so a host whose tools never use the terminal pays nothing.
-    pub fn new(settings: TerminalSettings) -> Self {
-        Self {
+    /// A terminal service for these settings. Each backend reads its options now, so
+    /// a mistake in them stops the host at start; nothing is started or compiled until
+    /// a command arrives, so a host whose tools never use the terminal pays nothing.
+    ///
+    /// Relative `cwd`s of backends on this host resolve against
+    /// [`TerminalSettings::base_dir`], and each config's [`TerminalConfig::reach`] is
+    /// filled in ([`TerminalHost::settings`] has the result).
+    ///
+    /// # Errors
+    /// [`TerminalError::Options`] naming the key and what is wrong.
+    pub fn new(mut settings: TerminalSettings) -> Result<Self, TerminalError> {
+        let host_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let base_dir = settings
+            .base_dir
+            .clone()
+            .unwrap_or_else(|| host_cwd.clone());
+        let mut plans = HashMap::new();
+        let configs = std::iter::once((String::new(), &mut settings.default))
+            .chain(settings.tenants.iter_mut().map(|(id, c)| (id.clone(), c)));
+        for (tenant, config) in configs {
+            let at = if tenant.is_empty() {
+                "terminal".to_owned()
+            } else {
+                format!("terminal.tenants.{tenant}")
+            };
+            let plan: Arc<dyn backends::BackendPlan> =
+                Arc::from(backends::read(config, &base_dir, &at)?);
+            config.reach = plan
+                .reach()
+                .into_iter()
+                .map(|(what, dir)| (what.to_owned(), dir))
+                .collect();
+            if plan.home() != backends::Home::Elsewhere
+                && let Some(cwd) = &mut config.cwd
+            {
+                if cwd.is_relative() {
+                    *cwd = base_dir.join(&*cwd);
+                }
+                config
+                    .reach
+                    .push(("working directory".to_owned(), cwd.clone()));
+            }
+            plans.insert(tenant, plan);
+        }
+        Ok(Self {
             settings,
-            host_cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            plans,
+            host_cwd,
             subdirs: HashMap::new(),
             workspace: None,
             tenants: Mutex::new(HashMap::new()),
@@ -223,7 +276,7 @@ impl TerminalHost {
             processes: ProcessRegistry::default(),
             files: session_files::SessionFiles::default(),
             observers: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// Starts commands in the policy's `workspace` mount (a tenant's own subdirectory
@@ -271,34 +324,28 @@ impl TerminalHost {
             return Ok(Arc::clone(t));
         }
         let config = self.settings.for_tenant(tenant).clone();
+        let plan = self
+            .plans
+            .get(tenant)
+            .or_else(|| self.plans.get(""))
+            .cloned()
+            .ok_or_else(|| TerminalError::Options {
+                at: "terminal".into(),
+                reason: "no backend was read for this tenant".into(),
+            })?;
         let cwd = config.cwd.as_ref().map(|p| p.display().to_string());
-        let place = self.place(tenant, &config)?;
-        let place_cwd = || {
-            cwd.clone()
-                .or_else(|| place.as_ref().map(|p| p.path().display().to_string()))
-                .unwrap_or_else(|| self.host_cwd.display().to_string())
-        };
-        let backend: Arc<dyn TerminalBackend> = match (config.backend, &place) {
-            (BackendKind::Local, _) => Arc::new(local::LocalBackend::new(place_cwd())),
-            (BackendKind::Bwrap, Some(p)) => Arc::new(bwrap::BwrapBackend::new(
-                &config.bwrap,
-                p.path(),
-                place_cwd(),
-                &self.settings.protected,
-            )),
-            (BackendKind::Docker, _) => Arc::new(docker::DockerBackend::new(
-                &config.docker,
-                cwd,
-                self.tenant_subdir(tenant, "docker")?,
-            )),
-            (BackendKind::Ssh, _) => Arc::new(ssh::SshBackend::new(&config.ssh, cwd)?),
-            (BackendKind::Bwrap, None) => {
-                return Err(TerminalError::Backend(BackendError::Config {
-                    backend: "bwrap",
-                    reason: "no writable directory: set [terminal.bwrap] workspace or cwd".into(),
-                }));
-            }
-        };
+        let place = self.place(tenant, &config, &plan.home())?;
+        let start = cwd
+            .clone()
+            .or_else(|| place.as_ref().map(|p| p.path().display().to_string()))
+            .unwrap_or_else(|| self.host_cwd.display().to_string());
+        let backend = plan.build(&backends::BuildContext {
+            cwd,
+            dir: place.as_ref().map(Place::path),
+            start,
+            protected: &self.settings.protected,
+            tenant_subdir: &|backend| self.tenant_subdir(tenant, backend),
+        })?;
         let mut gate =
             ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
                 tenant: tenant.to_owned(),
@@ -317,19 +364,24 @@ impl TerminalHost {
         Ok(t)
     }
 
-    /// Where `tenant`'s commands live on this host (`local`, `bwrap`): under
-    /// `[terminal.bwrap] workspace`, the tenant's own subdirectory of it; else the
+    /// Where `tenant`'s commands live on this host (backends at [`backends::Home`]
+    /// `Host` or `HostBelow`: `local`, `bwrap`): under a directory of the backend's
+    /// own (`[terminal.bwrap] workspace`), the tenant's subdirectory of it; else the
     /// configured `cwd`; else its part of the `workspace` mount; else where the host
     /// started.
-    fn place(&self, tenant: &str, config: &TerminalConfig) -> Result<Option<Place>, TerminalError> {
-        if !matches!(config.backend, BackendKind::Local | BackendKind::Bwrap) {
-            return Ok(None);
-        }
-        if config.backend == BackendKind::Bwrap
-            && let Some(root) = &config.bwrap.workspace
-        {
-            let sub = self.tenant_subdir(tenant, "bwrap")?.unwrap_or_default();
-            return Ok(Some(Place::new(root, sub)));
+    fn place(
+        &self,
+        tenant: &str,
+        config: &TerminalConfig,
+        home: &backends::Home,
+    ) -> Result<Option<Place>, TerminalError> {
+        match home {
+            backends::Home::Elsewhere => return Ok(None),
+            backends::Home::HostBelow(root) => {
+                let sub = self.tenant_subdir(tenant, backends::name_of(&config.backend))?;
+                return Ok(Some(Place::new(root, sub.unwrap_or_default())));
+            }
+            backends::Home::Host => {}
         }
         let subdir = self.subdirs.get(tenant).cloned();
         Ok(Some(match (&config.cwd, &self.workspace) {
@@ -432,11 +484,20 @@ impl TerminalHost {
 
 /// `options` with a [`TerminalHost`] for the terminal settings of its policy: what the
 /// `hermetic` binary does, so tools granted the terminal reach real backends.
-pub fn attach(options: hermetic::RegistryOptions) -> hermetic::RegistryOptions {
-    let host = Arc::new(
-        TerminalHost::new(options.policy.terminal.clone()).with_workspace_of(&options.policy),
-    );
-    options.with_terminal(host)
+///
+/// The backends read their options here, and what their commands reach on this host
+/// is written into the policy's terminal settings, so the registry built from
+/// `options` keeps the host's own files out of it (`Registry::check_state_path`).
+///
+/// # Errors
+/// [`TerminalError::Options`] for a mistake in the backends' options.
+pub fn attach(
+    mut options: hermetic::RegistryOptions,
+) -> Result<hermetic::RegistryOptions, TerminalError> {
+    let host = TerminalHost::new(options.policy.terminal.clone())?;
+    options.policy.terminal = host.settings().clone();
+    let host = Arc::new(host.with_workspace_of(&options.policy));
+    Ok(options.with_terminal(host))
 }
 
 impl TerminalService for TerminalHost {
@@ -1024,7 +1085,7 @@ mod tests {
 
     #[test]
     fn stdin_is_code_to_the_gate() {
-        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()).unwrap());
         let dir = tempfile::TempDir::new().unwrap();
         let marker = dir.path().join("from_stdin");
         let request = CommandRequest {
@@ -1077,7 +1138,7 @@ mod tests {
         // `stdin_is_code_to_the_gate`): this test is about the write, so the gate is off.
         let mut settings = TerminalSettings::default();
         settings.default.approval.mode = hermetic_approval::Mode::Off;
-        let host = Arc::new(TerminalHost::new(settings));
+        let host = Arc::new(TerminalHost::new(settings).unwrap());
         let request = CommandRequest {
             command: "sleep 1000".into(),
             stdin: Some("x".repeat(1024 * 1024)),
@@ -1097,7 +1158,7 @@ mod tests {
 
     #[test]
     fn a_tenant_cannot_open_more_than_the_cap_of_terminal_sessions() {
-        let host = Arc::new(TerminalHost::new(TerminalSettings::default()));
+        let host = Arc::new(TerminalHost::new(TerminalSettings::default()).unwrap());
         // An empty command is refused after the session is counted: nothing runs.
         let empty = CommandRequest::default();
         let empty_command = |r: Result<ProcessStarted, TerminalCallError>| matches!(r, Err(TerminalCallError::InvalidRequest(m)) if m == "command is empty");

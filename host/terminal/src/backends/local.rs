@@ -1,9 +1,42 @@
 //! The local backend: `bash -c` on the host, in its own process group, with exactly the
 //! environment the host builds (nothing inherited).
 
-use super::backend::{BackendError, Job, TerminalBackend};
+use crate::backend::{BackendError, Job, TerminalBackend};
+use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home};
 use hermetic_approval::SessionKey;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
+
+/// `backend = "local"`.
+pub(crate) const SPEC: BackendSpec = BackendSpec {
+    name: "local",
+    read: |options| Ok(Box::new(options.parse::<LocalConfig>()?)),
+};
+
+/// `[terminal.local]`: the local backend has no options (the table may be absent or
+/// empty; any key in it is a mistake).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalConfig {}
+
+impl BackendPlan for LocalConfig {
+    fn home(&self) -> Home {
+        Home::Host
+    }
+
+    fn reach(&self) -> Vec<(&'static str, PathBuf)> {
+        Vec::new()
+    }
+
+    fn build(
+        &self,
+        cx: &BuildContext<'_>,
+    ) -> Result<Arc<dyn TerminalBackend>, crate::TerminalError> {
+        Ok(Arc::new(LocalBackend::new(cx.start.clone())))
+    }
+}
 
 /// Runs commands with the host's bash.
 #[derive(Debug, Clone)]
@@ -31,8 +64,8 @@ impl TerminalBackend for LocalBackend {
         false
     }
 
-    fn pty_mode(&self) -> super::backend::PtyMode {
-        super::backend::PtyMode::Host
+    fn pty_mode(&self) -> crate::backend::PtyMode {
+        crate::backend::PtyMode::Host
     }
 
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {

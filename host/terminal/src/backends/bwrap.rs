@@ -14,11 +14,109 @@
 //! `/tmp/.X11-unix`; abstract sockets live in the unshared network namespace) are not
 //! there to read or connect to.
 
-use super::backend::{BackendError, Job, TerminalBackend};
-use super::config::{BwrapConfig, DEFAULT_HIDDEN};
+use crate::backend::{BackendError, Job, TerminalBackend};
+use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
 use hermetic_approval::SessionKey;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+
+/// `backend = "bwrap"`.
+pub(crate) const SPEC: BackendSpec = BackendSpec {
+    name: "bwrap",
+    read: |options| read(options).map(|c| Box::new(c) as Box<dyn BackendPlan>),
+};
+
+/// Bubblewrap options. A command sees a minimal host: `/usr`, `/bin`, `/sbin`, `/lib*`
+/// and `/etc` read-only (minus [`BwrapConfig::hide`] and the host's own state files),
+/// empty private `/home`, `/root`, `/run`, `/var` and `/tmp`, its own `/dev` and
+/// `/proc`, and one writable directory: the tenant's own.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BwrapConfig {
+    /// The `bwrap` binary (default `bwrap` on PATH).
+    pub program: Option<PathBuf>,
+    /// Writable directory, bound at the same path; each tenant gets its own
+    /// subdirectory of it (its `workspace` mount subdirectory's name, else its id).
+    /// Default: the `workspace` mount (the tenant's own subdirectory of it) or `cwd`.
+    pub workspace: Option<PathBuf>,
+    /// Share the host's network (default: none, `--unshare-net`).
+    pub network: bool,
+    /// More host directories commands may read (e.g. `/opt/toolchain`), bound
+    /// read-only at the same path.
+    pub read_only: Vec<PathBuf>,
+    /// Paths inside the read-only part (`/etc`, `/usr`, `read_only`) commands must not
+    /// see, besides [`DEFAULT_HIDDEN`]: a directory becomes empty, a file empty.
+    pub hide: Vec<PathBuf>,
+}
+
+/// What a `bwrap` command never sees of `/etc`, whatever the operator lists: password
+/// hashes, sudo rules, the host's SSH keys and TLS private keys (hermetic may run as
+/// root, and root without capabilities still owns these files).
+pub const DEFAULT_HIDDEN: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+];
+
+fn read(options: &Options<'_>) -> Result<BwrapConfig, String> {
+    let mut config: BwrapConfig = options.parse()?;
+    options.resolve(&mut config.workspace);
+    for (key, paths) in [("read_only", &config.read_only), ("hide", &config.hide)] {
+        if let Some(p) = paths
+            .iter()
+            .find(|p| !p.is_absolute() || p.parent().is_none())
+        {
+            return Err(format!(
+                "{key}: {} is not an absolute path below /",
+                p.display()
+            ));
+        }
+    }
+    Ok(config)
+}
+
+impl BackendPlan for BwrapConfig {
+    fn home(&self) -> Home {
+        match &self.workspace {
+            Some(root) => Home::HostBelow(root.clone()),
+            None => Home::Host,
+        }
+    }
+
+    fn reach(&self) -> Vec<(&'static str, PathBuf)> {
+        self.workspace
+            .iter()
+            .map(|dir| ("bwrap workspace", dir.clone()))
+            .collect()
+    }
+
+    fn build(
+        &self,
+        cx: &BuildContext<'_>,
+    ) -> Result<Arc<dyn TerminalBackend>, crate::TerminalError> {
+        let Some(dir) = &cx.dir else {
+            return Err(BackendError::Config {
+                backend: "bwrap",
+                reason: "no writable directory: set [terminal.bwrap] workspace or cwd".into(),
+            }
+            .into());
+        };
+        Ok(Arc::new(BwrapBackend::new(
+            self,
+            dir.clone(),
+            cx.start.clone(),
+            cx.protected,
+        )))
+    }
+}
 
 /// Directories bwrap shows read-only when the host has them (as the host's symlinks
 /// where the host's are symlinks: merged-/usr systems).

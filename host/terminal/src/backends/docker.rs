@@ -6,19 +6,128 @@
 //! its own pid namespace. The container is removed when the session ends or the host
 //! shuts down.
 
-use super::backend::{
+use crate::backend::{
     BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
 };
-use super::config::DockerConfig;
-use super::exec::run_helper;
+use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
+use crate::exec::run_helper;
 use hermetic_approval::SessionKey;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Where podman (containers-common) keeps its default seccomp profile.
+pub const DEFAULT_SECCOMP_PROFILE: &str = "/usr/share/containers/seccomp.json";
+
+/// `backend = "docker"`.
+pub(crate) const SPEC: BackendSpec = BackendSpec {
+    name: "docker",
+    read: |options| read(options).map(|c| Box::new(c) as Box<dyn BackendPlan>),
+};
+
+/// Options of a docker-compatible CLI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DockerConfig {
+    /// The CLI: `docker` or `podman` (or a path).
+    pub program: String,
+    /// Arguments before the subcommand (e.g. `["--runtime", "runc"]` for podman).
+    pub global_args: Vec<String>,
+    /// Environment for the CLI itself (e.g. `CONTAINERS_CONF`).
+    pub cli_env: BTreeMap<String, String>,
+    /// Image of the session containers.
+    pub image: String,
+    /// `--memory`.
+    pub memory: String,
+    /// `--cpus`.
+    pub cpus: String,
+    /// `--pids-limit`.
+    pub pids_limit: u32,
+    /// Attach the default network (default: `--network none`).
+    pub network: bool,
+    /// Host directory bind-mounted read-write (`nosuid,nodev`) at `/workspace`
+    /// (default: none).
+    pub workspace: Option<PathBuf>,
+    /// Bind each tenant's own subdirectory of `workspace` (its `workspace` mount
+    /// subdirectory, else its tenant id; made 0700 when missing), not the whole of it.
+    /// The operator tenant always gets the whole directory. Default true.
+    pub per_tenant: bool,
+    /// `--user` of the session containers, `UID[:GID]` or a name the image knows.
+    /// Default: the uid:gid hermetic runs as, so files in the workspace belong to the
+    /// host user rather than to whoever the image says.
+    pub user: Option<String>,
+    /// The seccomp profile the containers' own is derived from (docker-format JSON):
+    /// hermetic adds rules that refuse to set the setuid and setgid bits (chmod,
+    /// open/creat/mknod modes), so no command can leave a setuid file in the
+    /// workspace. Default: podman's `/usr/share/containers/seccomp.json`; for docker,
+    /// point it at moby's `profiles/seccomp/default.json`.
+    pub seccomp_profile: PathBuf,
+    /// Run each command in its own pid namespace inside the container (`unshare`, in
+    /// a user namespace), so a timeout, a kill or the command's end takes everything
+    /// it started with it, daemons included. When the image's `unshare` cannot, the
+    /// command is refused. Default true; false runs commands without one, and what
+    /// they leave running (a double fork, `setsid`) lives until the session ends.
+    pub pid_namespace: bool,
+    /// Seconds a CLI call that starts or removes a container may take.
+    pub setup_timeout_secs: u64,
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        Self {
+            program: "docker".to_owned(),
+            global_args: Vec::new(),
+            cli_env: BTreeMap::new(),
+            image: "debian:stable-slim".to_owned(),
+            memory: "1g".to_owned(),
+            cpus: "1".to_owned(),
+            pids_limit: 256,
+            network: false,
+            workspace: None,
+            per_tenant: true,
+            user: None,
+            seccomp_profile: PathBuf::from(DEFAULT_SECCOMP_PROFILE),
+            pid_namespace: true,
+            setup_timeout_secs: 120,
+        }
+    }
+}
+
+fn read(options: &Options<'_>) -> Result<DockerConfig, String> {
+    let mut config: DockerConfig = options.parse()?;
+    options.resolve(&mut config.workspace);
+    Ok(config)
+}
+
+impl BackendPlan for DockerConfig {
+    fn home(&self) -> Home {
+        Home::Elsewhere
+    }
+
+    fn reach(&self) -> Vec<(&'static str, PathBuf)> {
+        self.workspace
+            .iter()
+            .map(|dir| ("docker workspace", dir.clone()))
+            .collect()
+    }
+
+    fn build(
+        &self,
+        cx: &BuildContext<'_>,
+    ) -> Result<Arc<dyn TerminalBackend>, crate::TerminalError> {
+        Ok(Arc::new(DockerBackend::new(
+            self,
+            cx.cwd.clone(),
+            (cx.tenant_subdir)("docker")?,
+        )))
+    }
+}
 
 /// Where the workspace appears inside the container.
 pub const CONTAINER_WORKSPACE: &str = "/workspace";

@@ -5,21 +5,103 @@
 //! `pid_namespace_launcher`); a timeout kills it there through a second channel,
 //! finding it by its marker (`remote_kill_script`).
 
-use super::backend::{
+use crate::backend::{
     BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script, shell_quote,
 };
-use super::config::SshConfig;
-use super::exec::run_helper;
+use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
+use crate::exec::run_helper;
 use hermetic_approval::SessionKey;
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 static SSH_SEQ: AtomicU64 = AtomicU64::new(0);
 /// Seconds a remote kill may take.
 const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// `backend = "ssh"`.
+pub(crate) const SPEC: BackendSpec = BackendSpec {
+    name: "ssh",
+    read: |options| read(options).map(|c| Box::new(c) as Box<dyn BackendPlan>),
+};
+
+/// OpenSSH client options (key authentication only: BatchMode is always on).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SshConfig {
+    /// Remote host.
+    pub host: String,
+    /// Remote user (default: the client's default).
+    pub user: Option<String>,
+    /// Port.
+    pub port: u16,
+    /// Private key file.
+    pub identity_file: Option<PathBuf>,
+    /// Known-hosts file (default: the client's).
+    pub known_hosts_file: Option<PathBuf>,
+    /// `StrictHostKeyChecking`: `yes` (default), `accept-new` or `no`.
+    pub strict_host_key_checking: String,
+    /// Seconds the shared master connection outlives its last use (ControlPersist).
+    pub control_persist_secs: u64,
+    /// Seconds to wait for the connection (ConnectTimeout).
+    pub connect_timeout_secs: u64,
+    /// Extra `-o` options, e.g. `["Ciphers=aes128-ctr"]`.
+    pub options: Vec<String>,
+    /// Run each command in its own pid namespace on the remote host (`unshare`: as
+    /// root, or in a user namespace where the host allows unprivileged ones), so a
+    /// timeout, a kill, the command's end or the session's takes everything it
+    /// started with it. When the host cannot, the command is refused. Default true;
+    /// false runs commands without one, and a double fork or `setsid` outlives them.
+    pub pid_namespace: bool,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        Self {
+            host: String::new(),
+            user: None,
+            port: 22,
+            identity_file: None,
+            known_hosts_file: None,
+            strict_host_key_checking: "yes".to_owned(),
+            control_persist_secs: 300,
+            connect_timeout_secs: 10,
+            options: Vec::new(),
+            pid_namespace: true,
+        }
+    }
+}
+
+fn read(options: &Options<'_>) -> Result<SshConfig, String> {
+    let mut config: SshConfig = options.parse()?;
+    options.resolve(&mut config.identity_file);
+    options.resolve(&mut config.known_hosts_file);
+    if options.selected && config.host.is_empty() {
+        return Err("the ssh backend needs host = \"…\"".to_owned());
+    }
+    Ok(config)
+}
+
+impl BackendPlan for SshConfig {
+    fn home(&self) -> Home {
+        Home::Elsewhere
+    }
+
+    fn reach(&self) -> Vec<(&'static str, PathBuf)> {
+        Vec::new()
+    }
+
+    fn build(
+        &self,
+        cx: &BuildContext<'_>,
+    ) -> Result<Arc<dyn TerminalBackend>, crate::TerminalError> {
+        Ok(Arc::new(SshBackend::new(self, cx.cwd.clone())?))
+    }
+}
 
 /// Runs commands on a remote host over OpenSSH.
 #[derive(Debug)]
@@ -156,8 +238,8 @@ impl TerminalBackend for SshBackend {
         true
     }
 
-    fn pty_mode(&self) -> super::backend::PtyMode {
-        super::backend::PtyMode::Backend
+    fn pty_mode(&self) -> crate::backend::PtyMode {
+        crate::backend::PtyMode::Backend
     }
 
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
