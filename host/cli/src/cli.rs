@@ -401,31 +401,10 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
         ),
     };
     if let Some(dir) = workspace {
-        let mount =
-            policy
-                .mounts
-                .entry("workspace".to_owned())
-                .or_insert(hermetic::policy::MountGrant {
-                    host_path: dir.clone(),
-                    ceiling: hermetic::Access::Rw,
-                });
-        mount.host_path = dir;
+        policy.move_workspace(dir);
     }
-    // --allow-env and --allow-net are the operator speaking: they add to the defaults and
-    // to every per-tool list.
-    policy.defaults.env.extend(global.allow_env.iter().cloned());
-    policy
-        .defaults
-        .network
-        .extend(global.allow_net.iter().cloned());
-    for tool in policy.tools.values_mut() {
-        if let Some(env) = &mut tool.env {
-            env.extend(global.allow_env.iter().cloned());
-        }
-        if let Some(network) = &mut tool.network {
-            network.extend(global.allow_net.iter().cloned());
-        }
-    }
+    // --allow-env and --allow-net are the operator speaking.
+    policy.allow_everywhere(&global.allow_env, &global.allow_net);
     // The terminal backends and approval gates, for tools granted the terminal.
     let mut options = RegistryOptions::new(policy);
     // Sandboxed commands never see the host's own files, even where their sandbox shows

@@ -94,6 +94,63 @@ impl OperatorPolicy {
         }
         set
     }
+
+    /// Whether any limit sets a fuel budget (the engine must then meter every call).
+    pub fn uses_fuel(&self) -> bool {
+        self.defaults.limits.fuel.is_some()
+            || self.tools.values().any(|t| t.limits.fuel.is_some())
+            || self.tenants.values().any(|t| t.limits.fuel.is_some())
+    }
+
+    /// Moves the `workspace` mount to `dir` (`--workspace`): only its path changes, so
+    /// a policy file's ceiling for it holds; without one it is a read-write mount.
+    pub fn move_workspace(&mut self, dir: PathBuf) {
+        match self.mounts.get_mut("workspace") {
+            Some(mount) => mount.host_path = dir,
+            None => {
+                let mount = MountGrant {
+                    host_path: dir,
+                    ceiling: Access::Rw,
+                };
+                self.mounts.insert("workspace".to_owned(), mount);
+            }
+        }
+    }
+
+    /// The operator's own additions from the command line (`--allow-env`,
+    /// `--allow-net`): to the defaults and to every per-tool list (which replaces the
+    /// defaults, so would otherwise lose them). Tenant lists narrow and stay as
+    /// written.
+    pub fn allow_everywhere(&mut self, env: &[String], network: &[Destination]) {
+        self.defaults.env.extend(env.iter().cloned());
+        self.defaults.network.extend(network.iter().cloned());
+        for tool in self.tools.values_mut() {
+            if let Some(e) = &mut tool.env {
+                e.extend(env.iter().cloned());
+            }
+            if let Some(n) = &mut tool.network {
+                n.extend(network.iter().cloned());
+            }
+        }
+    }
+
+    /// The policy the embedded defaults apply to the *bundled* terminal tools (see
+    /// [`crate::terminal::TerminalSettings::grant_bundled`]): this one plus the terminal,
+    /// and a deadline ceiling above the longest foreground command
+    /// ([`crate::terminal::MAX_TIMEOUT_SECS`]) so a command's own timeout, not the
+    /// tool's, ends it.
+    pub fn for_bundled_terminal_tools(&self) -> Self {
+        let mut p = self.clone();
+        p.defaults.terminal = true;
+        let ceiling = (crate::terminal::MAX_TIMEOUT_SECS + 60) * 1000;
+        p.defaults.limits.max_timeout_ms = p.defaults.limits.max_timeout_ms.max(ceiling);
+        for t in p.tools.values_mut() {
+            if let Some(max) = t.limits.max_timeout_ms.as_mut() {
+                *max = (*max).max(ceiling);
+            }
+        }
+        p
+    }
 }
 
 /// One operator mount.

@@ -10,8 +10,8 @@ use crate::declaration::Declaration;
 use crate::engine::{EngineConfig, EngineError, Runtime};
 use crate::outcome::CallOutcome;
 use crate::policy::{self, EffectiveGrants, OperatorPolicy};
-use crate::policy_file::Secrets;
 use crate::sandbox::{self, SandboxError};
+use crate::secrets::Secrets;
 use crate::slots::Slots;
 use crate::state_paths::{StatePathError, ToolReach, allowlist_files};
 use crate::toolsets::{Toolsets, legacy_tools};
@@ -304,7 +304,7 @@ impl Catalog {
             .policy
             .terminal
             .grant_bundled
-            .then(|| bundled_terminal_policy(&options.policy));
+            .then(|| options.policy.for_bundled_terminal_tools());
         let nothing = Declaration::nothing("metadata");
         let metadata_grants = policy::effective(&nothing, &options.policy, None);
         Ok(Self {
@@ -1005,23 +1005,6 @@ impl Catalog {
             "schema": entry.tool.schema,
         }))
     }
-}
-
-/// The embedded defaults' extra grant for the *bundled* terminal tools: the terminal,
-/// and a deadline ceiling above the longest foreground command
-/// ([`crate::policy::terminal::MAX_TIMEOUT_SECS`]) so a command's own timeout, not the
-/// tool's, ends it.
-fn bundled_terminal_policy(policy: &OperatorPolicy) -> OperatorPolicy {
-    let mut p = policy.clone();
-    p.defaults.terminal = true;
-    let ceiling = (crate::policy::terminal::MAX_TIMEOUT_SECS + 60) * 1000;
-    p.defaults.limits.max_timeout_ms = p.defaults.limits.max_timeout_ms.max(ceiling);
-    for t in p.tools.values_mut() {
-        if let Some(max) = t.limits.max_timeout_ms.as_mut() {
-            *max = (*max).max(ceiling);
-        }
-    }
-    p
 }
 
 /// Explains a `check()` that said no, naming required env vars that are granted but

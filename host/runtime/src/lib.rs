@@ -31,6 +31,7 @@ pub mod policy_file;
 mod registry;
 mod sandbox;
 mod sanitize;
+mod secrets;
 mod slots;
 mod state_paths;
 pub mod toolsets;
@@ -59,10 +60,10 @@ pub use dispatch::{CallOptions, Dispatcher, MAX_RESULT_DEPTH};
 pub use engine::{EngineConfig, EngineError, METADATA_SANDBOXES, Runtime, default_compute_turns};
 pub use outcome::{CallOutcome, LimitKind};
 pub use policy::{EffectiveGrants, OperatorPolicy};
-pub use policy_file::{LoadedPolicy, PolicyFileError, Secrets};
+pub use policy_file::{LoadedPolicy, PolicyFileError};
 pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
-    RegistryOptions, Selection, ToolStatus, ToolsetInfo, policy_uses_fuel,
+    RegistryOptions, Selection, ToolStatus, ToolsetInfo,
 };
 /// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
 pub use sandbox::capability::{create_beneath, open_beneath};
@@ -74,6 +75,7 @@ pub use sandbox::terminal::{
 pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
+pub use secrets::Secrets;
 pub use state_paths::{StateFile, StatePathError, ToolReach};
 pub use wasm_error::{Cause, WasmtimeError};
 

@@ -16,6 +16,7 @@ use crate::policy::{
     ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
     OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
 };
+use crate::secrets::Secrets;
 use crate::state_paths::{StateFile, StatePathError, ToolReach, allowlist_files};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,42 +61,6 @@ pub enum PolicyFileError {
         #[source]
         source: StatePathError,
     },
-}
-
-/// Secret values from the policy's secrets file: env var name → value. `Debug` never
-/// shows the values.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secrets(BTreeMap<String, String>);
-
-impl Secrets {
-    /// The value of a secret, if the file defines it.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
-    }
-
-    /// The value a granted env var gets: the secrets file's, else the host
-    /// environment's, else none (the tool does not see it).
-    pub fn env_value(&self, name: &str) -> Option<String> {
-        self.get(name)
-            .map(str::to_owned)
-            .or_else(|| std::env::var(name).ok())
-    }
-
-    /// Secrets from name/value pairs (for embedding hosts and tests).
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self(pairs.into_iter().collect())
-    }
-
-    /// Every secret value (for redaction).
-    pub fn values(&self) -> impl Iterator<Item = &str> {
-        self.0.values().map(String::as_str)
-    }
-}
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
-    }
 }
 
 /// A loaded policy file.
@@ -865,26 +830,10 @@ fn read_secrets(path: &Path) -> Result<Secrets, PolicyFileError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let values: BTreeMap<String, String> =
-        toml::from_str(&text).map_err(|e| PolicyFileError::Parse {
-            path: path.to_path_buf(),
-            // toml's full message quotes the offending line, which could hold a secret:
-            // its position and the bare message only.
-            reason: format!(
-                "secrets file must be NAME = \"value\" lines ({}{})",
-                e.span()
-                    .and_then(|span| text.get(..span.start))
-                    .map(|before| {
-                        let line = before.matches('\n').count() + 1;
-                        let start = before.rfind('\n').map_or(0, |i| i + 1);
-                        let column = before[start..].chars().count() + 1;
-                        format!("line {line}, column {column}: ")
-                    })
-                    .unwrap_or_default(),
-                e.message()
-            ),
-        })?;
-    Ok(Secrets(values))
+    Secrets::from_toml(&text).map_err(|reason| PolicyFileError::Parse {
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use crate::dispatch::{CallOptions, Dispatcher};
 use crate::engine::{EngineConfig, Runtime};
 use crate::outcome::CallOutcome;
 use crate::policy::{EffectiveGrants, OperatorPolicy};
-use crate::policy_file::Secrets;
 use crate::sandbox::terminal::TerminalService;
+use crate::secrets::Secrets;
 use crate::toolsets::Toolsets;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,7 +51,7 @@ impl RegistryOptions {
     /// toolsets, the system clock.
     pub fn new(policy: OperatorPolicy) -> Self {
         let engine = EngineConfig {
-            fuel: policy_uses_fuel(&policy),
+            fuel: policy.uses_fuel(),
             ..EngineConfig::default()
         };
         Self {
@@ -71,13 +71,6 @@ impl RegistryOptions {
         self.terminal = Some(service);
         self
     }
-}
-
-/// Whether any limit in the policy sets a fuel budget (the engine must then meter).
-pub fn policy_uses_fuel(policy: &OperatorPolicy) -> bool {
-    policy.defaults.limits.fuel.is_some()
-        || policy.tools.values().any(|t| t.limits.fuel.is_some())
-        || policy.tenants.values().any(|t| t.limits.fuel.is_some())
 }
 
 /// The catalog and the dispatcher of one set of tools. Cheap to share (`Arc`).

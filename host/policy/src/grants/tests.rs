@@ -409,3 +409,64 @@ proptest! {
         prop_assert_eq!(&g, &effective(&d, &op, t.as_ref().map(|t| ("t", t))));
     }
 }
+
+#[test]
+fn command_line_additions_reach_every_list_but_the_tenants() {
+    let mut p = OperatorPolicy::with_workspace(PathBuf::from("/w"));
+    p.tools.insert(
+        "weather".into(),
+        GrantOverride {
+            env: Some(BTreeSet::from(["KEY".to_owned()])),
+            network: Some(Vec::new()),
+            ..GrantOverride::default()
+        },
+    );
+    p.tools.insert("plain".into(), GrantOverride::default());
+    let d = dest("https://example.com");
+    p.allow_everywhere(&["LANG".to_owned()], std::slice::from_ref(&d));
+    assert!(p.defaults.env.contains("LANG"));
+    assert_eq!(p.defaults.network, vec![d.clone()]);
+    let weather = p.grants_for("weather");
+    assert_eq!(
+        weather.env,
+        BTreeSet::from(["KEY".to_owned(), "LANG".to_owned()])
+    );
+    assert_eq!(weather.network, vec![d]);
+    // A tool without its own list gets the defaults, additions included.
+    assert!(p.grants_for("plain").env.contains("LANG"));
+}
+
+#[test]
+fn moving_the_workspace_keeps_its_ceiling() {
+    let mut p = OperatorPolicy::with_workspace(PathBuf::from("/w"));
+    p.mounts.get_mut("workspace").unwrap().ceiling = Access::Ro;
+    p.move_workspace(PathBuf::from("/elsewhere"));
+    let m = &p.mounts["workspace"];
+    assert_eq!(
+        (m.host_path.as_path(), m.ceiling),
+        (Path::new("/elsewhere"), Access::Ro)
+    );
+    p.mounts.clear();
+    p.move_workspace(PathBuf::from("/new"));
+    assert_eq!(p.mounts["workspace"].ceiling, Access::Rw);
+}
+
+#[test]
+fn bundled_terminal_tools_get_the_terminal_and_room_for_the_longest_command() {
+    let mut p = OperatorPolicy::with_workspace(PathBuf::from("/w"));
+    p.tools.insert(
+        "terminal".into(),
+        GrantOverride {
+            limits: LimitOverride {
+                max_timeout_ms: Some(1000),
+                ..LimitOverride::default()
+            },
+            ..GrantOverride::default()
+        },
+    );
+    let b = p.for_bundled_terminal_tools();
+    let floor = (crate::terminal::MAX_TIMEOUT_SECS + 60) * 1000;
+    assert!(b.defaults.terminal && !p.defaults.terminal);
+    assert!(b.defaults.limits.max_timeout_ms >= floor);
+    assert_eq!(b.tools["terminal"].limits.max_timeout_ms, Some(floor));
+}

@@ -16,7 +16,7 @@ use crate::bindings::{self, Level};
 use crate::declaration::Declaration;
 use crate::engine::Runtime;
 use crate::policy::EffectiveGrants;
-use crate::policy_file::Secrets;
+use crate::secrets::Secrets;
 use crate::wasm_error::{Cause, WasmtimeError};
 use capability::{clock, env, fs, http};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};

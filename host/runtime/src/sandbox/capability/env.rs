@@ -3,8 +3,8 @@
 //! that is granted but has no value is simply absent.
 
 use crate::policy::EffectiveGrants;
-use crate::policy_file::Secrets;
 use crate::sandbox::CallState;
+use crate::secrets::Secrets;
 use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;
 

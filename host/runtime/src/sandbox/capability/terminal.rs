@@ -14,8 +14,8 @@
 use crate::approval::{ApprovalObserver, Approver};
 use crate::call::CancelToken;
 use crate::policy::EffectiveGrants;
-use crate::policy_file::Secrets;
 use crate::sandbox::{CallState, Coalesce, MAX_LOG_BYTES, Progress, SandboxError, truncate};
+use crate::secrets::Secrets;
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
