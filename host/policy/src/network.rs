@@ -306,6 +306,71 @@ fn is_dns_name(s: &str) -> bool {
         })
 }
 
+/// Whether `ip` is an ordinary public address. Everything a tool could use to reach the
+/// host itself, its network or its cloud provider is not: loopback, RFC 1918, link-local
+/// (169.254.0.0/16 holds cloud metadata), CGNAT, unique-local and site-local IPv6,
+/// multicast, broadcast, documentation, benchmarking and reserved ranges, IPv6 forms
+/// that embed such an IPv4 address (v4-mapped, v4-compatible, NAT64, 6to4), NAT64's
+/// local-use prefix (64:ff9b:1::/48, RFC 8215: translated by whatever the site runs,
+/// so where it leads cannot be told from the address) and the IETF protocol
+/// assignments in 2001::/23 (Teredo tunnels, benchmarking, ORCHID identifiers: none is
+/// an ordinary host on the internet).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: std::net::Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || ip.is_multicast()
+        || a == 0
+        || (a == 100 && (b & 0xc0) == 64)
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b & 0xfe) == 18)
+        || a >= 240)
+}
+
+fn is_public_v6(ip: std::net::Ipv6Addr) -> bool {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return is_public_v4(v4);
+    }
+    let s = ip.segments();
+    let embedded =
+        || std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    // v4-compatible (::a.b.c.d, deprecated) and NAT64 (64:ff9b::/96) carry an IPv4
+    // address in the low 32 bits.
+    if s[..6] == [0; 6] || (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4]) {
+        return !ip.is_unspecified() && !ip.is_loopback() && is_public_v4(embedded());
+    }
+    // 6to4 (2002::/16) carries one in bits 16..48.
+    if s[0] == 0x2002 {
+        let v4 =
+            std::net::Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8);
+        return is_public_v4(v4);
+    }
+    !(ip.is_multicast()
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        || (s[0] & 0xffc0) == 0xfec0
+        // Documentation: 2001:db8::/32 and 3fff::/20 (RFC 9637).
+        || (s[0] == 0x2001 && s[1] == 0x0db8)
+        || (s[0] == 0x3fff && s[1] < 0x1000)
+        || (s[0] == 0x0100 && s[1..4] == [0; 3])
+        // NAT64 local use (64:ff9b:1::/48).
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+        // IETF protocol assignments (2001::/23): Teredo 2001::/32, benchmarking
+        // 2001:2::/48, ORCHID 2001:10::/28 and ORCHIDv2 2001:20::/28, among others.
+        || (s[0] == 0x2001 && s[1] < 0x0200))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,434 @@
+//! Community tools from OCI registries, installed safely by default.
+//!
+//! A tool travels as a wasm component artifact (the CNCF wasm OCI layout: one
+//! `application/wasm` layer). `push` packages and uploads one; `pull` fetches one by
+//! tag or digest into a content-addressed [`Store`] — but only after its signature
+//! verifies against a key the operator trusts, when the operator requires one — and
+//! start-up loads tools from the store by digest with no network ([`stored_component`]),
+//! checking the digests and the signature again.
+//!
+//! Trust flows from key to call: the operator lists public keys in `[trust]`; a
+//! signature (Ed25519 over the component's digest) by one of them is what lets a
+//! pulled component be stored and loaded; the policy's grants then apply to that
+//! component, named by digest in its source; and every call runs it in the sandbox
+//! those grants allow.
+
+pub mod artifact;
+pub mod auth;
+mod client;
+pub mod digest;
+pub mod lock;
+pub mod reference;
+pub mod signature;
+pub mod store;
+
+pub use client::{ClientOptions, Credentials, RegistryClient, RegistryError};
+pub use digest::Digest;
+pub use reference::{BadReference, Reference};
+pub use signature::{PublicKey, Signature, SignatureError, SigningKey, TrustedKeys};
+pub use store::{Store, StoreError};
+
+use artifact::{BadManifest, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES, WasmManifest};
+use std::path::{Path, PathBuf};
+
+/// What the operator trusts.
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// Keys whose signatures are accepted.
+    pub keys: TrustedKeys,
+    /// Refuse a component without a signature by one of them.
+    pub require_signature: bool,
+}
+
+impl Trust {
+    /// Checks `digest` against `signatures` when a signature is required; `Ok(None)`
+    /// when none is required (and none was checked), `Ok(Some(key))` for the trusted key
+    /// that signed it.
+    ///
+    /// # Errors
+    /// [`SignatureError`] saying what is missing or wrong.
+    pub fn check(
+        &self,
+        digest: &Digest,
+        signatures: &[Signature],
+    ) -> Result<Option<PublicKey>, SignatureError> {
+        if !self.require_signature {
+            return Ok(None);
+        }
+        self.keys.verify(digest, signatures).map(Some)
+    }
+}
+
+/// Anything that stops a push, a pull or a load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DistributionError {
+    /// The registry.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The manifest.
+    #[error("{reference}: {source}")]
+    Manifest {
+        /// The reference.
+        reference: String,
+        /// What is wrong.
+        #[source]
+        source: BadManifest,
+    },
+    /// The signature check.
+    #[error("{reference}: {source}")]
+    Signature {
+        /// The reference or file.
+        reference: String,
+        /// What is wrong.
+        #[source]
+        source: SignatureError,
+    },
+    /// A pinned reference whose content is not in the store.
+    #[error(
+        "{reference} is not in the tool store {store}: run `hermetic pull {reference}` (with the same --store) on a machine that reaches the registry"
+    )]
+    NotPulled {
+        /// The reference.
+        reference: String,
+        /// The store.
+        store: PathBuf,
+    },
+    /// A file that is not a component, or a reference that cannot be used here.
+    #[error("{0}")]
+    Invalid(String),
+    /// A local file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a push made.
+#[derive(Debug, Clone)]
+pub struct Pushed {
+    /// The reference pinned to the manifest's digest.
+    pub pinned: Reference,
+    /// The component's digest.
+    pub component: Digest,
+}
+
+/// What a pull stored.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// The reference pinned to the manifest's digest (what a policy source names).
+    pub pinned: Reference,
+    /// The component's digest.
+    pub component: Digest,
+    /// Where the component is.
+    pub path: PathBuf,
+    /// The trusted key that signed it, when a signature was required.
+    pub signer: Option<PublicKey>,
+    /// Signatures found (in the registry and the store).
+    pub signatures: usize,
+}
+
+/// The 8-byte preamble of a WebAssembly component (not a core module).
+const COMPONENT_PREAMBLE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+fn client_for(
+    reference: &Reference,
+    options: &ClientOptions,
+) -> Result<RegistryClient, RegistryError> {
+    let mut options = options.clone();
+    if options.credentials.is_none() {
+        options.credentials = auth::credentials_for(&reference.registry);
+    }
+    RegistryClient::new(&reference.registry, options)
+}
+
+/// Packages `component` and pushes it to `reference` (which needs a tag).
+///
+/// # Errors
+/// [`DistributionError::Invalid`] for a core module or no tag; registry errors.
+pub fn push(
+    component: &[u8],
+    reference: &Reference,
+    options: &ClientOptions,
+) -> Result<Pushed, DistributionError> {
+    if !component.starts_with(&COMPONENT_PREAMBLE) {
+        return Err(DistributionError::Invalid(
+            "not a WebAssembly component (a core module? build for wasm32-wasip2)".into(),
+        ));
+    }
+    if component.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(DistributionError::Invalid(format!(
+            "the component is {} bytes, more than {MAX_COMPONENT_BYTES}",
+            component.len()
+        )));
+    }
+    let Some(tag) = &reference.tag else {
+        return Err(DistributionError::Invalid(format!(
+            "{reference}: push needs a tag (REPOSITORY:TAG)"
+        )));
+    };
+    let packaged = artifact::package(component);
+    let client = client_for(reference, options)?;
+    client.push_blob(&reference.repository, &packaged.config)?;
+    client.push_blob(&reference.repository, component)?;
+    client.push_manifest(&reference.repository, tag, &packaged.manifest)?;
+    Ok(Pushed {
+        pinned: reference.pinned(packaged.manifest_digest),
+        component: packaged.component_digest,
+    })
+}
+
+/// The signatures published for the manifest `manifest` (none when the registry has
+/// no signature tag for it).
+fn registry_signatures(
+    client: &RegistryClient,
+    repository: &str,
+    manifest: &Digest,
+) -> Result<(Vec<Vec<u8>>, Vec<Signature>), DistributionError> {
+    let tag = artifact::signature_tag(manifest);
+    let bytes = match client.manifest(repository, &tag) {
+        Ok((bytes, _)) => bytes,
+        Err(RegistryError::NotFound(_)) => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(e.into()),
+    };
+    let layers = artifact::signature_layers(&bytes, signature::MAX_SIGNATURE_BYTES as u64)
+        .map_err(|source| DistributionError::Manifest {
+            reference: tag.clone(),
+            source,
+        })?;
+    let (mut raw, mut parsed) = (Vec::new(), Vec::new());
+    for layer in layers {
+        let blob = client.small_blob(repository, &layer.digest, layer.size)?;
+        // A layer that is not a signature document is skipped, not fatal: a
+        // signature by a trusted key is what counts.
+        if let Ok(sig) = Signature::parse(&blob) {
+            parsed.push(sig);
+            raw.push(blob);
+        }
+    }
+    Ok((raw, parsed))
+}
+
+/// The signatures the store holds for the component `digest`.
+pub fn stored_signatures(store: &Store, digest: &Digest) -> Vec<Signature> {
+    let Ok(entries) = std::fs::read_dir(store.signatures_dir(digest)) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .take(artifact::MAX_SIGNATURES)
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| Signature::parse(&b).ok())
+        .collect()
+}
+
+fn keep_signatures(
+    store: &Store,
+    digest: &Digest,
+    signatures: &[Signature],
+) -> Result<(), StoreError> {
+    for sig in signatures.iter().filter(|s| &s.digest == digest) {
+        // The key id is 16 hex digits (a signature naming anything else is not kept
+        // under that name).
+        if sig.key.len() == 16 && sig.key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let path = store
+                .signatures_dir(digest)
+                .join(format!("{}.json", sig.key));
+            store.write_file(&path, &sig.to_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// Pulls `reference` into `store`: the manifest (checked), the signatures (checked
+/// against `trust` before anything is stored), then the component, streamed and
+/// checked against its digest.
+///
+/// # Errors
+/// [`DistributionError`] naming what failed; nothing is stored under a digest unless
+/// it is exactly that content and (when required) signed by a trusted key.
+pub fn pull(
+    reference: &Reference,
+    store: &Store,
+    trust: &Trust,
+    options: &ClientOptions,
+) -> Result<Pulled, DistributionError> {
+    let client = client_for(reference, options)?;
+    let (manifest_bytes, manifest_digest) =
+        client.manifest(&reference.repository, &reference.manifest_ref())?;
+    let manifest =
+        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
+            reference: reference.to_string(),
+            source,
+        })?;
+    let component = manifest.component.digest.clone();
+    let (_, mut signatures) =
+        registry_signatures(&client, &reference.repository, &manifest_digest)?;
+    signatures.extend(stored_signatures(store, &component));
+    let signer =
+        trust
+            .check(&component, &signatures)
+            .map_err(|source| DistributionError::Signature {
+                reference: reference.to_string(),
+                source,
+            })?;
+    let path = if store.has(&component) && store.read(&component, MAX_COMPONENT_BYTES).is_ok() {
+        store.blob_path(&component)
+    } else {
+        client.blob_into(
+            store,
+            &reference.repository,
+            &component,
+            manifest.component.size,
+        )?
+    };
+    store.put("the manifest", &manifest_bytes)?;
+    keep_signatures(store, &component, &signatures)?;
+    Ok(Pulled {
+        pinned: reference.pinned(manifest_digest),
+        component,
+        path,
+        signer,
+        signatures: signatures.len(),
+    })
+}
+
+/// The component a pinned reference names, from the store alone (no network): the
+/// manifest and the component checked against their digests, and the signature
+/// against `trust`.
+///
+/// # Errors
+/// [`DistributionError::NotPulled`] when the store lacks it; digest, manifest and
+/// signature errors.
+pub fn stored_component(
+    pinned: &Reference,
+    store: &Store,
+    trust: &Trust,
+) -> Result<(Vec<u8>, Digest), DistributionError> {
+    let Some(manifest_digest) = &pinned.digest else {
+        return Err(DistributionError::Invalid(format!(
+            "{pinned} has no digest: pin it (`hermetic pull` writes the digest to hermetic.lock)"
+        )));
+    };
+    let not_pulled = || DistributionError::NotPulled {
+        reference: pinned.to_string(),
+        store: store.root().to_path_buf(),
+    };
+    let manifest_bytes = match store.read(manifest_digest, MAX_MANIFEST_BYTES as u64) {
+        Err(StoreError::Missing { .. }) => return Err(not_pulled()),
+        other => other?,
+    };
+    let manifest =
+        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
+            reference: pinned.to_string(),
+            source,
+        })?;
+    let component = manifest.component.digest;
+    trust
+        .check(&component, &stored_signatures(store, &component))
+        .map_err(|source| DistributionError::Signature {
+            reference: pinned.to_string(),
+            source,
+        })?;
+    let bytes = match store.read(&component, MAX_COMPONENT_BYTES) {
+        Err(StoreError::Missing { .. }) => return Err(not_pulled()),
+        other => other?,
+    };
+    Ok((bytes, component))
+}
+
+/// Signs the component `reference` names and publishes the signature beside it (the
+/// registry's `sha256-<manifest>.sig` tag, keeping the signatures already there).
+///
+/// # Errors
+/// Registry and manifest errors.
+pub fn sign_pushed(
+    reference: &Reference,
+    key: &SigningKey,
+    options: &ClientOptions,
+) -> Result<(Reference, Signature), DistributionError> {
+    let client = client_for(reference, options)?;
+    let (manifest_bytes, manifest_digest) =
+        client.manifest(&reference.repository, &reference.manifest_ref())?;
+    let manifest =
+        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
+            reference: reference.to_string(),
+            source,
+        })?;
+    let signature = key.sign(&manifest.component.digest);
+    let (raw, parsed) = registry_signatures(&client, &reference.repository, &manifest_digest)?;
+    let mut documents: Vec<Vec<u8>> = raw
+        .into_iter()
+        .zip(parsed)
+        .filter(|(_, s)| s.key != signature.key)
+        .map(|(b, _)| b)
+        .take(artifact::MAX_SIGNATURES - 1)
+        .collect();
+    documents.push(signature.to_bytes());
+    client.push_blob(&reference.repository, artifact::EMPTY_CONFIG)?;
+    for d in &documents {
+        client.push_blob(&reference.repository, d)?;
+    }
+    client.push_manifest(
+        &reference.repository,
+        &artifact::signature_tag(&manifest_digest),
+        &artifact::signature_manifest(&manifest_bytes, &documents),
+    )?;
+    Ok((reference.pinned(manifest_digest), signature))
+}
+
+/// The signature file beside a component file: `FILE.sig`, one signature per line.
+pub fn signature_file(component: &Path) -> PathBuf {
+    let mut name = component.as_os_str().to_owned();
+    name.push(".sig");
+    PathBuf::from(name)
+}
+
+/// The signatures in `FILE.sig` (none when there is no such file).
+pub fn file_signatures(component: &Path) -> Vec<Signature> {
+    std::fs::read(signature_file(component))
+        .map(|bytes| {
+            bytes
+                .split(|b| *b == b'\n')
+                .take(artifact::MAX_SIGNATURES)
+                .filter_map(|line| Signature::parse(line).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Signs a component file: its signature is added to `FILE.sig` (replacing one by the
+/// same key).
+///
+/// # Errors
+/// [`DistributionError::Io`], or a file that is not a component.
+pub fn sign_file(component: &Path, key: &SigningKey) -> Result<Signature, DistributionError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DistributionError::Io { path, source }
+    };
+    let bytes = std::fs::read(component).map_err(io(component))?;
+    if !bytes.starts_with(&COMPONENT_PREAMBLE) {
+        return Err(DistributionError::Invalid(format!(
+            "{} is not a WebAssembly component",
+            component.display()
+        )));
+    }
+    let signature = key.sign(&Digest::of(&bytes));
+    let mut lines: Vec<Vec<u8>> = file_signatures(component)
+        .into_iter()
+        .filter(|s| s.key != signature.key)
+        .map(|s| s.to_bytes())
+        .collect();
+    lines.push(signature.to_bytes());
+    let sig_path = signature_file(component);
+    std::fs::write(&sig_path, lines.join(&b'\n')).map_err(io(&sig_path))?;
+    Ok(signature)
+}

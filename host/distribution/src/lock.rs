@@ -1,0 +1,122 @@
+//! `hermetic.lock`: for each tool whose policy source is a tag, the digest `hermetic
+//! pull` resolved it to. Start-up reads digests only (no network); a tag that moved
+//! changes nothing until the operator pulls again and the lock file changes — a diff
+//! they can review and commit.
+
+use crate::reference::Reference;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A lock file error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a lock file.
+    #[error("{path}: not a hermetic lock file: {reason}")]
+    Invalid {
+        /// The lock file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One locked tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Locked {
+    /// The policy's source, as written (`oci://host/repo:tag`).
+    pub source: String,
+    /// What it resolved to (`oci://host/repo@sha256:…`).
+    pub pinned: String,
+}
+
+/// The lock file's contents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    /// Tool name → its locked source.
+    #[serde(default)]
+    pub tools: BTreeMap<String, Locked>,
+}
+
+impl Lock {
+    /// The lock file beside `policy` (`hermetic.lock` in its directory).
+    pub fn path_beside(policy: &Path) -> PathBuf {
+        policy
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("hermetic.lock")
+    }
+
+    /// Reads a lock file; a missing one is empty.
+    ///
+    /// # Errors
+    /// [`LockError`] for an unreadable or invalid file.
+    pub fn load(path: &Path) -> Result<Self, LockError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(LockError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let lock: Self = toml::from_str(&text).map_err(|e| LockError::Invalid {
+            path: path.to_path_buf(),
+            reason: e.message().to_owned(),
+        })?;
+        for (name, l) in &lock.tools {
+            let pinned = Reference::parse(l.pinned.trim_start_matches("oci://"));
+            if !pinned.is_ok_and(|r| r.digest.is_some()) {
+                return Err(LockError::Invalid {
+                    path: path.to_path_buf(),
+                    reason: format!("tools.{name}.pinned is not a reference with a digest"),
+                });
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The pinned reference for `name` when its locked source is `source`.
+    pub fn pinned(&self, name: &str, source: &str) -> Option<Reference> {
+        let l = self.tools.get(name).filter(|l| l.source == source)?;
+        Reference::parse(&l.pinned).ok()
+    }
+
+    /// Writes the lock file (atomically: a temporary file renamed over it).
+    ///
+    /// # Errors
+    /// [`LockError::Io`].
+    pub fn save(&self, path: &Path) -> Result<(), LockError> {
+        let io = |source| LockError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text = format!(
+            "# Written by `hermetic pull`: the digest each tool's tag resolved to.\n# Review changes to it as you would a dependency update.\n{}",
+            toml::to_string(self).unwrap_or_default()
+        );
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io)?;
+        tmp.as_file().sync_all().map_err(io)?;
+        tmp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
