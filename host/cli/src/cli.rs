@@ -23,7 +23,7 @@ struct Cli {
     #[arg(long, value_name = "LEVEL", default_value = "warn", global = true, value_parser = parse_log_level)]
     log_level: String,
     /// The tool-host options may also come before the command (`hermetic --workspace
-    /// DIR serve`); they apply to tools, toolsets, definitions, call, inspect and serve.
+    /// DIR serve`); they apply to tools, toolsets, definitions, call, inspect, serve, pull and verify.
     #[command(flatten)]
     host: HostArgs,
     #[command(subcommand)]
@@ -80,6 +80,12 @@ struct HostArgs {
     /// code the build compiled, copied out of the binary at every start).
     #[arg(long)]
     no_cache: bool,
+
+    /// The tool store: where `hermetic pull` keeps components by digest and where
+    /// tools the policy names by `source` are loaded from (default: the policy's
+    /// `[trust] store`, else $HERMETIC_STORE_DIR, else ~/.local/share/hermetic/store).
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
 }
 
 impl HostArgs {
@@ -100,6 +106,7 @@ impl HostArgs {
         self.policy = self.policy.or_else(|| outer.policy.clone());
         self.tenant = self.tenant.or_else(|| outer.tenant.clone());
         self.workspace = self.workspace.or_else(|| outer.workspace.clone());
+        self.store = self.store.or_else(|| outer.store.clone());
         self
     }
 
@@ -114,6 +121,7 @@ impl HostArgs {
             || !self.allow_net.is_empty()
             || !self.allow_override.is_empty()
             || self.no_cache
+            || self.store.is_some()
     }
 
     fn tenant(&self) -> &str {
@@ -201,6 +209,60 @@ enum Command {
     /// Check audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Push a wasm component to an OCI registry as REF (HOST[:PORT]/REPOSITORY:TAG);
+    /// prints the pinned reference (…@sha256:…) to put in a policy's `source`.
+    Push {
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Where to push it.
+        reference: String,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
+    },
+    /// Pull a tool into the tool store: REF (a tag or @sha256: digest), or with
+    /// --policy and no REF every tool the policy names by `source` (tags resolved and
+    /// written to hermetic.lock beside the policy). A signature by a trusted key is
+    /// checked before anything is stored when the policy requires one (or --key).
+    Pull {
+        #[command(flatten)]
+        host: HostArgs,
+        /// What to pull (default: every `source` of --policy).
+        reference: Option<String>,
+        #[command(flatten)]
+        trust: crate::community::TrustArgs,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
+    },
+    /// Make an Ed25519 signing key: FILE (private, 0600) and FILE.pub (the public key
+    /// to list under [trust] keys).
+    Keygen {
+        /// The private key file to create.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Sign a component: FILE (the signature goes to FILE.sig) or REF (the signature
+    /// is pushed beside it, as the tag sha256-<manifest digest>.sig).
+    Sign {
+        /// A .wasm file or a reference.
+        target: String,
+        /// The private key (from `hermetic keygen`).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
+    },
+    /// Check that FILE or REF is signed by a trusted key (--key, or --policy's
+    /// [trust] keys). Exit code 1 when it is not. A REF is pulled into the store.
+    Verify {
+        #[command(flatten)]
+        host: HostArgs,
+        /// A .wasm file or a reference.
+        target: String,
+        #[command(flatten)]
+        trust: crate::community::TrustArgs,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
+    },
     /// Serve the tools to agents over MCP: streamable HTTP on 127.0.0.1:8788 unless
     /// told otherwise (the URL is printed on stderr).
     ///
@@ -383,7 +445,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
         }
         None => None,
     };
-    let (mut policy, secrets, state_files, server) = match &global.policy {
+    let (mut policy, secrets, state_files, server, trust) = match &global.policy {
         Some(file) => {
             let loaded = hermetic::policy_file::load(file, &cwd)?;
             (
@@ -391,6 +453,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
                 loaded.secrets,
                 loaded.state_files,
                 loaded.server,
+                loaded.trust,
             )
         }
         None => (
@@ -398,6 +461,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
             hermetic::Secrets::default(),
             Vec::new(),
             hermetic::policy_file::ServerPolicy::default(),
+            hermetic::policy::trust::TrustPolicy::default(),
         ),
     };
     if let Some(dir) = workspace {
@@ -412,6 +476,14 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
     if let Some(cache) = &options.engine.cache_dir {
         options.policy.terminal.protected.push(cache.clone());
     }
+    // The tool store, when the policy names tools by source.
+    let store = if trust.sources.is_empty() {
+        None
+    } else {
+        let dir = crate::community::store_dir(global.store.as_deref(), Some(&trust))?;
+        options.policy.terminal.protected.push(dir.clone());
+        Some(dir)
+    };
     let mut options = hermetic_terminal::attach(options)?;
     options.secrets = secrets;
     options
@@ -425,6 +497,16 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
     // may have moved one over them.
     for file in &state_files {
         registry.check_state_path(&file.what, &file.path)?;
+    }
+    if let (Some(dir), Some(policy_path)) = (&store, &global.policy) {
+        registry.check_state_path("the tool store", dir)?;
+        // A tool is signed or it is not: when any tenant requires signatures, every
+        // tool from a source must be signed (tools are shared by the tenants a server
+        // serves).
+        let require = trust.require_signature
+            || !trust.tenants_requiring.is_empty()
+            || trust.requires_signature(global.tenant());
+        crate::community::load_sources(&registry, policy_path, &trust, dir, require)?;
     }
     let mut problems: Vec<LoadProblem> = Vec::new();
     if !global.no_bundled {
@@ -445,12 +527,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if cli.host.is_given()
         && matches!(
             cli.command,
-            Command::Approval(_) | Command::Token(_) | Command::Audit(_)
+            Command::Approval(_)
+                | Command::Token(_)
+                | Command::Audit(_)
+                | Command::Push { .. }
+                | Command::Keygen { .. }
+                | Command::Sign { .. }
         )
     {
         eprintln!(
             "error: the tool-host options (--policy, --tenant, --workspace, --tools-dir, …) \
-             apply to tools, toolsets, definitions, call, inspect and serve only"
+             apply to tools, toolsets, definitions, call, inspect, serve, pull and verify only"
         );
         return Ok(ExitCode::from(2));
     }
@@ -486,11 +573,65 @@ fn run(cli: Cli) -> Result<ExitCode> {
             return call(&host.with_outer(&outer), &name, args, quiet);
         }
         Command::Serve(args) => serve_command(&outer, args)?,
+        Command::Push {
+            file,
+            reference,
+            registry,
+        } => return crate::community::push(&file, &reference, &registry),
+        Command::Keygen { out } => return crate::community::keygen(&out),
+        Command::Sign {
+            target,
+            key,
+            registry,
+        } => return crate::community::sign(&target, &key, &registry),
+        Command::Pull {
+            host,
+            reference,
+            trust,
+            registry,
+        } => {
+            let host = host.with_outer(&outer);
+            let loaded = trust_of(&host)?;
+            let policy = host.policy.as_deref().zip(loaded.as_ref());
+            return crate::community::pull(
+                reference.as_deref(),
+                &trust,
+                policy,
+                host.tenant(),
+                host.store.as_deref(),
+                &registry,
+            );
+        }
+        Command::Verify {
+            host,
+            target,
+            trust,
+            registry,
+        } => {
+            let host = host.with_outer(&outer);
+            let loaded = trust_of(&host)?;
+            return crate::community::verify(
+                &target,
+                &trust,
+                loaded.as_ref(),
+                host.store.as_deref(),
+                &registry,
+            );
+        }
         Command::Inspect { host, target } => {
             return inspect(&host.with_outer(&outer), &target);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `[trust]` settings and sources of `--policy`, when one is given.
+fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust::TrustPolicy>> {
+    let Some(file) = &host.policy else {
+        return Ok(None);
+    };
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    Ok(Some(hermetic::policy_file::load(file, &cwd)?.trust))
 }
 
 /// `hermetic tools`: every tool the tenant sees, with its availability.

@@ -15,6 +15,7 @@ macro_rules! out {
 
 mod approval;
 mod cli;
+mod community;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -12,6 +12,7 @@ pub mod declaration;
 mod grants;
 pub mod network;
 pub mod terminal;
+pub mod trust;
 
 pub use declaration::{Access, Capabilities, Declaration, DeclarationError, FsRequest};
 pub use grants::*;

@@ -36,6 +36,9 @@ pub enum ToolSource {
     Bundled(String),
     /// A `.wasm` file.
     File(PathBuf),
+    /// Pulled from a registry: the pinned reference (`oci://HOST/REPO@sha256:…`),
+    /// loaded from the tool store.
+    Oci(String),
 }
 
 impl std::fmt::Display for ToolSource {
@@ -43,6 +46,7 @@ impl std::fmt::Display for ToolSource {
         match self {
             ToolSource::Bundled(name) => write!(f, "bundled:{name}"),
             ToolSource::File(path) => write!(f, "{}", path.display()),
+            ToolSource::Oci(reference) => f.write_str(reference),
         }
     }
 }

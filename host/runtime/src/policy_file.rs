@@ -78,6 +78,8 @@ pub struct LoadedPolicy {
     /// afterwards (`--workspace`) checks them again
     /// ([`crate::Registry::check_state_path`]).
     pub state_files: Vec<StateFile>,
+    /// The tools named by reference, the trusted keys and the store.
+    pub trust: crate::policy::trust::TrustPolicy,
 }
 
 /// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
@@ -193,6 +195,18 @@ struct FileToml {
     terminal: Option<toml::Table>,
     #[serde(default)]
     server: ServerToml,
+    #[serde(default)]
+    trust: TrustToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TrustToml {
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    require_signature: bool,
+    store: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default)]
@@ -233,6 +247,8 @@ struct SecretsToml {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct GrantsToml {
+    /// Only under `[tools.NAME]`: where the component comes from.
+    source: Option<String>,
     mounts: Option<BTreeSet<String>>,
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
@@ -287,6 +303,7 @@ struct TenantToml {
     token_sha256: Vec<String>,
     #[serde(default)]
     limits: TenantLimitsToml,
+    require_signature: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -363,9 +380,24 @@ pub fn parse(
     })?;
 
     let mounts = operator_mounts(raw.mounts, base_dir, &invalid)?;
+    if raw.defaults.source.is_some() {
+        return Err(invalid(
+            "defaults.source: a source names one tool's component; write it under [tools.NAME]"
+                .into(),
+        ));
+    }
     let defaults = default_grants(raw.defaults, &mounts, &invalid)?;
     let mut tools = BTreeMap::new();
-    for (name, grants) in raw.tools {
+    let mut sources = BTreeMap::new();
+    for (name, mut grants) in raw.tools {
+        if let Some(source) = grants.source.take() {
+            if !source.starts_with("oci://") {
+                return Err(invalid(format!(
+                    "tools.{name}.source = {source:?}: write oci://HOST/REPOSITORY:TAG or oci://HOST/REPOSITORY@sha256:…"
+                )));
+            }
+            sources.insert(name.clone(), source);
+        }
         let o = grant_override(grants, &invalid)?;
         if let Some(m) = &o.mounts {
             check_mounts_exist(m, &mounts, &format!("tools.{name}"), &invalid)?;
@@ -373,8 +405,21 @@ pub fn parse(
         tools.insert(name, o);
     }
     let server = server_policy(raw.server, &raw.tenants, file_dir, &invalid)?;
+    let mut trust = trust_policy(raw.trust, file_dir, &invalid)?;
+    trust.sources = sources;
     let mut tenants = BTreeMap::new();
-    for (id, t) in raw.tenants {
+    for (id, mut t) in raw.tenants {
+        match t.require_signature.take() {
+            Some(true) if !trust.require_signature => {
+                trust.tenants_requiring.insert(id.clone());
+            }
+            Some(false) if trust.require_signature => {
+                return Err(invalid(format!(
+                    "tenants.{id}.require_signature = false: a tenant may only narrow, and [trust] requires signatures"
+                )));
+            }
+            _ => {}
+        }
         let tenant = tenant_policy(&id, t, &mounts, &invalid)?;
         tenants.insert(id, tenant);
     }
@@ -391,7 +436,13 @@ pub fn parse(
 
     // Checked before the secrets are read: a secrets file a tool can reach is refused,
     // not used.
-    let state_files = host_files(&policy, secrets_file.as_deref(), &server);
+    let mut state_files = host_files(&policy, secrets_file.as_deref(), &server);
+    if let Some(store) = &trust.store {
+        state_files.push(StateFile {
+            what: "the tool store".to_owned(),
+            path: store.clone(),
+        });
+    }
     let reach = ToolReach::of(&policy);
     for file in &state_files {
         reach
@@ -410,6 +461,7 @@ pub fn parse(
         secrets,
         server,
         state_files,
+        trust,
     })
 }
 
@@ -437,6 +489,43 @@ fn host_files(
         }
     }
     files
+}
+
+/// Largest public-key file read.
+const MAX_KEY_FILE: u64 = 4096;
+
+/// `[trust]`: each key inline (`ed25519:…`) or a file holding one (relative to the
+/// policy file's directory, as `hermetic keygen` writes `KEY.pub`), and the store.
+fn trust_policy(
+    raw: TrustToml,
+    file_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<crate::policy::trust::TrustPolicy, PolicyFileError> {
+    use std::io::Read as _;
+    let mut keys = Vec::new();
+    for key in raw.keys {
+        if key.starts_with("ed25519:") {
+            keys.push(key);
+            continue;
+        }
+        let path = file_dir.join(&key);
+        let mut text = String::new();
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(MAX_KEY_FILE).read_to_string(&mut text))
+            .map_err(|e| {
+                invalid(format!(
+                    "trust.keys: {key:?} is neither a key (ed25519:…) nor a readable key file ({}: {e})",
+                    path.display()
+                ))
+            })?;
+        keys.push(text.trim().to_owned());
+    }
+    Ok(crate::policy::trust::TrustPolicy {
+        keys,
+        require_signature: raw.require_signature,
+        store: raw.store.map(|s| file_dir.join(s)),
+        ..Default::default()
+    })
 }
 
 /// `[mounts.NAME]`: each path, relative to `base_dir`, must be a directory now.

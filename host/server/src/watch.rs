@@ -74,7 +74,7 @@ impl Reloader {
             .into_iter()
             .filter_map(|(name, source)| match source {
                 ToolSource::File(path) => Some((path, name)),
-                ToolSource::Bundled(_) => None,
+                ToolSource::Bundled(_) | ToolSource::Oci(_) => None,
             })
             .collect();
         let mut files = BTreeMap::new();

@@ -1,0 +1,35 @@
+//! Community tools: where each tool named by reference comes from, and what the
+//! operator trusts (`[tools.NAME] source`, `[trust]`). Plain data; the
+//! `hermetic-distribution` crate verifies and loads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// The operator's `[trust]` table and the tools' sources.
+///
+/// | key | default |
+/// |---|---|
+/// | `keys` | `[]`: no publisher is trusted |
+/// | `require_signature` | `false` (a policy that names any `source` should set it) |
+/// | `store` | `$HERMETIC_STORE_DIR`, else `$XDG_DATA_HOME/hermetic/store`, else `~/.local/share/hermetic/store` |
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustPolicy {
+    /// Trusted public keys (`ed25519:…`), read from the policy or the files it names.
+    pub keys: Vec<String>,
+    /// Refuse a pulled tool without a signature by a trusted key.
+    pub require_signature: bool,
+    /// Tenants that require signatures though the operator does not (a tenant may
+    /// only narrow): their tools from a `source` must be signed.
+    pub tenants_requiring: BTreeSet<String>,
+    /// The tool store, when the policy names one.
+    pub store: Option<PathBuf>,
+    /// Tool name → its source (`oci://HOST/REPO:TAG` or `…@sha256:…`), as written.
+    pub sources: BTreeMap<String, String>,
+}
+
+impl TrustPolicy {
+    /// Whether `tenant` ("" = the operator) needs every tool from a source signed.
+    pub fn requires_signature(&self, tenant: &str) -> bool {
+        self.require_signature || self.tenants_requiring.contains(tenant)
+    }
+}
