@@ -1,0 +1,746 @@
+//! Community tools from a real registry (Debian's `docker-registry`, distribution 2.8,
+//! started here on a free loopback port with its own storage and stopped afterwards):
+//! push, sign, pull by digest into a fresh host that requires signatures, call over
+//! MCP; then every bad input of issue 33, each a clear error with nothing stored.
+//! A registry that misbehaves in ways distribution never does (redirects to a private
+//! address, oversized manifests, wrong media types, more bytes than announced) is a
+//! small hostile server of this file's own.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+fn guest(name: &str) -> PathBuf {
+    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
+}
+
+/// A free loopback port (bound, read, released: the registry binds it next).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The first line of an HTTP/1.0 answer from `addr` to `GET path`, if any.
+fn http_status(addr: &str, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).ok()?;
+    Some(line)
+}
+
+/// A real distribution registry on loopback.
+struct Registry {
+    child: Child,
+    addr: String,
+    dir: TempDir,
+}
+
+/// A precomputed bcrypt (cost 4) line: user `tester`, password `s3cret`.
+const HTPASSWD: &str = "tester:$2b$04$00sCD6VtvAbjq2VSZYU0/eRk0aKPEP7e8sCQ3jaixDGh9T3bggsVS\n";
+
+impl Registry {
+    fn start(auth: bool) -> Self {
+        assert!(
+            Path::new("/usr/bin/docker-registry").is_file(),
+            "docker-registry is not installed: apt-get install -y docker-registry (.ci/run does)"
+        );
+        for _ in 0..5 {
+            let dir = TempDir::new().unwrap();
+            let addr = format!("127.0.0.1:{}", free_port());
+            let mut config = format!(
+                "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n  secret: test-only\n",
+                dir.path().join("data").display()
+            );
+            if auth {
+                std::fs::write(dir.path().join("htpasswd"), HTPASSWD).unwrap();
+                config.push_str(&format!(
+                    "auth:\n  htpasswd:\n    realm: hermetic-test\n    path: {}\n",
+                    dir.path().join("htpasswd").display()
+                ));
+            }
+            std::fs::write(dir.path().join("config.yml"), config).unwrap();
+            let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
+            let mut child = Command::new("/usr/bin/docker-registry")
+                .arg("serve")
+                .arg(dir.path().join("config.yml"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken in between: another one
+                }
+                if http_status(&addr, "/v2/")
+                    .is_some_and(|l| l.contains(" 200") || l.contains(" 401"))
+                {
+                    return Self { child, addr, dir };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("docker-registry did not start");
+    }
+
+    fn reference(&self, path: &str) -> String {
+        format!("{}/{path}", self.addr)
+    }
+
+    /// The registry's own file for the blob `digest` (to tamper with).
+    fn blob_file(&self, digest: &str) -> PathBuf {
+        let hex = digest.trim_start_matches("sha256:");
+        self.dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The binary, with the suites' shared compiled-code cache and the store in `home`.
+fn hermetic(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    cmd.current_dir(home)
+        .env(
+            "HERMETIC_CACHE_DIR",
+            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+        )
+        .env("HOME", home)
+        .env_remove("HERMETIC_STORE_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("HERMETIC_REGISTRY_USERNAME")
+        .env_remove("HERMETIC_REGISTRY_PASSWORD")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `hermetic ARGS` in `home`.
+fn run(home: &Path, args: &[&str]) -> Output {
+    hermetic(home).args(args).output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn refused(out: &Output, says: &str) -> String {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "expected a refusal saying {says:?}:\n{all}"
+    );
+    assert!(all.contains(says), "expected {says:?} in:\n{all}");
+    all
+}
+
+/// Files in the store's blob directory.
+fn stored(home: &Path) -> usize {
+    std::fs::read_dir(home.join("store/blobs/sha256")).map_or(0, Iterator::count)
+}
+
+/// A policy in `home` that trusts `key.pub` (when given), requires signatures or not,
+/// and names tools by source.
+fn write_policy(home: &Path, require: bool, sources: &[(&str, &str)]) -> PathBuf {
+    std::fs::create_dir_all(home.join("ws")).unwrap();
+    let mut text = format!(
+        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[trust]\nrequire_signature = {require}\nstore = \"store\"\n"
+    );
+    if home.join("key.pub").exists() {
+        text.push_str("keys = [\"key.pub\"]\n");
+    }
+    for (name, source) in sources {
+        text.push_str(&format!("\n[tools.{name}]\nsource = \"{source}\"\n"));
+    }
+    let path = home.join("policy.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// One MCP exchange over stdio with `hermetic serve --stdio`: initialize, then call
+/// `tool` with `args`; the call's result.
+fn mcp_call(home: &Path, extra: &[&str], tool: &str, args: Value) -> Value {
+    let mut child = hermetic(home)
+        .args(extra)
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "community-test", "version": "1"}}}),
+    );
+    let reply = |lines: &mut std::io::Lines<BufReader<std::process::ChildStdout>>, id: i64| loop {
+        let line = lines.next().expect("the server answers").unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+    };
+    let init = reply(&mut lines, 1);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
+    );
+    let result = reply(&mut lines, 2);
+    drop(stdin);
+    let _ = child.wait();
+    result["result"].clone()
+}
+
+#[test]
+fn a_signed_tool_travels_from_push_to_an_mcp_call_with_no_network_at_start() {
+    let registry = Registry::start(false);
+    let publisher = TempDir::new().unwrap();
+    let p = publisher.path();
+    let reference = registry.reference("tools/echo:1.0");
+    // The publisher pushes, makes a key and signs what they pushed.
+    let pinned = ok(&run(
+        p,
+        &[
+            "push",
+            guest("echo").to_str().unwrap(),
+            &reference,
+            "--insecure",
+        ],
+    ));
+    assert!(
+        pinned.starts_with(&format!("oci://{}/tools/echo@sha256:", registry.addr)),
+        "{pinned}"
+    );
+    let public = ok(&run(p, &["keygen", "--out", "key"]));
+    assert!(public.starts_with("ed25519:"), "{public}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(p.join("key")).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o077, 0, "the private key is the owner's only");
+    ok(&run(p, &["sign", &reference, "--key", "key", "--insecure"]));
+    ok(&run(
+        p,
+        &[
+            "verify",
+            &reference,
+            "--key",
+            "key.pub",
+            "--insecure",
+            "--store",
+            "vstore",
+        ],
+    ));
+
+    // A fresh host that requires signatures and trusts the publisher's key, naming the
+    // tool by digest: pull, then serve it with the registry gone.
+    let host = TempDir::new().unwrap();
+    let h = host.path();
+    std::fs::copy(p.join("key.pub"), h.join("key.pub")).unwrap();
+    let policy = write_policy(h, true, &[("echo", &pinned)]);
+    let policy = policy.to_str().unwrap();
+    // Before the pull: one clear error naming the pull to run.
+    refused(
+        &run(h, &["--policy", policy, "tools"]),
+        "run `hermetic pull",
+    );
+    let pulled = run(h, &["pull", "--policy", policy, "--insecure"]);
+    ok(&pulled);
+    assert!(
+        String::from_utf8_lossy(&pulled.stderr).contains("signed by trusted key"),
+        "{}",
+        String::from_utf8_lossy(&pulled.stderr)
+    );
+    let mut registry = registry;
+    registry.stop();
+    let result = mcp_call(
+        h,
+        &["--policy", policy, "--no-bundled"],
+        "echo",
+        json!({"message": "hi"}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"echo\":\"hi\""),
+        "{result}"
+    );
+    // `hermetic tools` names where it came from.
+    let tools = ok(&run(
+        h,
+        &["--policy", policy, "--no-bundled", "tools", "--json"],
+    ));
+    assert!(tools.contains("echo"), "{tools}");
+}
+
+#[test]
+fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_stored() {
+    let registry = Registry::start(false);
+    let publisher = TempDir::new().unwrap();
+    let p = publisher.path();
+    let echo = registry.reference("tools/echo:1.0");
+    let pinned = ok(&run(
+        p,
+        &["push", guest("echo").to_str().unwrap(), &echo, "--insecure"],
+    ));
+    ok(&run(p, &["keygen", "--out", "key"]));
+    let stranger = TempDir::new().unwrap();
+    ok(&run(stranger.path(), &["keygen", "--out", "key"]));
+
+    let host = TempDir::new().unwrap();
+    let h = host.path();
+    std::fs::copy(p.join("key.pub"), h.join("key.pub")).unwrap();
+    let policy_path = write_policy(h, true, &[("echo", &pinned)]);
+    let policy = policy_path.to_str().unwrap();
+
+    // Unsigned: refused at pull, with what to do; nothing stored.
+    refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        "is not signed; ask its publisher",
+    );
+    assert_eq!(stored(h), 0);
+    // Signed by a key the host does not trust: refused, naming that key.
+    ok(&run(
+        stranger.path(),
+        &["sign", &echo, "--key", "key", "--insecure"],
+    ));
+    refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        "signed only by keys this host does not trust",
+    );
+    assert_eq!(stored(h), 0);
+    // Signed by the trusted key too: pulled.
+    ok(&run(p, &["sign", &echo, "--key", "key", "--insecure"]));
+    ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
+    assert_eq!(stored(h), 2, "the manifest and the component");
+    ok(&run(
+        h,
+        &[
+            "--policy",
+            policy,
+            "--no-bundled",
+            "call",
+            "echo",
+            r#"{"message":"x"}"#,
+        ],
+    ));
+
+    // A stored component changed on disk is refused at load.
+    let blob = std::fs::read_dir(h.join("store/blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let original = std::fs::read(&blob).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"\0");
+    std::fs::write(&blob, &changed).unwrap();
+    refused(
+        &run(
+            h,
+            &["--policy", policy, "--no-bundled", "call", "echo", "{}"],
+        ),
+        "refused (tampered or corrupted; pull it again)",
+    );
+    std::fs::write(&blob, &original).unwrap();
+    // Another component of the same publisher, not signed: refused.
+    let clock = registry.reference("tools/clock:1");
+    let clock_pinned = ok(&run(
+        p,
+        &[
+            "push",
+            guest("clock").to_str().unwrap(),
+            &clock,
+            "--insecure",
+        ],
+    ));
+    write_policy(h, true, &[("clock", &clock_pinned)]);
+    refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        "is not signed",
+    );
+
+    // The registry's copy tampered with: refused, nothing stored under its digest.
+    let fresh = TempDir::new().unwrap();
+    let f = fresh.path();
+    std::fs::copy(p.join("key.pub"), f.join("key.pub")).unwrap();
+    let fresh_policy = write_policy(f, false, &[("echo", &pinned)]);
+    let component = {
+        let manifest =
+            std::fs::read(registry.blob_file(pinned.rsplit_once('@').unwrap().1)).unwrap();
+        let m: Value = serde_json::from_slice(&manifest).unwrap();
+        m["layers"][0]["digest"].as_str().unwrap().to_owned()
+    };
+    let file = registry.blob_file(&component);
+    let good = std::fs::read(&file).unwrap();
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    std::fs::write(&file, &bad).unwrap();
+    refused(
+        &run(
+            f,
+            &[
+                "pull",
+                "--policy",
+                fresh_policy.to_str().unwrap(),
+                "--insecure",
+            ],
+        ),
+        "refused (tampered or corrupted",
+    );
+    assert_eq!(stored(f), 0, "nothing half-written");
+    assert_eq!(std::fs::read_dir(f.join("store/tmp")).unwrap().count(), 0);
+    std::fs::write(&file, &good).unwrap();
+    // The manifest tampered with in the registry: its digest no longer matches.
+    let manifest_file = registry.blob_file(pinned.rsplit_once('@').unwrap().1);
+    let manifest = std::fs::read(&manifest_file).unwrap();
+    let mut swapped = manifest.clone();
+    swapped.extend_from_slice(b" ");
+    std::fs::write(&manifest_file, &swapped).unwrap();
+    refused(
+        &run(
+            f,
+            &[
+                "pull",
+                "--policy",
+                fresh_policy.to_str().unwrap(),
+                "--insecure",
+            ],
+        ),
+        ": refused",
+    );
+    assert_eq!(stored(f), 0);
+    std::fs::write(&manifest_file, &manifest).unwrap();
+}
+
+#[test]
+fn a_tag_is_resolved_once_into_the_lock_file_and_a_replaced_tag_changes_nothing_until_pulled() {
+    let registry = Registry::start(false);
+    let host = TempDir::new().unwrap();
+    let h = host.path();
+    let tag = format!("oci://{}", registry.reference("tools/echo:stable"));
+    ok(&run(
+        h,
+        &["push", guest("echo").to_str().unwrap(), &tag, "--insecure"],
+    ));
+    let policy = write_policy(h, false, &[("echo", &tag)]);
+    let policy = policy.to_str().unwrap();
+    refused(
+        &run(h, &["--policy", policy, "tools"]),
+        "is a tag that is not in",
+    );
+    let pulled = run(h, &["pull", "--policy", policy, "--insecure"]);
+    ok(&pulled);
+    assert!(
+        String::from_utf8_lossy(&pulled.stderr).contains("warning: no signature is required"),
+        "an unsigned pull says what it did not check"
+    );
+    let lock = std::fs::read_to_string(h.join("hermetic.lock")).unwrap();
+    assert!(lock.contains("pinned = \"oci://127.0.0.1:"), "{lock}");
+    // Someone replaces the tag with another component (here: a tool of another name).
+    ok(&run(
+        h,
+        &["push", guest("clock").to_str().unwrap(), &tag, "--insecure"],
+    ));
+    // Start-up reads the lock: still the reviewed echo.
+    ok(&run(
+        h,
+        &[
+            "--policy",
+            policy,
+            "--no-bundled",
+            "call",
+            "echo",
+            r#"{"message":"x"}"#,
+        ],
+    ));
+    // Pulling again moves the lock, says so, and the new component is refused by name.
+    let again = run(h, &["pull", "--policy", policy, "--insecure"]);
+    ok(&again);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("moved to a new digest"));
+    refused(
+        &run(h, &["--policy", policy, "tools"]),
+        "is the tool \"clock\", not \"echo\"",
+    );
+}
+
+#[test]
+fn registry_credentials_come_from_the_environment_or_the_auth_file() {
+    let registry = Registry::start(true);
+    let h = TempDir::new().unwrap();
+    let h = h.path();
+    let reference = registry.reference("tools/echo:1");
+    let wasm = guest("echo");
+    refused(
+        &run(
+            h,
+            &["push", wasm.to_str().unwrap(), &reference, "--insecure"],
+        ),
+        "needs credentials: log in",
+    );
+    let with_env = hermetic(h)
+        .args(["push", wasm.to_str().unwrap(), &reference, "--insecure"])
+        .env("HERMETIC_REGISTRY_USERNAME", "tester")
+        .env("HERMETIC_REGISTRY_PASSWORD", "wrong")
+        .output()
+        .unwrap();
+    refused(&with_env, "the credentials were refused");
+    // docker's auth file, as `docker login` writes it: base64("tester:s3cret").
+    std::fs::create_dir_all(h.join(".docker")).unwrap();
+    std::fs::write(
+        h.join(".docker/config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "dGVzdGVyOnMzY3JldA=="}}}}}}"#,
+            registry.addr
+        ),
+    )
+    .unwrap();
+    ok(&run(
+        h,
+        &["push", wasm.to_str().unwrap(), &reference, "--insecure"],
+    ));
+    ok(&run(h, &["pull", &reference, "--insecure", "--store", "s"]));
+}
+
+#[test]
+fn plain_http_is_only_for_a_registry_on_this_machine() {
+    let h = TempDir::new().unwrap();
+    refused(
+        &run(
+            h.path(),
+            &[
+                "push",
+                guest("echo").to_str().unwrap(),
+                "registry.example.com/x:1",
+                "--insecure",
+            ],
+        ),
+        "--insecure (plain HTTP) is only for a registry on this machine",
+    );
+    refused(
+        &run(h.path(), &["pull", "example/x:1"]),
+        "the registry host must be explicit",
+    );
+}
+
+/// A registry that misbehaves: serves `/v2/`, and per repository a manifest or blob
+/// no distribution server would send.
+struct Hostile {
+    addr: String,
+}
+
+impl Hostile {
+    fn start(component: Vec<u8>, elsewhere: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let answer = hostile_answer(&path, &component, &elsewhere);
+                let _ = stream.write_all(&answer);
+            }
+        });
+        Self { addr }
+    }
+}
+
+fn http(status: &str, headers: &[(&str, String)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn digest(bytes: &[u8]) -> String {
+    hermetic_distribution::Digest::of(bytes).to_string()
+}
+
+fn hostile_answer(path: &str, component: &[u8], elsewhere: &str) -> Vec<u8> {
+    let config = br#"{"architecture":"wasm","os":"wasip2"}"#;
+    let manifest = |layer_type: &str, size: usize| {
+        json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": digest(config), "size": config.len()},
+            "layers": [{"mediaType": layer_type, "digest": digest(component), "size": size}],
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let manifest_answer = |body: Vec<u8>| {
+        http(
+            "200 OK",
+            &[(
+                "Content-Type",
+                "application/vnd.oci.image.manifest.v1+json".into(),
+            )],
+            &body,
+        )
+    };
+    if path == "/v2/" {
+        return http("200 OK", &[], b"{}");
+    }
+    if path.contains(".sig") {
+        return http("404 Not Found", &[], b"{}");
+    }
+    let repo = path
+        .trim_start_matches("/v2/")
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let is_manifest = path.contains("/manifests/");
+    match (repo, is_manifest) {
+        ("redirect", true) | ("bigger", true) => {
+            manifest_answer(manifest("application/wasm", component.len()))
+        }
+        ("redirect", false) => http(
+            "307 Temporary Redirect",
+            &[("Location", format!("https://{elsewhere}/blob"))],
+            b"",
+        ),
+        ("metadata", true) | ("plain", true) => {
+            manifest_answer(manifest("application/wasm", component.len()))
+        }
+        ("metadata", false) => http(
+            "307 Temporary Redirect",
+            &[(
+                "Location",
+                "https://169.254.169.254/latest/meta-data/".into(),
+            )],
+            b"",
+        ),
+        ("plain", false) => http(
+            "302 Found",
+            &[("Location", "http://93.184.215.14/blob".into())],
+            b"",
+        ),
+        ("bigger", false) => {
+            let mut more = component.to_vec();
+            more.extend_from_slice(&[0u8; 4096]);
+            http("200 OK", &[], &more)
+        }
+        ("image", true) => manifest_answer(manifest(
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            component.len(),
+        )),
+        ("huge", true) => manifest_answer(vec![b' '; 5 * 1024 * 1024]),
+        _ => http("404 Not Found", &[], b"{}"),
+    }
+}
+
+#[test]
+fn a_misbehaving_registry_gets_a_clear_error_and_nothing_is_stored() {
+    let component = std::fs::read(guest("echo")).unwrap();
+    // Where a redirect would lead: a private address other than the registry's.
+    let private = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hostile = Hostile::start(component, private.local_addr().unwrap().to_string());
+    let h = TempDir::new().unwrap();
+    let h = h.path();
+    let pull = |repo: &str| {
+        run(
+            h,
+            &[
+                "pull",
+                &format!("{}/{repo}:1", hostile.addr),
+                "--insecure",
+                "--store",
+                "store",
+            ],
+        )
+    };
+    refused(
+        &pull("redirect"),
+        "is (or resolves to) the private address 127.0.0.1",
+    );
+    refused(
+        &pull("metadata"),
+        "is (or resolves to) the private address 169.254.169.254",
+    );
+    refused(&pull("plain"), "not https");
+    refused(&pull("bigger"), "bytes");
+    refused(&pull("image"), "layer media type");
+    refused(&pull("huge"), "the manifest");
+    refused(&pull("absent"), "not found in the registry");
+    assert_eq!(stored(h), 0, "nothing stored");
+    assert_eq!(
+        std::fs::read_dir(h.join("store/tmp")).unwrap().count(),
+        0,
+        "nothing half-written"
+    );
+    // A registry that is down: a clear error, not a hang.
+    let down = format!("127.0.0.1:{}/x:1", free_port());
+    refused(
+        &run(h, &["pull", &down, "--insecure", "--store", "store"]),
+        "is it running",
+    );
+}
