@@ -33,7 +33,7 @@ struct Cli {
 /// What the tool host loads and grants: the options of the commands that build one.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Tool host")]
-struct HostArgs {
+pub(crate) struct HostArgs {
     /// Also load every *.wasm in DIR (repeatable). Broken components are reported and
     /// skipped.
     #[arg(long = "tools-dir", value_name = "DIR")]
@@ -85,7 +85,7 @@ struct HostArgs {
     /// tools the policy names by `source` are loaded from (default: the policy's
     /// `[trust] store`, else $HERMETIC_STORE_DIR, else ~/.local/share/hermetic/store).
     #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
+    pub(crate) store: Option<PathBuf>,
 }
 
 impl HostArgs {
@@ -124,7 +124,7 @@ impl HostArgs {
             || self.store.is_some()
     }
 
-    fn tenant(&self) -> &str {
+    pub(crate) fn tenant(&self) -> &str {
         self.tenant.as_deref().unwrap_or_default()
     }
 }
@@ -193,12 +193,16 @@ enum Command {
         #[arg(default_value = "{}")]
         args: String,
     },
-    /// Show a tool's declaration, schema and what it would be granted.
+    /// Show a tool's declaration, schema and what it would be granted — and, for a
+    /// new version of a registered tool, what it asks for beyond the granted one.
     Inspect {
         #[command(flatten)]
         host: HostArgs,
-        /// A registered tool name, or a path to a .wasm component.
+        /// A registered tool name, a path to a .wasm component, or a registry reference
+        /// (fetched into the tool store, signature checked, never run).
         target: String,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
     },
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
@@ -618,8 +622,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &registry,
             );
         }
-        Command::Inspect { host, target } => {
-            return inspect(&host.with_outer(&outer), &target);
+        Command::Inspect {
+            host,
+            target,
+            registry,
+        } => {
+            return inspect(&host.with_outer(&outer), &target, &registry);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -789,10 +797,33 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
 
 /// `hermetic inspect`: a registered tool by name, or a `.wasm` file (exit 1 when it
 /// does not load, whatever else the report shows).
-fn inspect(host: &HostArgs, target: &str) -> Result<ExitCode> {
+fn inspect(
+    host: &HostArgs,
+    target: &str,
+    registry_args: &crate::community::RegistryArgs,
+) -> Result<ExitCode> {
     let registry = build_registry(host)?;
     let path = std::path::Path::new(target);
-    let report = if target.ends_with(".wasm") || target.contains('/') {
+    let reference = (!path.exists())
+        .then(|| hermetic_distribution::Reference::parse(target).ok())
+        .flatten();
+    let mut report = if let Some(reference) = reference {
+        // A tool in a registry: fetched into the store (signature checked as the
+        // policy says), never run.
+        let trust = trust_of(host)?;
+        let (bytes, pinned) = crate::community::fetch_for_inspection(
+            &reference,
+            trust.as_ref(),
+            host,
+            registry_args,
+        )?;
+        inspect_bytes(
+            &registry,
+            &bytes,
+            ToolSource::Oci(format!("oci://{pinned}")),
+            host.tenant(),
+        )?
+    } else if target.ends_with(".wasm") || target.contains('/') {
         if !path.exists() {
             bail!("{target}: no such file");
         }
@@ -803,6 +834,10 @@ fn inspect(host: &HostArgs, target: &str) -> Result<ExitCode> {
             None => bail!("no tool named {target:?} (see `hermetic tools`)"),
         }
     };
+    if let Some(hex) = report["sha256"].as_str() {
+        // What `[tools.NAME] reviewed` takes.
+        report["component"] = serde_json::Value::String(format!("sha256:{hex}"));
+    }
     out!("{}", serde_json::to_string_pretty(&report)?);
     Ok(if report["loads"] == false {
         ExitCode::from(1)
@@ -1048,32 +1083,49 @@ async fn cancel_on_signal(shutdown: tokio_util::sync::CancellationToken) {
 fn inspect_file(registry: &Registry, path: PathBuf, tenant: &str) -> Result<serde_json::Value> {
     let bytes = hermetic::component::read_file(&path)
         .with_context(|| format!("reading {}", path.display()))?;
-    let declaration = match hermetic::component::read_declaration(&bytes) {
+    inspect_bytes(registry, &bytes, ToolSource::File(path), tenant)
+}
+
+/// A component's declaration, schema and the grants it would get, and — when a tool
+/// of its name is registered — what it asks for beyond that granted version. Runs no
+/// guest code but `schema` (as loading does).
+fn inspect_bytes(
+    registry: &Registry,
+    bytes: &[u8],
+    source: ToolSource,
+    tenant: &str,
+) -> Result<serde_json::Value> {
+    let label = source.to_string();
+    let declaration = match hermetic::component::read_declaration(bytes) {
         Ok(d) => d,
         Err(e) => {
             return Ok(serde_json::json!({
-                "file": path.display().to_string(),
+                "file": label,
                 "loads": false,
-                "error": LoadProblem::new(path.display().to_string(), &e).reason,
+                "error": LoadProblem::new(label.clone(), &e).reason,
             }));
         }
     };
+    let granted = registry.declaration_for(&declaration.name, tenant);
+    let new_against_granted = granted.as_ref().map(|g| declaration.asks_beyond(g));
     let tenant_policy = registry.policy().tenants.get(tenant);
     let grants = hermetic::policy::effective(
         &declaration,
         registry.policy(),
         tenant_policy.map(|t| (tenant, t)),
     );
-    let (loads, error, schema) = match registry.load(&bytes, ToolSource::File(path.clone())) {
+    let (loads, error, schema) = match registry.load(bytes, source) {
         Ok(tool) => (true, None, Some(tool.schema)),
         Err(e) => (
             false,
-            Some(LoadProblem::new(path.display().to_string(), &e).reason),
+            Some(LoadProblem::new(label.clone(), &e).reason),
             None,
         ),
     };
     Ok(serde_json::json!({
-        "file": path.display().to_string(),
+        "file": label,
+        "component": hermetic_distribution::Digest::of(bytes).to_string(),
+        "new_against_granted": new_against_granted,
         "loads": loads,
         "error": error,
         "declaration": declaration,

@@ -313,11 +313,22 @@ pub fn load_sources(
                 )
             })?,
         };
-        let (bytes, _) = hermetic_distribution::stored_component(&pinned, &store, &trust)
+        let (bytes, component) = hermetic_distribution::stored_component(&pinned, &store, &trust)
             .with_context(|| format!("tools.{name}"))?;
-        let tool = registry
+        let mut tool = registry
             .load(&bytes, ToolSource::Oci(format!("oci://{pinned}")))
             .with_context(|| format!("tools.{name}: oci://{pinned}"))?;
+        tool.withheld = review(
+            name,
+            &tool.declaration,
+            &component,
+            trust_policy.reviewed.get(name).map(String::as_str),
+            reference_was_pinned(source),
+            &store,
+        );
+        if let Some(reason) = &tool.withheld {
+            eprintln!("warning: {reason}");
+        }
         let own = tool.schema["name"].as_str().unwrap_or_default();
         if own != name {
             bail!(
@@ -329,4 +340,72 @@ pub fn load_sources(
             .with_context(|| format!("tools.{name}"))?;
     }
     Ok(())
+}
+
+fn reference_was_pinned(source: &str) -> bool {
+    Reference::parse(source).is_ok_and(|r| r.digest.is_some())
+}
+
+/// Why the grants are withheld from `component`, if they are: the grants are for the
+/// component the operator reviewed (`reviewed`, else the one the source pins by
+/// digest); another version gets them only when it asks for nothing more.
+fn review(
+    name: &str,
+    declaration: &hermetic::policy::Declaration,
+    component: &hermetic_distribution::Digest,
+    reviewed: Option<&str>,
+    source_pinned: bool,
+    store: &Store,
+) -> Option<String> {
+    let fix = format!(
+        "review it (`hermetic inspect {name}` shows what it asks for) and set [tools.{name}] reviewed = \"{component}\""
+    );
+    let reviewed = match reviewed {
+        Some(r) => r,
+        None if source_pinned => return None,
+        None => {
+            return Some(format!(
+                "tools.{name}: the source is a tag, and no version was reviewed for its grants: {fix}"
+            ));
+        }
+    };
+    if reviewed == component.to_string() {
+        return None;
+    }
+    let old = hermetic_distribution::Digest::parse(reviewed)
+        .ok()
+        .and_then(|d| {
+            store
+                .read(&d, hermetic_distribution::artifact::MAX_COMPONENT_BYTES)
+                .ok()
+        })
+        .and_then(|bytes| hermetic::component::read_declaration(&bytes).ok());
+    let Some(old) = old else {
+        return Some(format!(
+            "tools.{name}: version {component} is not the reviewed {reviewed}, which is not in the tool store to compare with: {fix}"
+        ));
+    };
+    let more = declaration.asks_beyond(&old);
+    if more.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "tools.{name}: version {component} asks for {} (not granted for this digest): {fix}",
+        more.join(", ")
+    ))
+}
+
+/// Pulls `reference` into the store for `hermetic inspect` (the signature checked as
+/// the policy says); its bytes and pinned reference.
+pub fn fetch_for_inspection(
+    reference: &Reference,
+    trust: Option<&TrustPolicy>,
+    host: &crate::cli::HostArgs,
+    registry: &RegistryArgs,
+) -> Result<(Vec<u8>, Reference)> {
+    let store = Store::open(&store_dir(host.store.as_deref(), trust)?)?;
+    let trust = TrustArgs::default().trust(trust, host.tenant())?;
+    let pulled = hermetic_distribution::pull(reference, &store, &trust, &registry.options())?;
+    let (bytes, _) = hermetic_distribution::stored_component(&pulled.pinned, &store, &trust)?;
+    Ok((bytes, pulled.pinned))
 }

@@ -112,6 +112,42 @@ pub enum DeclarationError {
 }
 
 impl Declaration {
+    /// What this declaration asks for that `reviewed` (an earlier version the operator
+    /// granted) did not: a mount it did not name or now wants read-write, an env var,
+    /// a network destination, the terminal. Each entry in words (`network
+    /// https://evil.example.com`); empty when this version asks for nothing more.
+    pub fn asks_beyond(&self, reviewed: &Declaration) -> Vec<String> {
+        let mut more = Vec::new();
+        let (new, old) = (&self.capabilities, &reviewed.capabilities);
+        for fs in &new.fs {
+            let before = old
+                .fs
+                .iter()
+                .filter(|o| o.mount == fs.mount)
+                .map(|o| o.access)
+                .max();
+            if before.is_none_or(|b| b < fs.access) {
+                more.push(format!("mount {} {}", fs.mount, fs.access));
+            }
+        }
+        let old_env: std::collections::BTreeSet<&String> =
+            old.env.iter().chain(&reviewed.requires_env).collect();
+        for var in new.env.iter().chain(&self.requires_env) {
+            if !old_env.contains(var) && !more.contains(&format!("env {var}")) {
+                more.push(format!("env {var}"));
+            }
+        }
+        for dest in &new.network {
+            if !old.network.contains(dest) {
+                more.push(format!("network {dest}"));
+            }
+        }
+        if new.terminal && !old.terminal {
+            more.push("the terminal".to_owned());
+        }
+        more
+    }
+
     /// A tool called `name` (in a toolset of the same name) that declares nothing: no
     /// capabilities, no env, the default limits. What the host grants its own metadata
     /// calls, and a baseline for tests.
@@ -210,6 +246,33 @@ fn is_env_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_version_asking_for_more_is_told_apart_from_one_asking_for_less() {
+        let old = Declaration::parse(
+            b"name = \"w\"\ntoolset = \"w\"\ndescription = \"d\"\nrequires_env = [\"KEY\"]\n[capabilities]\nnetwork = [\"https://api.example.com\"]\nfs = [{ mount = \"workspace\", access = \"ro\" }]\n",
+        )
+        .unwrap();
+        let same_or_less = Declaration::parse(
+            b"name = \"w\"\ntoolset = \"w\"\ndescription = \"d2\"\n[capabilities]\nenv = [\"KEY\"]\nfs = [{ mount = \"workspace\", access = \"ro\" }]\n",
+        )
+        .unwrap();
+        assert!(same_or_less.asks_beyond(&old).is_empty());
+        let more = Declaration::parse(
+            b"name = \"w\"\ntoolset = \"w\"\ndescription = \"d\"\nrequires_env = [\"KEY\", \"AWS_SECRET_ACCESS_KEY\"]\n[capabilities]\nnetwork = [\"https://api.example.com\", \"https://evil.example.com\"]\nfs = [{ mount = \"workspace\", access = \"rw\" }, { mount = \"home\", access = \"ro\" }]\nterminal = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            more.asks_beyond(&old),
+            [
+                "mount workspace read-write",
+                "mount home read-only",
+                "env AWS_SECRET_ACCESS_KEY",
+                "network https://evil.example.com",
+                "the terminal",
+            ]
+        );
+    }
 
     #[test]
     fn full_declaration_parses() {

@@ -25,6 +25,11 @@ pub struct TrustPolicy {
     pub store: Option<PathBuf>,
     /// Tool name → its source (`oci://HOST/REPO:TAG` or `…@sha256:…`), as written.
     pub sources: BTreeMap<String, String>,
+    /// Tool name → the component digest (`sha256:…`) its grants were reviewed for. A
+    /// version that asks for more than that one is withheld; without it, the
+    /// grants are for the component the source pins by digest, and a tag's are for
+    /// nothing.
+    pub reviewed: BTreeMap<String, String>,
 }
 
 impl TrustPolicy {

@@ -373,7 +373,20 @@ impl Catalog {
             (Some(p), ToolSource::Bundled(_)) if tool.declaration.capabilities.terminal => p,
             _ => &self.policy,
         };
-        let operator = policy::effective(&tool.declaration, policy, None);
+        let withhold = |mut grants: policy::EffectiveGrants| {
+            if let Some(reason) = &tool.withheld {
+                grants.denials.insert(
+                    0,
+                    policy::Denial {
+                        capability: "review".to_owned(),
+                        reason: reason.clone(),
+                        blocks: true,
+                    },
+                );
+            }
+            grants
+        };
+        let operator = withhold(policy::effective(&tool.declaration, policy, None));
         let slots = Arc::new(Slots::new(operator.limits.max_concurrent));
         scopes.insert(
             String::new(),
@@ -383,7 +396,11 @@ impl Catalog {
             }),
         );
         for (id, tenant) in &policy.tenants {
-            let grants = policy::effective(&tool.declaration, policy, Some((id, tenant)));
+            let grants = withhold(policy::effective(
+                &tool.declaration,
+                policy,
+                Some((id, tenant)),
+            ));
             scopes.insert(
                 id.clone(),
                 Arc::new(Scope {

@@ -265,6 +265,10 @@ pub struct LoadedTool {
     pub source: ToolSource,
     /// SHA-256 of the component bytes.
     pub digest: String,
+    /// Why the operator's grants are withheld from this version (e.g. it asks for
+    /// more than the version they reviewed): registered, listed, unavailable with
+    /// this reason, never called.
+    pub withheld: Option<String>,
     /// Name as a shared string (cheap to put in every Store).
     pub name: Arc<str>,
     /// The `handle` export, called untyped-by-bindings so that its result can be
@@ -400,6 +404,7 @@ pub fn load(
         pre,
         source,
         digest: compiled.digest,
+        withheld: None,
         name,
         handle_export,
         fiber_pre,

@@ -249,6 +249,8 @@ struct SecretsToml {
 struct GrantsToml {
     /// Only under `[tools.NAME]`: where the component comes from.
     source: Option<String>,
+    /// Only under `[tools.NAME]`: the component digest the grants were reviewed for.
+    reviewed: Option<String>,
     mounts: Option<BTreeSet<String>>,
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
@@ -380,16 +382,27 @@ pub fn parse(
     })?;
 
     let mounts = operator_mounts(raw.mounts, base_dir, &invalid)?;
-    if raw.defaults.source.is_some() {
+    if raw.defaults.source.is_some() || raw.defaults.reviewed.is_some() {
         return Err(invalid(
-            "defaults.source: a source names one tool's component; write it under [tools.NAME]"
-                .into(),
+            "defaults.source and defaults.reviewed name one tool's component: write them under [tools.NAME]".into(),
         ));
     }
+    let mut reviewed = BTreeMap::new();
     let defaults = default_grants(raw.defaults, &mounts, &invalid)?;
     let mut tools = BTreeMap::new();
     let mut sources = BTreeMap::new();
     for (name, mut grants) in raw.tools {
+        if let Some(digest) = grants.reviewed.take() {
+            let valid = digest.strip_prefix("sha256:").is_some_and(|h| {
+                h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            });
+            if !valid {
+                return Err(invalid(format!(
+                    "tools.{name}.reviewed = {digest:?}: write the component's digest, sha256: and 64 lowercase hex digits (`hermetic inspect` shows it)"
+                )));
+            }
+            reviewed.insert(name.clone(), digest);
+        }
         if let Some(source) = grants.source.take() {
             if !source.starts_with("oci://") {
                 return Err(invalid(format!(
@@ -407,6 +420,7 @@ pub fn parse(
     let server = server_policy(raw.server, &raw.tenants, file_dir, &invalid)?;
     let mut trust = trust_policy(raw.trust, file_dir, &invalid)?;
     trust.sources = sources;
+    trust.reviewed = reviewed;
     let mut tenants = BTreeMap::new();
     for (id, mut t) in raw.tenants {
         match t.require_signature.take() {
