@@ -26,7 +26,14 @@ type Graph = BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>>;
 
 /// The host crates, by folder under `host/`.
 const CRATES: &[&str] = &[
-    "detect", "policy", "approval", "runtime", "terminal", "server", "cli",
+    "detect",
+    "policy",
+    "approval",
+    "runtime",
+    "terminal",
+    "server",
+    "distribution",
+    "cli",
 ];
 
 /// One parsed crate: every module's use-map (name → absolute path it names) and every
@@ -425,6 +432,17 @@ fn no_crate_has_a_module_cycle() {
             .is_some_and(|top| top.contains_key("catalog")),
         "the module walk found nothing: {runtime:?}"
     );
+    // Every crate under host/ is checked: a new one cannot be forgotten here.
+    let host = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&host)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| host.join(n).join("Cargo.toml").is_file())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = CRATES.iter().map(|c| (*c).to_owned()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "CRATES lists every crate under host/");
     let found: Vec<String> = CRATES
         .iter()
         .flat_map(|krate| {

@@ -33,7 +33,7 @@ struct Cli {
 /// What the tool host loads and grants: the options of the commands that build one.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Tool host")]
-pub(crate) struct HostArgs {
+struct HostArgs {
     /// Also load every *.wasm in DIR (repeatable). Broken components are reported and
     /// skipped.
     #[arg(long = "tools-dir", value_name = "DIR")]
@@ -85,7 +85,7 @@ pub(crate) struct HostArgs {
     /// tools the policy names by `source` are loaded from (default: the policy's
     /// `[trust] store`, else $HERMETIC_STORE_DIR, else ~/.local/share/hermetic/store).
     #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
+    store: Option<PathBuf>,
 }
 
 impl HostArgs {
@@ -124,7 +124,7 @@ impl HostArgs {
             || self.store.is_some()
     }
 
-    pub(crate) fn tenant(&self) -> &str {
+    fn tenant(&self) -> &str {
         self.tenant.as_deref().unwrap_or_default()
     }
 }
@@ -814,7 +814,8 @@ fn inspect(
         let (bytes, pinned) = crate::community::fetch_for_inspection(
             &reference,
             trust.as_ref(),
-            host,
+            host.store.as_deref(),
+            host.tenant(),
             registry_args,
         )?;
         inspect_bytes(

@@ -400,11 +400,12 @@ fn review(
 pub fn fetch_for_inspection(
     reference: &Reference,
     trust: Option<&TrustPolicy>,
-    host: &crate::cli::HostArgs,
+    store_flag: Option<&Path>,
+    tenant: &str,
     registry: &RegistryArgs,
 ) -> Result<(Vec<u8>, Reference)> {
-    let store = Store::open(&store_dir(host.store.as_deref(), trust)?)?;
-    let trust = TrustArgs::default().trust(trust, host.tenant())?;
+    let store = Store::open(&store_dir(store_flag, trust)?)?;
+    let trust = TrustArgs::default().trust(trust, tenant)?;
     let pulled = hermetic_distribution::pull(reference, &store, &trust, &registry.options())?;
     let (bytes, _) = hermetic_distribution::stored_component(&pulled.pinned, &store, &trust)?;
     Ok((bytes, pulled.pinned))

@@ -9,6 +9,8 @@
     reason = "tests"
 )]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -125,4 +127,48 @@ fn every_line_of_the_readme_tour_works_as_written() {
         assert_eq!(code, expected, "{line}\nstdout: {stdout}\nstderr: {stderr}");
         assert!(!stderr.contains("panicked"), "{line}\n{stderr}");
     }
+}
+
+/// The `sh` block of "## Installing a community tool", run as one script (its lines
+/// share variables) in an empty directory, against a real registry started here.
+#[test]
+fn the_readme_community_tool_block_works_as_written() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split_once("## Installing a community tool")
+        .expect("the README has the section")
+        .1
+        .split_once("```sh\n")
+        .expect("the section has an sh block")
+        .1
+        .split_once("```")
+        .expect("the block ends")
+        .0;
+    assert!(block.lines().count() > 5, "{block}");
+    let registry = common::registry::Registry::start(false);
+    let dir = tempfile::TempDir::new().unwrap();
+    let out = Command::new("bash")
+        .args(["-c", &format!("set -euo pipefail\n{block}")])
+        .current_dir(dir.path())
+        .env("H", env!("CARGO_BIN_EXE_hermetic"))
+        .env("REGISTRY", &registry.addr)
+        .env("TOOLS", hermetic::GUEST_BUILD_DIR)
+        .env("HOME", dir.path())
+        .env_remove("HERMETIC_STORE_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .env(
+            "HERMETIC_CACHE_DIR",
+            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+        )
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("\"echo\":\"from the store\""), "{stdout}");
+    assert!(stdout.contains("verified: sha256:"), "{stdout}");
+    assert!(stdout.contains("\"new_against_granted\": []"), "{stdout}");
+    assert!(stderr.contains("signed by trusted key"), "{stderr}");
 }

@@ -1,0 +1,3 @@
+//! Shared by the CLI test binaries.
+
+pub mod registry;
