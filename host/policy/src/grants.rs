@@ -194,6 +194,8 @@ pub struct GrantOverride {
     pub clock: Option<ClockPolicy>,
     /// Replaces individual limits.
     pub limits: LimitOverride,
+    /// Secrets the host adds to this tool's requests (never given to the tool).
+    pub inject: Vec<crate::inject::SecretInjection>,
 }
 
 /// What the guest's wall and monotonic clocks show.
@@ -434,6 +436,8 @@ pub struct EffectiveGrants {
     pub limits: EffectiveLimits,
     /// What was asked and not granted, with why.
     pub denials: Vec<Denial>,
+    /// Secrets the host adds to the tool's requests to their destinations.
+    pub inject: Vec<crate::inject::SecretInjection>,
 }
 
 impl EffectiveGrants {
@@ -541,6 +545,11 @@ pub fn effective(
         clock: n.grants.clock,
         limits,
         denials: n.denials,
+        inject: op
+            .tools
+            .get(&decl.name)
+            .map(|t| t.inject.clone())
+            .unwrap_or_default(),
     }
 }
 

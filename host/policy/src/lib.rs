@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod declaration;
 mod grants;
+pub mod inject;
 pub mod network;
 pub mod terminal;
 pub mod trust;

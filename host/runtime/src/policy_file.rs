@@ -251,6 +251,8 @@ struct GrantsToml {
     source: Option<String>,
     /// Only under `[tools.NAME]`: the component digest the grants were reviewed for.
     reviewed: Option<String>,
+    /// Only under `[tools.NAME]`: secrets the host adds to requests, by secret name.
+    inject: Option<BTreeMap<String, InjectToml>>,
     mounts: Option<BTreeSet<String>>,
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
@@ -258,6 +260,15 @@ struct GrantsToml {
     clock: Option<ClockToml>,
     #[serde(default)]
     limits: LimitsToml,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InjectToml {
+    destination: String,
+    header: Option<String>,
+    query: Option<String>,
+    format: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -382,6 +393,11 @@ pub fn parse(
     })?;
 
     let mounts = operator_mounts(raw.mounts, base_dir, &invalid)?;
+    if raw.defaults.inject.is_some() {
+        return Err(invalid(
+            "defaults.inject: a secret is bound to one tool's requests: write it under [tools.NAME.inject.SECRET]".into(),
+        ));
+    }
     if raw.defaults.source.is_some() || raw.defaults.reviewed.is_some() {
         return Err(invalid(
             "defaults.source and defaults.reviewed name one tool's component: write them under [tools.NAME]".into(),
@@ -470,6 +486,22 @@ pub fn parse(
         None => Secrets::default(),
         Some(file) => read_secrets(file)?,
     };
+    for (name, tool) in &policy.tools {
+        for binding in &tool.inject {
+            if secrets.get(&binding.secret).is_none() {
+                return Err(invalid(format!(
+                    "tools.{name}.inject.{}: no such secret in the secrets file ([secrets] file)",
+                    binding.secret
+                )));
+            }
+            if policy.grants_for(name).env.contains(&binding.secret) {
+                return Err(invalid(format!(
+                    "tools.{name}.inject.{0}: {0} is also granted to the tool as an env var, so the tool would hold it; grant one or the other",
+                    binding.secret
+                )));
+            }
+        }
+    }
     Ok(LoadedPolicy {
         policy,
         secrets,
@@ -879,11 +911,30 @@ fn grant_override(
         .network
         .map(|n| destinations(&n).map_err(|e| invalid(e.to_string())))
         .transpose()?;
+    let mut inject = Vec::new();
+    for (secret, i) in g.inject.unwrap_or_default() {
+        let at = format!("inject.{secret}");
+        let into = match (i.header, i.query) {
+            (Some(h), None) => crate::policy::inject::InjectInto::Header(h),
+            (None, Some(q)) => crate::policy::inject::InjectInto::Query(q),
+            _ => {
+                return Err(invalid(format!(
+                    "{at}: say where the secret goes: header = \"NAME\" or query = \"NAME\" (one of them)"
+                )));
+            }
+        };
+        let format = i.format.unwrap_or_else(|| "{}".to_owned());
+        let binding =
+            crate::policy::inject::SecretInjection::new(&secret, &i.destination, into, &format)
+                .map_err(|e| invalid(format!("{at}: {e}")))?;
+        inject.push(binding);
+    }
     let l = g.limits;
     if l.max_concurrent == Some(0) {
         return Err(invalid("limits.max_concurrent must be at least 1".into()));
     }
     Ok(GrantOverride {
+        inject,
         mounts: g.mounts,
         env: g.env,
         network,

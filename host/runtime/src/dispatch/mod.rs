@@ -436,7 +436,11 @@ impl Dispatcher {
             &prepared.ctx,
             prepared.setup,
         );
-        finish(name, tool.tool(), grants.limits.result_chars, result)
+        let outcome = finish(name, tool.tool(), grants.limits.result_chars, result);
+        match crate::sandbox::redact_values(grants, secrets) {
+            None => outcome,
+            Some(values) => scrub(outcome, &values),
+        }
     }
 
     /// Everything a call needs before its sandbox: the arguments parsed, coerced and
@@ -600,6 +604,42 @@ fn finish(
             ),
         ),
         Err(failure) => outcome_of_failure(failure),
+    }
+}
+
+/// `outcome` without the secret `values` the host added to the call's requests: a
+/// result is scrubbed in its parsed form (every string and key), so it stays valid JSON
+/// whatever the value looks like; an error message as text. (Tools granted a network
+/// never run on a fiber, so only the blocking path has anything to scrub.)
+fn scrub(outcome: CallOutcome, values: &[String]) -> CallOutcome {
+    fn walk(v: &mut Value, values: &[String]) {
+        match v {
+            Value::String(s) => {
+                *s = crate::sandbox::redact_text(std::mem::take(s), Some(values));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, values)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (k, mut item) in entries {
+                    walk(&mut item, values);
+                    map.insert(crate::sandbox::redact_text(k, Some(values)), item);
+                }
+            }
+            _ => {}
+        }
+    }
+    match outcome {
+        CallOutcome::Success(result) => match serde_json::from_str::<Value>(&result) {
+            Ok(mut value) => {
+                walk(&mut value, values);
+                CallOutcome::Success(value.to_string())
+            }
+            Err(_) => CallOutcome::Success(crate::sandbox::redact_text(result, Some(values))),
+        },
+        CallOutcome::ToolError { message } => CallOutcome::ToolError {
+            message: crate::sandbox::redact_text(message, Some(values)),
+        },
+        other => other,
     }
 }
 

@@ -102,6 +102,9 @@ pub struct CallState {
     http: Option<Box<HttpState>>,
     /// The call's place in the CPU turns, asked at each epoch tick it computes past.
     turn: Option<crate::slots::Turn>,
+    /// Values scrubbed from the guest's log and progress lines: the secrets the host
+    /// adds to its requests (`None`, the common path: nothing to scrub).
+    redact: Option<Arc<[String]>>,
 }
 
 impl WasiView for CallState {
@@ -173,6 +176,7 @@ impl bindings::hermetic::tool::host::Host for CallState {
             return;
         }
         self.log_records += 1;
+        let message = redact_text(message, self.redact.as_deref());
         let message = truncate(&message, MAX_LOG_BYTES);
         let tool = &*self.tool;
         match level {
@@ -186,6 +190,7 @@ impl bindings::hermetic::tool::host::Host for CallState {
 
     fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
         if let Some(sink) = &self.progress {
+            let message = redact_text(message, self.redact.as_deref());
             let report = Progress {
                 tool: self.tool.clone(),
                 call_id: self.call_id.clone(),
@@ -197,6 +202,32 @@ impl bindings::hermetic::tool::host::Host for CallState {
         }
     }
 }
+
+/// The secret values the host adds to this call's requests (what its log, progress and
+/// result are scrubbed of); `None` when there are none.
+pub(crate) fn redact_values(grants: &EffectiveGrants, secrets: &Secrets) -> Option<Arc<[String]>> {
+    let values: Vec<String> = grants
+        .inject
+        .iter()
+        .filter_map(|b| secrets.get(&b.secret))
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect();
+    (!values.is_empty()).then(|| values.into())
+}
+
+/// `text` with every value in `values` replaced by `[REDACTED]`.
+pub(crate) fn redact_text(text: String, values: Option<&[String]>) -> String {
+    match values {
+        Some(values) if values.iter().any(|v| text.contains(v.as_str())) => values
+            .iter()
+            .fold(text, |t, v| t.replace(v.as_str(), REDACTED)),
+        _ => text,
+    }
+}
+
+/// What a scrubbed secret value becomes.
+pub const REDACTED: &str = "[REDACTED]";
 
 impl CallState {
     /// The filesystem view with the call's stop, borrowed apart (see capability/fs/guard.rs).
@@ -585,7 +616,8 @@ fn build_store(
         stderr,
         cancelled: false,
         terminal: setup.terminal,
-        http: http::state(tool, grants, deadline, setup.cancel.clone()),
+        http: http::state(tool, grants, secrets, deadline, setup.cancel.clone()),
+        redact: redact_values(grants, secrets),
         turn: setup.turn,
     };
     let mut store = Store::new(runtime.engine(), state);

@@ -11,8 +11,13 @@
 //! 3. and then we connect to the vetted address ourselves, so a second lookup cannot
 //!    swap in another one (DNS rebinding).
 //!
+//! Then the secrets the operator bound to that destination ([`SecretInjection`]) are
+//! added — a header or a query parameter, replacing whatever the guest put there — so
+//! a tool uses an API key it never holds.
+//!
 //! Redirects are not followed here: the guest sees the 3xx and sends the next hop as a
-//! new request, which passes the same checks. Connect, first-byte and between-bytes
+//! new request, which passes the same checks (and gets a secret only if that hop is
+//! bound to one). Connect, first-byte and between-bytes
 //! timeouts and a response-body cap come from the policy, and no request outlives the
 //! call's deadline.
 //!
@@ -22,6 +27,7 @@
 
 use crate::call::CancelToken;
 use crate::policy::HttpLimits;
+use crate::policy::inject::{InjectInto, SecretInjection};
 use crate::policy::network::{Destination, HostPattern, Scheme};
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -62,8 +68,16 @@ impl HttpState {
                 limits,
                 deadline,
                 cancel,
+                inject: Vec::new(),
             },
         }
+    }
+
+    /// This state with secrets to add to matching requests: each binding and the
+    /// value it sends (already formatted).
+    pub fn with_injections(mut self, inject: Vec<(SecretInjection, String)>) -> Self {
+        self.hooks.inject = inject;
+        self
     }
 
     /// State that refuses every request (a tool linked with wasi:http whose call was
@@ -86,6 +100,8 @@ pub struct Egress {
     limits: HttpLimits,
     deadline: Instant,
     cancel: Option<CancelToken>,
+    /// Secret bindings and their formatted values (empty on the common path).
+    inject: Vec<(SecretInjection, String)>,
 }
 
 /// How often a request waiting on the network looks at its call's cancel token. A guest
@@ -137,6 +153,12 @@ impl WasiHttpHooks for Egress {
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
         let target = self.vet(request.uri());
+        let mut request = request;
+        if let Ok(t) = &target
+            && !self.inject.is_empty()
+        {
+            self.add_secrets(&mut request, t);
+        }
         let timeouts = Timeouts::new(&self.limits, options, self.deadline);
         let max_body = self.limits.max_response_bytes;
         let tool = self.tool.clone();
@@ -157,6 +179,58 @@ impl WasiHttpHooks for Egress {
 }
 
 impl Egress {
+    /// Adds the secrets bound to this request's destination and path, replacing a
+    /// header or query parameter of the same name the guest set. A value that cannot
+    /// be sent as one (a header value with control characters) is left out, logged.
+    fn add_secrets(&self, request: &mut http::Request<WasiBody>, target: &Target) {
+        let path = request.uri().path().to_owned();
+        for (binding, value) in &self.inject {
+            if !binding.matches(target.scheme, &target.host, target.port, &path) {
+                continue;
+            }
+            match &binding.into {
+                InjectInto::Header(name) => {
+                    let header = http::HeaderName::from_bytes(name.as_bytes());
+                    let value = http::HeaderValue::from_str(value);
+                    match (header, value) {
+                        (Ok(h), Ok(mut v)) => {
+                            v.set_sensitive(true);
+                            request.headers_mut().insert(h, v);
+                        }
+                        _ => tracing::warn!(
+                            target: "hermetic::egress",
+                            tool = &*self.tool,
+                            "secret {} not added: not a valid header value",
+                            binding.secret
+                        ),
+                    }
+                }
+                InjectInto::Query(name) => {
+                    let uri = request.uri();
+                    let kept: Vec<&str> = uri
+                        .query()
+                        .unwrap_or_default()
+                        .split('&')
+                        .filter(|p| !p.is_empty() && p.split('=').next() != Some(name.as_str()))
+                        .collect();
+                    let mut query = kept.join("&");
+                    if !query.is_empty() {
+                        query.push('&');
+                    }
+                    query.push_str(name);
+                    query.push('=');
+                    query.push_str(&percent_encode(value));
+                    let mut parts = uri.clone().into_parts();
+                    let path_and_query = format!("{path}?{query}");
+                    parts.path_and_query = path_and_query.parse().ok();
+                    if let Ok(new) = http::Uri::from_parts(parts) {
+                        *request.uri_mut() = new;
+                    }
+                }
+            }
+        }
+    }
+
     /// Matches the request URI against the grants.
     fn vet(&self, uri: &http::Uri) -> Result<Target, Error> {
         let scheme = match uri.scheme_str() {
@@ -188,6 +262,19 @@ impl Egress {
             port,
         })
     }
+}
+
+/// RFC 3986 percent-encoding of all but the unreserved characters (a query value).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// The time budgets of one request.

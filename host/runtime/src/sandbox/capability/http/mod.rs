@@ -10,6 +10,7 @@ pub use egress::HttpState;
 use crate::call::CancelToken;
 use crate::policy::EffectiveGrants;
 use crate::sandbox::{CallState, SandboxError};
+use crate::secrets::Secrets;
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::component::Linker;
@@ -20,17 +21,26 @@ use wasmtime::component::Linker;
 pub(crate) fn state(
     tool: &Arc<str>,
     grants: &EffectiveGrants,
+    secrets: &Secrets,
     deadline: Instant,
     cancel: Option<CancelToken>,
 ) -> Option<Box<HttpState>> {
     (!grants.network.is_empty()).then(|| {
-        Box::new(HttpState::new(
-            tool.clone(),
-            grants.network.clone(),
-            grants.limits.http,
-            deadline,
-            cancel,
-        ))
+        let inject = grants
+            .inject
+            .iter()
+            .filter_map(|b| secrets.get(&b.secret).map(|v| (b.clone(), b.render(v))))
+            .collect();
+        Box::new(
+            HttpState::new(
+                tool.clone(),
+                grants.network.clone(),
+                grants.limits.http,
+                deadline,
+                cancel,
+            )
+            .with_injections(inject),
+        )
     })
 }
 
