@@ -489,6 +489,11 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
         Some(dir)
     };
     let mut options = hermetic_terminal::attach(options)?;
+    // Under require_signature, a component file (--tools-dir, reloads) must be signed
+    // by a trusted key too: FILE.sig beside it.
+    if trust.require_signature || !trust.tenants_requiring.is_empty() {
+        options.file_check = Some(crate::community::file_check(&trust)?);
+    }
     options.secrets = secrets;
     options
         .overrides

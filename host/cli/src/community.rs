@@ -410,3 +410,24 @@ pub fn fetch_for_inspection(
     let (bytes, _) = hermetic_distribution::stored_component(&pulled.pinned, &store, &trust)?;
     Ok((bytes, pulled.pinned))
 }
+
+/// The check every component file passes under `require_signature`: a signature by a
+/// trusted key in `FILE.sig` (what `hermetic sign FILE` writes).
+pub fn file_check(trust_policy: &TrustPolicy) -> Result<hermetic::FileCheck> {
+    let trust = Trust {
+        keys: trusted_keys(&trust_policy.keys)?,
+        require_signature: true,
+    };
+    Ok(std::sync::Arc::new(move |path: &Path, bytes: &[u8]| {
+        let digest = hermetic_distribution::Digest::of(bytes);
+        trust
+            .check(&digest, &hermetic_distribution::file_signatures(path))
+            .map(|_| ())
+            .map_err(|e| {
+                format!(
+                    "{e} (for a file: `hermetic sign {} --key KEY` writes its .sig)",
+                    path.display()
+                )
+            })
+    }))
+}

@@ -799,3 +799,53 @@ fn a_misbehaving_registry_gets_a_clear_error_and_nothing_is_stored() {
         "is it running",
     );
 }
+
+#[test]
+fn under_require_signature_a_tools_dir_file_needs_a_trusted_signature_too() {
+    let h = TempDir::new().unwrap();
+    let h = h.path();
+    ok(&run(h, &["keygen", "--out", "key"]));
+    let policy = write_policy(h, true, &[]);
+    let policy = policy.to_str().unwrap();
+    let dir = h.join("tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("echo.wasm");
+    std::fs::copy(guest("echo"), &file).unwrap();
+    let tools = |h: &Path| {
+        run(
+            h,
+            &[
+                "--policy",
+                policy,
+                "--no-bundled",
+                "--tools-dir",
+                dir.to_str().unwrap(),
+                "tools",
+            ],
+        )
+    };
+    let unsigned = tools(h);
+    let said = String::from_utf8_lossy(&unsigned.stderr).into_owned();
+    assert!(
+        said.contains("refused:") && said.contains("is not signed"),
+        "{said}"
+    );
+    assert!(said.contains("hermetic sign"), "{said}");
+    assert!(!String::from_utf8_lossy(&unsigned.stdout).contains("echo"));
+    ok(&run(h, &["sign", file.to_str().unwrap(), "--key", "key"]));
+    assert!(ok(&tools(h)).contains("echo"));
+    ok(&run(
+        h,
+        &["verify", file.to_str().unwrap(), "--key", "key.pub"],
+    ));
+    // Changed after signing: the signature is for other bytes.
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(&[0, 0]);
+    std::fs::write(&file, bytes).unwrap();
+    let changed = tools(h);
+    assert!(String::from_utf8_lossy(&changed.stderr).contains("is not signed"));
+    refused(
+        &run(h, &["verify", file.to_str().unwrap(), "--key", "key.pub"]),
+        "refused",
+    );
+}

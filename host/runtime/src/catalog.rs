@@ -37,7 +37,12 @@ pub(crate) struct CatalogOptions {
     pub(crate) overrides: BTreeSet<String>,
     pub(crate) toolsets: Toolsets,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) file_check: Option<FileCheck>,
 }
+
+/// A check every component file passes before it is loaded: its path and bytes in,
+/// `Err(why)` to refuse it.
+pub type FileCheck = Arc<dyn Fn(&Path, &[u8]) -> Result<(), String> + Send + Sync>;
 
 /// Registry errors.
 #[derive(Debug, thiserror::Error)]
@@ -266,6 +271,8 @@ pub struct Catalog {
     /// What tools and terminal commands of the policy reach (the host's own files
     /// must lie elsewhere).
     reach: ToolReach,
+    /// What a component file must pass before it loads.
+    file_check: Option<FileCheck>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -320,6 +327,7 @@ impl Catalog {
             tenant_tools: RwLock::new(HashMap::new()),
             metadata_grants,
             reach,
+            file_check: options.file_check,
         })
     }
 
@@ -353,6 +361,9 @@ impl Catalog {
     /// # Errors
     /// A [`LoadError`] saying what is wrong with it.
     pub fn load(&self, bytes: &[u8], source: ToolSource) -> Result<LoadedTool, LoadError> {
+        if let (Some(check), ToolSource::File(path)) = (&self.file_check, &source) {
+            check(path, bytes).map_err(|reason| LoadError::Refused { reason })?;
+        }
         component::load(
             &self.runtime,
             &self.linkers,

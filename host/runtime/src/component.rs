@@ -99,6 +99,12 @@ pub enum LoadError {
         #[source]
         source: Option<Cause>,
     },
+    /// The host's file check refused it (e.g. it is not signed by a trusted key).
+    #[error("refused: {reason}")]
+    Refused {
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The schema's name differs from the declared name.
     #[error("schema name {schema:?} differs from the declared name {declared:?}")]
     NameMismatch {

@@ -52,7 +52,7 @@ mod bundled {
 }
 
 pub use call::{CancelToken, Progress, ProgressSink};
-pub use catalog::Catalog;
+pub use catalog::{Catalog, FileCheck};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use component::{LoadError, ToolSource};
 pub use declaration::{Access, Declaration};

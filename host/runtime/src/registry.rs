@@ -44,6 +44,10 @@ pub struct RegistryOptions {
     /// `TerminalHost`, built from [`OperatorPolicy::terminal`]). `None`: the terminal
     /// interface refuses every request, even for tools granted it.
     pub terminal: Option<Arc<dyn TerminalService>>,
+    /// Checked before a component file is loaded (`--tools-dir`, reloads, `inspect`):
+    /// `Err` says why it is refused (e.g. not signed by a trusted key). `None`: files
+    /// load as they are.
+    pub file_check: Option<crate::catalog::FileCheck>,
 }
 
 impl RegistryOptions {
@@ -62,6 +66,7 @@ impl RegistryOptions {
             toolsets: Toolsets::builtin(),
             clock: Arc::new(SystemClock),
             terminal: None,
+            file_check: None,
         }
     }
 
@@ -101,6 +106,7 @@ impl Registry {
             toolsets,
             clock,
             terminal,
+            file_check,
         } = options;
         let catalog = Arc::new(Catalog::new(CatalogOptions {
             engine,
@@ -109,6 +115,7 @@ impl Registry {
             overrides,
             toolsets,
             clock,
+            file_check,
         })?);
         let dispatcher = Arc::new(Dispatcher::new(Arc::clone(&catalog), terminal));
         Ok(Self {
