@@ -397,6 +397,11 @@ impl RegistryClient {
                     reason: "it no longer resolves to a public address".into(),
                 }
             }
+            ureq::Error::Rustls(_) | ureq::Error::Io(_) if !self.insecure && e.to_string().contains("corrupt message") => {
+                self.unreachable(format!(
+                    "the TLS handshake failed ({e}): does it serve plain HTTP? (--insecure is for a registry on this machine only)"
+                ))
+            }
             e => self.unreachable(format!("{e} (is it running, and is the address right?)")),
         }
     }
