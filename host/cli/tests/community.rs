@@ -629,6 +629,19 @@ fn plain_http_is_only_for_a_registry_on_this_machine() {
         &run(h.path(), &["pull", "example/x:1"]),
         "the registry host must be explicit",
     );
+    // TLS is the default: a plain-HTTP registry reached without --insecure says so.
+    let registry = Registry::start(false);
+    refused(
+        &run(
+            h.path(),
+            &[
+                "push",
+                guest("echo").to_str().unwrap(),
+                &registry.reference("x:1"),
+            ],
+        ),
+        "does it serve plain HTTP?",
+    );
 }
 
 /// A registry that misbehaves: serves `/v2/`, and per repository a manifest or blob
