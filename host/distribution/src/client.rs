@@ -756,6 +756,12 @@ fn parse_challenge(s: &str) -> (String, Vec<(String, String)>) {
     (scheme.to_owned(), params)
 }
 
+/// [`parse_challenge`] for the fuzz tests.
+#[cfg(test)]
+pub(crate) fn parse_challenge_for_tests(s: &str) -> (String, Vec<(String, String)>) {
+    parse_challenge(s)
+}
+
 /// RFC 3986 percent-encoding of everything but the unreserved characters.
 fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

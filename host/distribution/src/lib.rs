@@ -432,3 +432,40 @@ pub fn sign_file(component: &Path, key: &SigningKey) -> Result<Signature, Distri
     std::fs::write(&sig_path, lines.join(&b'\n')).map_err(io(&sig_path))?;
     Ok(signature)
 }
+
+/// What a registry, a store or a file sends is untrusted: every parser of it ends with
+/// a value or an error, whatever the bytes.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parsers_of_untrusted_input_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let _ = crate::artifact::WasmManifest::parse(&bytes);
+            let _ = crate::artifact::signature_layers(&bytes, 1024);
+            let _ = crate::Signature::parse(&bytes);
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = crate::auth::from_text(&text, "registry.example.com");
+            let _ = crate::PublicKey::parse(&text);
+            let _ = crate::SigningKey::from_pem(&text);
+            let _ = crate::Digest::parse(&text);
+            let _ = crate::client::parse_challenge_for_tests(&text);
+        }
+
+        #[test]
+        fn manifest_shaped_json_never_panics(
+            schema in 0u32..4,
+            media in "[a-z./+0-9-]{0,40}",
+            size in any::<u64>(),
+            layers in 0usize..4,
+        ) {
+            let layer = format!(r#"{{"mediaType":"{media}","digest":"sha256:{}","size":{size}}}"#, "a".repeat(64));
+            let m = format!(
+                r#"{{"schemaVersion":{schema},"config":{layer},"layers":[{}]}}"#,
+                vec![layer.clone(); layers].join(",")
+            );
+            let _ = crate::artifact::WasmManifest::parse(m.as_bytes());
+        }
+    }
+}
