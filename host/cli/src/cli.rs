@@ -193,8 +193,10 @@ enum Command {
         #[arg(default_value = "{}")]
         args: String,
     },
-    /// Show a tool's declaration, schema and what it would be granted — and, for a
-    /// new version of a registered tool, what it asks for beyond the granted one.
+    /// Show a tool's declaration, schema and what it would be granted.
+    ///
+    /// For a new version of a registered tool (a file or a registry reference), also
+    /// what it asks for beyond the granted one (`new_against_granted`).
     Inspect {
         #[command(flatten)]
         host: HostArgs,
@@ -213,8 +215,10 @@ enum Command {
     /// Check audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Push a wasm component to an OCI registry as REF (HOST[:PORT]/REPOSITORY:TAG);
-    /// prints the pinned reference (…@sha256:…) to put in a policy's `source`.
+    /// Push a wasm component to an OCI registry.
+    ///
+    /// REF is HOST[:PORT]/REPOSITORY:TAG. Prints the pinned reference (…@sha256:…) to
+    /// put in a policy's `source`.
     Push {
         /// The component (.wasm).
         file: PathBuf,
@@ -223,10 +227,12 @@ enum Command {
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
     },
-    /// Pull a tool into the tool store: REF (a tag or @sha256: digest), or with
-    /// --policy and no REF every tool the policy names by `source` (tags resolved and
-    /// written to hermetic.lock beside the policy). A signature by a trusted key is
-    /// checked before anything is stored when the policy requires one (or --key).
+    /// Pull tools from a registry into the tool store.
+    ///
+    /// REF is a tag or an @sha256: digest; with --policy and no REF, every tool the
+    /// policy names by `source` (tags resolved and written to hermetic.lock beside the
+    /// policy). A signature by a trusted key is checked before anything is stored when
+    /// the policy requires one (or --key is given).
     Pull {
         #[command(flatten)]
         host: HostArgs,
@@ -237,15 +243,19 @@ enum Command {
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
     },
-    /// Make an Ed25519 signing key: FILE (private, 0600) and FILE.pub (the public key
-    /// to list under [trust] keys).
+    /// Make an Ed25519 signing key.
+    ///
+    /// Writes FILE (private, 0600) and FILE.pub (the public key to list under [trust]
+    /// keys).
     Keygen {
         /// The private key file to create.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
-    /// Sign a component: FILE (the signature goes to FILE.sig) or REF (the signature
-    /// is pushed beside it, as the tag sha256-<manifest digest>.sig).
+    /// Sign a component file or a pushed tool.
+    ///
+    /// For FILE the signature goes to FILE.sig; for REF it is pushed beside the tool,
+    /// as the tag sha256-<manifest digest>.sig.
     Sign {
         /// A .wasm file or a reference.
         target: String,
@@ -255,8 +265,10 @@ enum Command {
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
     },
-    /// Check that FILE or REF is signed by a trusted key (--key, or --policy's
-    /// [trust] keys). Exit code 1 when it is not. A REF is pulled into the store.
+    /// Check that a component file or a pushed tool is signed by a trusted key.
+    ///
+    /// Trusted: the --key keys, else --policy's [trust] keys. Exit code 1 when it is
+    /// not. A REF is pulled into the store.
     Verify {
         #[command(flatten)]
         host: HostArgs,
