@@ -327,6 +327,11 @@ struct ServeArgs {
     /// Do not watch the tools directories for changes.
     #[arg(long)]
     no_watch: bool,
+    /// Share rate limits with the other nodes of a cluster through this Redis
+    /// (`redis://[user:password@]host[:port][/db]`; overrides the policy's [cluster]
+    /// redis_url). Without it, this process counts alone.
+    #[arg(long, value_name = "URL")]
+    redis_url: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -774,6 +779,9 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     let registry = std::sync::Arc::new(registry);
     access.allowed_hosts.extend(args.allow_hosts);
     access.allowed_origins.extend(args.allow_origins);
+    if let Some(url) = args.redis_url {
+        access.redis_url = Some(url);
+    }
     let audit = match args.audit.or_else(|| access.audit_file.clone()) {
         Some(file) => Some(std::sync::Arc::new({
             registry.check_state_path("the audit log", &file)?;

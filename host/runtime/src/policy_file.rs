@@ -129,6 +129,9 @@ pub struct ServerPolicy {
     /// many clients' requests), and a request's client address is read from its
     /// `X-Forwarded-For` (or `Forwarded`) header, the rightmost hop not in this list.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// `[cluster] redis_url`: the Redis every node of a cluster shares (rate limits
+    /// across nodes). `None`: this process holds its state alone (the default).
+    pub redis_url: Option<String>,
 }
 
 /// Parses an address range of `trusted_proxies`: an address (`10.0.0.7`, `::1`) or a
@@ -197,6 +200,14 @@ struct FileToml {
     server: ServerToml,
     #[serde(default)]
     trust: TrustToml,
+    #[serde(default)]
+    cluster: ClusterToml,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClusterToml {
+    redis_url: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -433,7 +444,15 @@ pub fn parse(
         }
         tools.insert(name, o);
     }
-    let server = server_policy(raw.server, &raw.tenants, file_dir, &invalid)?;
+    let mut server = server_policy(raw.server, &raw.tenants, file_dir, &invalid)?;
+    if let Some(url) = raw.cluster.redis_url {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            return Err(invalid(
+                "cluster.redis_url: write redis://[user:password@]host[:port][/db] (or rediss:// for TLS)".into(),
+            ));
+        }
+        server.redis_url = Some(url);
+    }
     let mut trust = trust_policy(raw.trust, file_dir, &invalid)?;
     trust.sources = sources;
     trust.reviewed = reviewed;

@@ -195,6 +195,15 @@ impl RateLimiter {
         }
     }
 
+    /// The interval between calls at the sustained rate, and the burst tolerance (what
+    /// a shared store needs to run the same limit).
+    pub fn params(&self) -> (Duration, Duration) {
+        (
+            Duration::from_nanos(self.interval),
+            Duration::from_nanos(self.tolerance),
+        )
+    }
+
     /// Takes one call.
     ///
     /// # Errors

@@ -206,6 +206,8 @@ struct Front {
     connections: Arc<Connections>,
     sessions: SessionOwners,
     requests: TenantRequests,
+    /// Where rate limits count: this process, or the cluster's Redis.
+    shared: Box<dyn crate::store::SharedState>,
     /// POST responses not yet fully sent (a call's result may still be on its way
     /// after the call ended): shutdown waits for them before ending the sessions.
     responses: tokio_util::task::TaskTracker,
@@ -251,6 +253,7 @@ pub async fn serve(
             limits.session_idle_timeout,
         ),
         requests: TenantRequests::new(limits.max_requests_per_tenant),
+        shared: crate::store::from_url(access.redis_url.as_deref()).map_err(ServeError::Store)?,
         responses: tokio_util::task::TaskTracker::new(),
     });
     // Ends sessions as they close (whatever closed them) and closes the idle ones.

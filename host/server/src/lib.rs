@@ -43,6 +43,7 @@ mod jsonrpc;
 mod live;
 mod plain;
 pub mod stdio;
+pub mod store;
 mod watch;
 
 use hermetic::policy_file::ServerPolicy;
@@ -129,6 +130,9 @@ pub enum ServeError {
          Give tenants tokens in the policy file (`token_sha256`, see `hermetic token new`) or listen on loopback"
     )]
     Unprotected(std::net::SocketAddr),
+    /// The cluster's shared store is misconfigured.
+    #[error("[cluster]: {0}")]
+    Store(#[from] store::StoreError),
 }
 
 /// State shared by every session of one server.

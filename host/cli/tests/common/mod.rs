@@ -1,3 +1,5 @@
 //! Shared by the CLI test binaries.
+#![allow(dead_code, reason = "each test binary uses part of it")]
 
+pub mod redis;
 pub mod registry;

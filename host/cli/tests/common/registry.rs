@@ -1,6 +1,5 @@
 //! A real distribution registry (Debian's `docker-registry`, 2.8) on a free loopback
 //! port with its own storage, for the tests that push and pull tools.
-#![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

@@ -133,11 +133,16 @@ impl Front {
         &self,
         tenant: &TenantAccess,
     ) -> Result<Opening<'_>, Response<Body>> {
-        if let Err(wait) = tenant.sessions.check() {
-            return Err(too_many_requests(
-                "Too Many Requests: this tenant's sessions_per_minute is used up\n",
-                Some(wait),
-            ));
+        let key = crate::store::rate_key("sessions", &tenant.id);
+        match self.shared.take(&key, &tenant.sessions).await {
+            Ok(Ok(())) => {}
+            Ok(Err(wait)) => {
+                return Err(too_many_requests(
+                    "Too Many Requests: this tenant's sessions_per_minute is used up\n",
+                    Some(wait),
+                ));
+            }
+            Err(e) => return Err(store_unreachable(&e)),
         }
         self.sessions.admit(&tenant.id).await.ok_or_else(|| {
             too_many_requests(
@@ -148,8 +153,9 @@ impl Front {
         })
     }
 
-    /// Takes the tenant's rate limit for a tools/call of `tool`; a 429 when over.
-    pub(super) fn rate_limit(
+    /// Takes the tenant's rate limit for a tools/call of `tool`; a 429 when over, a
+    /// 503 when the shared store that counts it cannot be reached (fail closed).
+    pub(super) async fn rate_limit(
         &self,
         tenant: &TenantAccess,
         tool: &str,
@@ -157,7 +163,22 @@ impl Front {
         client: IpAddr,
     ) -> Option<Response<Body>> {
         let limiter = tenant.limiter.as_ref()?;
-        let wait = limiter.check().err()?;
+        let key = crate::store::rate_key("calls", &tenant.id);
+        let wait = match self.shared.take(&key, limiter).await {
+            Ok(Ok(())) => return None,
+            Ok(Err(wait)) => wait,
+            Err(e) => {
+                self.refused(
+                    tenant,
+                    tool,
+                    session,
+                    client,
+                    "store_unavailable",
+                    &e.to_string(),
+                );
+                return Some(store_unreachable(&e));
+            }
+        };
         let retry = wait.as_secs_f64().ceil().max(1.0);
         self.refused(
             tenant,
@@ -224,6 +245,17 @@ impl Front {
             });
         }
     }
+}
+
+/// The 503 of a limit whose shared store cannot be reached: refused, not let through
+/// uncounted.
+fn store_unreachable(e: &crate::store::StoreError) -> Response<Body> {
+    service_unavailable(
+        &format!(
+            "Service Unavailable: {e}; this tenant's rate-limited requests are refused until it is back\n"
+        ),
+        Duration::from_secs(1),
+    )
 }
 
 #[cfg(test)]

@@ -120,7 +120,9 @@ impl Front {
             };
             let asked = Asked::of(&message);
             if let Some(tool) = asked.tool
-                && let Some(response) = self.rate_limit(&tenant, tool, session.as_deref(), client)
+                && let Some(response) = self
+                    .rate_limit(&tenant, tool, session.as_deref(), client)
+                    .await
             {
                 return response;
             }

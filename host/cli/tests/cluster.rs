@@ -1,0 +1,192 @@
+//! Many nodes, one budget: three real `hermetic serve --http` processes sharing a real
+//! `redis-server` (started here on a free loopback port). A client alternating between
+//! the nodes gets exactly its tenant's `calls_per_minute` in total; with Redis killed,
+//! the rate-limited tenant is refused with the documented error (fail closed) while a
+//! tenant without a limit is served; with Redis back, calls are counted again without
+//! restarting a node.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests"
+)]
+
+mod common;
+
+use common::redis::Redis;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const ACME: &str = "hmt_cluster_acme_token";
+const GLOBEX: &str = "hmt_cluster_globex_token";
+/// acme's tools/call budget (a burst of this many, then one per 60/N s).
+const LIMIT: usize = 6;
+
+fn sha256(token: &str) -> String {
+    hermetic_distribution::Digest::of(token.as_bytes())
+        .hex()
+        .to_owned()
+}
+
+/// A `hermetic serve --http 127.0.0.1:0` node, killed on drop.
+struct Node {
+    child: Child,
+    addr: String,
+}
+
+impl Node {
+    fn start(dir: &Path, redis_url: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            .current_dir(dir)
+            .env(
+                "HERMETIC_CACHE_DIR",
+                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+            )
+            .env("NO_COLOR", "1")
+            .args(["--policy", "policy.toml", "--tools-dir"])
+            .arg(dir.join("tools"))
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--no-watch",
+                "--redis-url",
+                redis_url,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the node says where it serves")
+                .unwrap();
+            if let Some(url) = line.split("serving MCP at http://").nth(1) {
+                break url.trim().trim_end_matches("/mcp").to_owned();
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, addr }
+    }
+
+    /// One sessionless (2026-07-28) tools/call of `echo` as `token`: the status and body.
+    fn call(&self, token: &str) -> (u16, String) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"message": "hi"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "cluster", "version": "0"}}}})
+        .to_string();
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        (status, answer)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cluster_dir() -> TempDir {
+    let dir = TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::create_dir_all(dir.path().join("tools")).unwrap();
+    std::fs::copy(
+        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
+        dir.path().join("tools/echo.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        format!(
+            "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
+             [tenants.acme]\ntoken_sha256 = [\"{}\"]\n[tenants.acme.limits]\ncalls_per_minute = {LIMIT}\n\n\
+             [tenants.globex]\ntoken_sha256 = [\"{}\"]\n",
+            sha256(ACME),
+            sha256(GLOBEX)
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn three_nodes_share_one_rate_limit_and_fail_closed_without_redis() {
+    let mut redis = Redis::start();
+    let dir = cluster_dir();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(dir.path(), &redis.url()))
+        .collect();
+
+    // Alternating nodes: exactly the tenant's budget in total, then 429 on every node.
+    let statuses: Vec<u16> = (0..LIMIT * 2).map(|i| nodes[i % 3].call(ACME).0).collect();
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    assert_eq!(ok, LIMIT, "{statuses:?}");
+    assert!(statuses[LIMIT..].iter().all(|s| *s == 429), "{statuses:?}");
+    // Another tenant has no limit and is not affected.
+    for node in &nodes {
+        assert_eq!(node.call(GLOBEX).0, 200);
+    }
+
+    // Redis gone: the limited tenant is refused with the documented error, the other
+    // is served.
+    redis.kill();
+    let (status, answer) = nodes[1].call(ACME);
+    assert_eq!(status, 503, "{answer}");
+    assert!(
+        answer.contains(&format!(
+            "the shared store (redis://127.0.0.1:{}) is unreachable",
+            redis.port
+        )),
+        "{answer}"
+    );
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after"),
+        "{answer}"
+    );
+    assert_eq!(nodes[2].call(GLOBEX).0, 200);
+
+    // Redis back: counted again, no node restarted (within a few seconds: the
+    // connection manager reconnects on its own).
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, answer) = nodes[0].call(ACME);
+        if status != 503 {
+            assert!(status == 200 || status == 429, "{answer}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never recovered: {answer}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,166 @@
+//! The Redis store: limits as one Lua GCRA step each, on Redis's own clock (`TIME`), so
+//! every node's calls count against one budget whatever their clocks say. The
+//! connection is made on first use and kept by redis-rs's connection manager, which
+//! reconnects by itself; every operation has a short timeout, so an unreachable Redis
+//! costs a call a bounded wait and a clear error, never a hang.
+
+use super::{SharedState, StoreError, StoreFuture};
+use crate::auth::RateLimiter;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::time::Duration;
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// How long one answer may take.
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One GCRA step, atomically: `tat` (theoretical arrival time, µs on Redis's clock)
+/// moves by the interval when the call fits within the burst; otherwise the wait in
+/// µs is returned. Keys expire once they could no longer limit anything.
+const GCRA: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local next = tat + interval
+local allowed_at = next - tolerance
+if allowed_at > now then
+  return allowed_at - now
+end
+redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.floor((next - now) / 1000) + 1000)
+return 0
+";
+
+/// Redis at one URL.
+pub struct RedisState {
+    client: redis::Client,
+    /// The URL without credentials, for messages.
+    shown: String,
+    connection: tokio::sync::OnceCell<ConnectionManager>,
+    gcra: redis::Script,
+}
+
+impl std::fmt::Debug for RedisState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisState")
+            .field("url", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisState {
+    /// A store at `url` (`redis://[user:password@]host[:port][/db]`); nothing is
+    /// connected until it is used.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the URL does not parse.
+    pub fn new(url: &str) -> Result<Self, StoreError> {
+        let shown = without_credentials(url);
+        let client = redis::Client::open(url).map_err(|e| StoreError {
+            store: shown.clone(),
+            reason: format!("not a Redis URL: {e}"),
+        })?;
+        Ok(Self {
+            client,
+            shown,
+            connection: tokio::sync::OnceCell::new(),
+            gcra: redis::Script::new(GCRA),
+        })
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            store: self.shown.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The shared connection (made on first use; a failed attempt is tried again on
+    /// the next use).
+    async fn connection(&self) -> Result<ConnectionManager, StoreError> {
+        self.connection
+            .get_or_try_init(|| async {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                    .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                    .set_number_of_retries(1);
+                tokio::time::timeout(
+                    CONNECT_TIMEOUT * 2,
+                    self.client.get_connection_manager_with_config(config),
+                )
+                .await
+                .map_err(|_| self.error("connecting timed out"))?
+                .map_err(|e| self.error(e))
+            })
+            .await
+            .cloned()
+    }
+}
+
+impl SharedState for RedisState {
+    fn take<'a>(
+        &'a self,
+        key: &'a str,
+        limiter: &'a RateLimiter,
+    ) -> StoreFuture<'a, Result<(), Duration>> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let (interval, tolerance) = limiter.params();
+            let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+            let mut invocation = self.gcra.key(key);
+            invocation.arg(micros(interval)).arg(micros(tolerance));
+            let invocation = invocation.invoke_async::<i64>(&mut connection);
+            let wait = tokio::time::timeout(RESPONSE_TIMEOUT * 2, invocation)
+                .await
+                .map_err(|_| self.error("no answer in time"))?
+                .map_err(|e| self.error(e))?;
+            Ok(match u64::try_from(wait) {
+                Ok(0) | Err(_) => Ok(()),
+                Ok(us) => Err(Duration::from_micros(us)),
+            })
+        })
+    }
+
+    fn check(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let command = redis::cmd("PING");
+            let ping = command.query_async::<String>(&mut connection);
+            tokio::time::timeout(RESPONSE_TIMEOUT * 2, ping)
+                .await
+                .map_err(|_| self.error("no answer in time"))?
+                .map(|_| ())
+                .map_err(|e| self.error(e))
+        })
+    }
+
+    fn name(&self) -> String {
+        self.shown.clone()
+    }
+}
+
+/// `redis://user:password@host:port/db` → `redis://host:port/db`.
+fn without_credentials(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            format!("{scheme}://{rest}")
+        }
+        None => "(not a URL)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn messages_never_show_the_password() {
+        assert_eq!(
+            super::without_credentials("redis://u:secret@10.0.0.5:6379/2"),
+            "redis://10.0.0.5:6379/2"
+        );
+        let e = super::RedisState::new("redis://:pw@").map(|_| ()).err();
+        assert!(e.is_none_or(|e| !e.to_string().contains("pw")));
+    }
+}
