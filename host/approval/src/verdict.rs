@@ -5,7 +5,7 @@ use hermetic_detect::{RuleId, Tier};
 use serde::Serialize;
 
 /// How the gate decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Nothing dangerous found.

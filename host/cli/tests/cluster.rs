@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 const ACME: &str = "hmt_cluster_acme_token";
+const ADMIN: &str = "hmt_cluster_admin_token";
 const GLOBEX: &str = "hmt_cluster_globex_token";
 /// acme's tools/call budget (a burst of this many, then one per 60/N s).
 const LIMIT: usize = 6;
@@ -80,8 +81,13 @@ impl Node {
 
     /// One sessionless (2026-07-28) tools/call of `echo` as `token`: the status and body.
     fn call(&self, token: &str) -> (u16, String) {
+        self.call_tool(token, "echo", &json!({"message": "hi"}))
+    }
+
+    /// One sessionless tools/call of `tool` with `arguments` as `token`.
+    fn call_tool(&self, token: &str, tool: &str, arguments: &serde_json::Value) -> (u16, String) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "echo", "arguments": {"message": "hi"},
+            "name": tool, "arguments": arguments,
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {},
@@ -93,12 +99,33 @@ impl Node {
             s,
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
              Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n\
              Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
             self.addr,
             body.len()
         )
         .unwrap();
+        read_answer(s)
+    }
+
+    /// The operator's approvals endpoint: `GET /approvals` or `POST /approvals/{id}`.
+    fn admin(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {ADMIN}\r\n\
+             Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        read_answer(s)
+    }
+}
+
+fn read_answer(mut s: TcpStream) -> (u16, String) {
+    {
         let mut answer = String::new();
         let _ = s.read_to_string(&mut answer);
         let status = answer
@@ -131,9 +158,13 @@ fn cluster_dir() -> TempDir {
         format!(
             "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
              [tenants.acme]\ntoken_sha256 = [\"{}\"]\n[tenants.acme.limits]\ncalls_per_minute = {LIMIT}\n\n\
-             [tenants.globex]\ntoken_sha256 = [\"{}\"]\n",
+             [tenants.globex]\ntoken_sha256 = [\"{}\"]\n\n\
+             [server]\nadmin_token_sha256 = [\"{}\"]\n\n\
+             [tools.terminal]\nterminal = true\n\n\
+             [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\n",
             sha256(ACME),
-            sha256(GLOBEX)
+            sha256(GLOBEX),
+            sha256(ADMIN)
         ),
     )
     .unwrap();
@@ -188,5 +219,63 @@ fn three_nodes_share_one_rate_limit_and_fail_closed_without_redis() {
         }
         assert!(Instant::now() < deadline, "never recovered: {answer}");
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn an_approval_asked_on_one_node_is_answered_on_another_once() {
+    let redis = Redis::start();
+    let dir = cluster_dir();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(dir.path(), &redis.url()))
+        .collect();
+    std::fs::create_dir_all(dir.path().join("ws/scratch")).unwrap();
+    // A dangerous command on node A waits for the operator...
+    let a = &nodes[0];
+    let call = std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            a.call_tool(
+                GLOBEX,
+                "terminal",
+                &json!({"command": "rm -rf scratch && echo removed"}),
+            )
+        });
+        // ...who sees it in node B's console (the admin API)...
+        let b = &nodes[1];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let id = loop {
+            let (status, answer) = b.admin("GET", "/approvals", "");
+            assert_eq!(status, 200, "{answer}");
+            let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+            let list: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_default();
+            if let Some(p) = list.as_array().and_then(|l| l.first()) {
+                assert_eq!(p["command"], "rm -rf scratch && echo removed", "{p}");
+                assert_eq!(p["tenant"], "globex");
+                break p["id"].as_u64().unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node B never listed it: {answer}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // ...and answers it there; node B says what the gate on node A did.
+        let (status, answer) = b.admin("POST", &format!("/approvals/{id}"), r#"{"answer":"once"}"#);
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("approved_once"), "{answer}");
+        // A replay on node C is refused: an answer is taken once.
+        let (status, answer) =
+            nodes[2].admin("POST", &format!("/approvals/{id}"), r#"{"answer":"once"}"#);
+        assert_eq!(status, 404, "{answer}");
+        waiting.join().unwrap()
+    });
+    let (status, answer) = call;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("removed"), "{answer}");
+    assert!(!dir.path().join("ws/scratch").exists());
+    // Nothing is left listed anywhere.
+    for node in &nodes {
+        let (_, answer) = node.admin("GET", "/approvals", "");
+        assert!(answer.trim_end().ends_with("[]"), "{answer}");
     }
 }

@@ -538,6 +538,44 @@ fn wait<T>(
     }
 }
 
+/// [`wait`] for a question the whole cluster sees: an answer from this node's console
+/// (through `rx`), or one given on another node (in the shared store, looked for every
+/// [`crate::approval_cluster::POLL`]). A store that stops answering while the call
+/// waits leaves this node's console able to answer.
+fn wait_in_cluster(
+    cluster: &Arc<crate::approval_cluster::ClusterApprovals>,
+    id: u64,
+    rx: &mpsc::Receiver<(Answer, Ack)>,
+    deadline: Instant,
+    cancel: Option<&CancelToken>,
+) -> Option<(Answer, Ack)> {
+    let mut warned = false;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        let slice = deadline.min(now + crate::approval_cluster::POLL);
+        match wait(rx, slice, cancel) {
+            Ok(answered) => return Some(answered),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return None;
+        }
+        match cluster.answered(id) {
+            Ok(Some(answer)) => return Some((answer, Ack::Remote(id, Arc::clone(cluster)))),
+            Ok(None) => {}
+            Err(e) if !warned => {
+                warned = true;
+                tracing::warn!("approval {id}: the cluster's answers cannot be read: {e}");
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// How often a waiting approver looks at its call's cancel token: quick enough that
 /// a cancelled call ends at once for its client, rare enough to cost nothing.
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
@@ -627,6 +665,9 @@ pub enum BrokerError {
     /// The gate had not acted on the answer within [`SETTLE_WAIT`].
     #[error("approval {0}: the answer was delivered, but the gate has not acted on it yet")]
     Unsettled(u64),
+    /// The cluster's shared store cannot be reached.
+    #[error("{0}")]
+    Store(String),
 }
 
 impl BrokerError {
@@ -637,12 +678,13 @@ impl BrokerError {
             Self::NotUsed(_) => ::http::StatusCode::CONFLICT,
             Self::NotPersisted { .. } => ::http::StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unsettled(_) => ::http::StatusCode::GATEWAY_TIMEOUT,
+            Self::Store(_) => ::http::StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
 
 /// What the gate did with an answer: its verdict, as the console is told.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Settled {
     /// How the gate decided (`approved_once`, `approved_always`, `denied`, …).
     pub outcome: Outcome,
@@ -655,7 +697,30 @@ pub struct Settled {
 /// The gate's side of an answer's acknowledgement: sent once the gate has acted on
 /// it ([`Approver::settled`]); dropped unsent when the call ends first.
 #[derive(Debug)]
-struct Ack(tokio::sync::oneshot::Sender<Settled>);
+enum Ack {
+    /// For this node's console.
+    Local(tokio::sync::oneshot::Sender<Settled>),
+    /// For the console of another node of the cluster, which answered question `id`.
+    Remote(u64, Arc<crate::approval_cluster::ClusterApprovals>),
+}
+
+impl Ack {
+    fn is_closed(&self) -> bool {
+        match self {
+            Ack::Local(tx) => tx.is_closed(),
+            Ack::Remote(..) => false,
+        }
+    }
+
+    fn send(self, settled: Settled) {
+        match self {
+            Ack::Local(tx) => {
+                let _ = tx.send(settled);
+            }
+            Ack::Remote(id, cluster) => cluster.settle(id, &settled),
+        }
+    }
+}
 
 /// Acknowledgements waiting for the gate, by the question they answer. Both the
 /// broker (used as an approver itself) and each call's [`McpApprover`] hold theirs.
@@ -666,7 +731,7 @@ impl Acks {
     fn hold(&self, request: &ApprovalRequest, ack: Ack) {
         let mut held = self.0.lock();
         // Whoever waited for these has given up: do not keep them.
-        held.retain(|(_, _, a)| !a.0.is_closed());
+        held.retain(|(_, _, a)| !a.is_closed());
         held.push((request.key.clone(), approval_key(request), ack));
     }
 
@@ -678,8 +743,8 @@ impl Acks {
                 .position(|(k, q, _)| *k == request.key && *q == key)
                 .map(|at| held.remove(at).2)
         };
-        if let Some(Ack(tx)) = ack {
-            let _ = tx.send(Settled {
+        if let Some(ack) = ack {
+            ack.send(Settled {
                 outcome: verdict.outcome,
                 approved: verdict.approved,
                 message: verdict.message.clone(),
@@ -737,6 +802,11 @@ pub struct ApprovalBroker {
     allowlist: Option<AllowlistProbe>,
     /// Answers the broker gave as an approver itself, until the gate acts on them.
     acks: Acks,
+    /// The cluster's shared approvals (`[cluster] redis_url`), when there is one.
+    cluster: Option<Arc<crate::approval_cluster::ClusterApprovals>>,
+    /// Added to this node's ids so that no two nodes give one id (random, below 2^53:
+    /// ids stay exact in JSON).
+    id_base: u64,
 }
 
 impl std::fmt::Debug for ApprovalBroker {
@@ -764,6 +834,52 @@ impl ApprovalBroker {
     ) -> Self {
         self.allowlist = Some(Box::new(persists));
         self
+    }
+
+    /// Shares this broker's questions and answers with the other nodes of a cluster
+    /// through the Redis at `url`.
+    ///
+    /// # Errors
+    /// [`crate::store::StoreError`] when the URL does not parse.
+    pub fn with_cluster(mut self, url: &str) -> Result<Self, crate::store::StoreError> {
+        self.cluster = Some(Arc::new(crate::approval_cluster::ClusterApprovals::new(
+            url,
+        )?));
+        // 33 random bits above a 20-bit counter.
+        let seed = crate::formats::hex(&<sha2::Sha256 as sha2::Digest>::digest(format!(
+            "{}-{:?}-{:?}",
+            std::process::id(),
+            SystemTime::now(),
+            std::thread::current().id()
+        )));
+        let random = u64::from_str_radix(&seed[..9], 16).unwrap_or(1) & ((1 << 33) - 1);
+        self.id_base = random.max(1) << 20;
+        Ok(self)
+    }
+
+    /// Every question waiting for an answer — on this node, and with a cluster on
+    /// every node — as the console lists them.
+    pub async fn list_all(&self) -> Vec<serde_json::Value> {
+        let mut all: Vec<serde_json::Value> = self
+            .list()
+            .iter()
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .collect();
+        if let Some(cluster) = &self.cluster {
+            match cluster.list().await {
+                Ok(remote) => {
+                    let local: std::collections::BTreeSet<u64> =
+                        all.iter().filter_map(|v| v["id"].as_u64()).collect();
+                    all.extend(
+                        remote
+                            .into_iter()
+                            .filter(|v| v["id"].as_u64().is_some_and(|id| !local.contains(&id))),
+                    );
+                }
+                Err(e) => tracing::warn!("listing the cluster's approvals: {e}"),
+            }
+        }
+        all
     }
 
     /// The requests waiting for an answer, oldest first.
@@ -797,7 +913,7 @@ impl ApprovalBroker {
         let (tx, rx) = tokio::sync::oneshot::channel();
         // The waiter may have timed out a moment ago: the acknowledgement is then
         // dropped with the message, and the receipt says the answer was not used.
-        let _ = pending.answer.try_send((answer, Ack(tx)));
+        let _ = pending.answer.try_send((answer, Ack::Local(tx)));
         Ok(Receipt {
             id,
             answer,
@@ -812,7 +928,30 @@ impl ApprovalBroker {
     /// # Errors
     /// As [`Self::answer`] and [`Receipt::settled`].
     pub async fn answer_settled(&self, id: u64, answer: Answer) -> Result<Settled, BrokerError> {
-        self.answer(id, answer)?.settled(SETTLE_WAIT).await
+        let here = self.pending.lock().contains_key(&id);
+        match (&self.cluster, here) {
+            (Some(cluster), false) => {
+                // Another node's question: the answer goes through the cluster, once.
+                let taken = cluster
+                    .answer(id, answer)
+                    .await
+                    .map_err(|e| BrokerError::Store(e.to_string()))?;
+                if !taken {
+                    return Err(BrokerError::NotFound(id));
+                }
+                let settled = cluster
+                    .settled(id, SETTLE_WAIT)
+                    .await
+                    .ok_or(BrokerError::Unsettled(id))?;
+                let wanted_to_run =
+                    matches!(answer, Answer::Once | Answer::Session | Answer::Always);
+                if settled.outcome == Outcome::Timeout || (wanted_to_run && !settled.approved) {
+                    return Err(BrokerError::NotUsed(id));
+                }
+                Ok(settled)
+            }
+            _ => self.answer(id, answer)?.settled(SETTLE_WAIT).await,
+        }
     }
 }
 
@@ -876,7 +1015,7 @@ impl ApprovalBroker {
         deadline: Instant,
         cancel: Option<&CancelToken>,
     ) -> (Answer, Option<Ack>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = self.id_base + self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::sync_channel(1);
         let has_file = self
             .allowlist
@@ -915,6 +1054,16 @@ impl ApprovalBroker {
             always_persists: always_note.is_none(),
             always_note,
         };
+        if let Some(cluster) = &self.cluster {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let deadline_ms = crate::approval_cluster::unix_ms(SystemTime::now() + left);
+            if let Err(e) = cluster.raise(&view, deadline_ms) {
+                // Fail closed: a question no other node's console can see could only
+                // time out there; the call is refused now, saying why.
+                tracing::warn!("approval {id} refused: {e}");
+                return (Answer::Unavailable, None);
+            }
+        }
         self.pending.lock().insert(
             id,
             Pending {
@@ -924,8 +1073,14 @@ impl ApprovalBroker {
                 answer: tx,
             },
         );
-        let answered = wait(&rx, deadline, cancel).ok();
+        let answered = match &self.cluster {
+            None => wait(&rx, deadline, cancel).ok(),
+            Some(cluster) => wait_in_cluster(cluster, id, &rx, deadline, cancel),
+        };
         self.pending.lock().remove(&id);
+        if let Some(cluster) = &self.cluster {
+            cluster.withdraw(id);
+        }
         match answered {
             Some((answer, ack)) => (answer, Some(ack)),
             None => (Answer::Timeout, None),

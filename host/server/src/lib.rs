@@ -33,6 +33,7 @@
 // The public surface is curated: the transports (`http`, `stdio`), the audit log and
 // token hashing are public modules (each one API); the rest is private and what callers
 // use is re-exported below.
+mod approval_cluster;
 mod approvals;
 pub mod audit;
 pub mod auth;
@@ -224,15 +225,22 @@ impl McpServer {
             // The console says when "always" is session-only: the gate keeps it for
             // the session when the tenant's approval settings name no allowlist file.
             let terminal = registry.policy().terminal.clone();
-            Arc::new(
-                approvals::ApprovalBroker::new().with_allowlist(move |tenant| {
-                    terminal
-                        .for_tenant(tenant)
-                        .approval
-                        .allowlist_file
-                        .is_some()
+            let broker = approvals::ApprovalBroker::new().with_allowlist(move |tenant| {
+                terminal
+                    .for_tenant(tenant)
+                    .approval
+                    .allowlist_file
+                    .is_some()
+            });
+            // With a cluster, every node's console lists and answers every question.
+            let broker = match options.access.redis_url.as_deref() {
+                Some(url) => broker.with_cluster(url).unwrap_or_else(|e| {
+                    tracing::error!("approvals stay on this node: {e}");
+                    approvals::ApprovalBroker::new()
                 }),
-            )
+                None => broker,
+            };
+            Arc::new(broker)
         });
         // The terminal's approval requests and answers go to the audit log too.
         if let (Some(log), Some(terminal)) = (&options.audit, registry.terminal()) {

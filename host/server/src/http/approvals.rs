@@ -25,9 +25,10 @@ impl Front {
         }
         let path = request.uri().path().to_owned();
         match (request.method().clone(), path.strip_prefix("/approvals/")) {
-            (Method::GET, None) => {
-                console::api_headers(json(StatusCode::OK, &serde_json::json!(broker.list())))
-            }
+            (Method::GET, None) => console::api_headers(json(
+                StatusCode::OK,
+                &serde_json::json!(broker.list_all().await),
+            )),
             (Method::POST, Some(id)) => {
                 let Ok(id) = id.parse::<u64>() else {
                     return text(StatusCode::NOT_FOUND, "Not Found: no such approval\n");

@@ -70,6 +70,11 @@ impl RedisState {
         })
     }
 
+    /// The URL without credentials.
+    pub fn shown(&self) -> String {
+        self.shown.clone()
+    }
+
     fn error(&self, reason: impl std::fmt::Display) -> StoreError {
         StoreError {
             store: self.shown.clone(),
