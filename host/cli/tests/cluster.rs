@@ -189,9 +189,19 @@ fn three_nodes_share_one_rate_limit_and_fail_closed_without_redis() {
         assert_eq!(node.call(GLOBEX).0, 200);
     }
 
+    assert!(
+        nodes[0]
+            .admin("GET", "/healthz", "")
+            .1
+            .contains("ok: store redis://")
+    );
     // Redis gone: the limited tenant is refused with the documented error, the other
-    // is served.
+    // is served; the readiness probe says so, the liveness probe does not.
     redis.kill();
+    let (status, health) = nodes[0].admin("GET", "/healthz", "");
+    assert_eq!(status, 503, "{health}");
+    assert!(health.contains("is unreachable"), "{health}");
+    assert_eq!(nodes[0].admin("GET", "/livez", "").0, 200);
     let (status, answer) = nodes[1].call(ACME);
     assert_eq!(status, 503, "{answer}");
     assert!(

@@ -73,6 +73,10 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// The path of the operator's approvals endpoint.
 pub const APPROVALS_PATH: &str = "/approvals";
+/// The readiness probe: 200 when the node and its shared store answer.
+pub const HEALTH_PATH: &str = "/healthz";
+/// The liveness probe: 200 while the process serves.
+pub const LIVE_PATH: &str = "/livez";
 
 /// The default address of `hermetic serve`: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8788";
