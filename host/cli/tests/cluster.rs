@@ -184,6 +184,28 @@ fn three_nodes_share_one_rate_limit_and_fail_closed_without_redis() {
     let ok = statuses.iter().filter(|s| **s == 200).count();
     assert_eq!(ok, LIMIT, "{statuses:?}");
     assert!(statuses[LIMIT..].iter().all(|s| *s == 429), "{statuses:?}");
+    // A legacy session held by another node: a clear 404, not a hang.
+    let (status, answer) = {
+        let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+        let mut s = TcpStream::connect(&nodes[2].addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {GLOBEX}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: held-by-another-node\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            nodes[2].addr,
+            body.len()
+        )
+        .unwrap();
+        read_answer(s)
+    };
+    assert_eq!(status, 404, "{answer}");
+    assert!(
+        answer.contains("Session not found on this node"),
+        "{answer}"
+    );
     // Another tenant has no limit and is not affected.
     for node in &nodes {
         assert_eq!(node.call(GLOBEX).0, 200);
@@ -288,4 +310,19 @@ fn an_approval_asked_on_one_node_is_answered_on_another_once() {
         let (_, answer) = node.admin("GET", "/approvals", "");
         assert!(answer.trim_end().ends_with("[]"), "{answer}");
     }
+}
+
+/// The Kubernetes manifests probe the paths the server answers and point the nodes at
+/// the Redis they deploy.
+#[test]
+fn the_kubernetes_manifests_match_the_server() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes");
+    let nodes = std::fs::read_to_string(root.join("hermetic.yaml")).unwrap();
+    assert!(nodes.contains(&format!("path: {}", hermetic_server::http::HEALTH_PATH)));
+    assert!(nodes.contains(&format!("path: {}", hermetic_server::http::LIVE_PATH)));
+    assert!(nodes.contains("--redis-url=redis://hermetic-redis:6379"));
+    let policy = std::fs::read_to_string(root.join("policy.toml")).unwrap();
+    assert!(policy.contains("redis_url = \"redis://hermetic-redis:6379\""));
+    let redis = std::fs::read_to_string(root.join("redis.yaml")).unwrap();
+    assert!(redis.contains("name: hermetic-redis") && redis.contains("\"--appendonly\", \"yes\""));
 }

@@ -119,7 +119,11 @@ impl Front {
         {
             // Someone else's session, or none at all: the same answer, so session ids
             // cannot be probed across tenants.
-            return text(StatusCode::NOT_FOUND, "Not Found: Session not found\n");
+            return text(
+                StatusCode::NOT_FOUND,
+                "Not Found: Session not found on this node (open a new session; behind a \
+                 load balancer, route a session's requests to one node by Mcp-Session-Id)\n",
+            );
         }
         request.extensions_mut().insert(Tenant(tenant.id.clone()));
         let delete = request.method() == Method::DELETE;
