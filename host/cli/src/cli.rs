@@ -332,6 +332,10 @@ struct ServeArgs {
     /// redis_url). Without it, this process counts alone.
     #[arg(long, value_name = "URL")]
     redis_url: Option<String>,
+    /// Serve /metrics (Prometheus text format, with an admin token; also [server]
+    /// metrics = true).
+    #[arg(long)]
+    metrics: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -782,6 +786,7 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     if let Some(url) = args.redis_url {
         access.redis_url = Some(url);
     }
+    access.metrics |= args.metrics;
     let audit = match args.audit.or_else(|| access.audit_file.clone()) {
         Some(file) => Some(std::sync::Arc::new({
             registry.check_state_path("the audit log", &file)?;

@@ -42,6 +42,11 @@ struct Node {
 
 impl Node {
     fn start(dir: &Path, redis_url: &str) -> Self {
+        Self::start_args(dir, &["--redis-url", redis_url])
+    }
+
+    /// A node with these `serve` arguments.
+    fn start_args(dir: &Path, serve: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
             .current_dir(dir)
             .env(
@@ -51,14 +56,8 @@ impl Node {
             .env("NO_COLOR", "1")
             .args(["--policy", "policy.toml", "--tools-dir"])
             .arg(dir.join("tools"))
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--no-watch",
-                "--redis-url",
-                redis_url,
-            ])
+            .args(["serve", "--http", "127.0.0.1:0", "--no-watch"])
+            .args(serve)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -325,4 +324,53 @@ fn the_kubernetes_manifests_match_the_server() {
     assert!(policy.contains("redis_url = \"redis://hermetic-redis:6379\""));
     let redis = std::fs::read_to_string(root.join("redis.yaml")).unwrap();
     assert!(redis.contains("name: hermetic-redis") && redis.contains("\"--appendonly\", \"yes\""));
+}
+
+#[test]
+fn metrics_count_calls_refusals_and_approvals_behind_the_admin_token() {
+    let dir = cluster_dir();
+    let off = Node::start_args(dir.path(), &[]);
+    assert_eq!(off.admin("GET", "/metrics", "").0, 404);
+    drop(off);
+    let node = Node::start_args(dir.path(), &["--metrics"]);
+    for _ in 0..LIMIT + 2 {
+        node.call(ACME);
+    }
+    node.call_tool(GLOBEX, "no_such_tool_1", &json!({}));
+    node.call_tool(GLOBEX, "no_such_tool_2", &json!({}));
+    let (status, text) = node.admin("GET", "/metrics", "");
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains(&format!(
+            "hermetic_calls_total{{tenant=\"acme\",tool=\"echo\",outcome=\"ok\"}} {LIMIT}"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("hermetic_refusals_total{kind=\"rate_limited\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "hermetic_calls_total{tenant=\"globex\",tool=\"unknown\",outcome=\"unknown_tool\"} 2"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("no_such_tool"),
+        "an agent cannot add series: {text}"
+    );
+    assert!(
+        text.contains("hermetic_call_duration_seconds_bucket{le="),
+        "{text}"
+    );
+    // Without the admin token: refused.
+    let mut s = TcpStream::connect(&node.addr).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        node.addr
+    )
+    .unwrap();
+    assert_eq!(read_answer(s).0, 401);
 }

@@ -132,6 +132,8 @@ pub struct ServerPolicy {
     /// `[cluster] redis_url`: the Redis every node of a cluster shares (rate limits
     /// across nodes). `None`: this process holds its state alone (the default).
     pub redis_url: Option<String>,
+    /// `[server] metrics`: serve `/metrics` (Prometheus text, behind the admin token).
+    pub metrics: bool,
 }
 
 /// Parses an address range of `trusted_proxies`: an address (`10.0.0.7`, `::1`) or a
@@ -230,6 +232,8 @@ struct ServerToml {
     #[serde(default)]
     allowed_origins: Vec<String>,
     audit_file: Option<PathBuf>,
+    #[serde(default)]
+    metrics: bool,
     shutdown_grace_secs: Option<u64>,
     max_sessions_per_tenant: Option<u32>,
     sessions_per_minute: Option<u32>,
@@ -727,6 +731,7 @@ fn server_policy(
     server.allowed_hosts = raw.allowed_hosts;
     server.allowed_origins = raw.allowed_origins;
     server.shutdown_grace_secs = raw.shutdown_grace_secs;
+    server.metrics = raw.metrics;
     server.max_sessions_per_tenant = raw.max_sessions_per_tenant;
     server.sessions_per_minute = raw.sessions_per_minute;
     server.session_idle_timeout_secs = raw.session_idle_timeout_secs;

@@ -163,6 +163,7 @@ pub(crate) async fn call_tool(
         // Same answer as for a tool that does not exist: a selection never reveals
         // what lies outside it.
         let result = CallOutcome::UnknownTool { name: name.clone() };
+        observe(shared, &tenant, &name, false, &result, None, started);
         if let Some(audit) = audit {
             record_call(
                 audit, shared, &tenant, &session, &name, &args, &result, None, started,
@@ -182,6 +183,7 @@ pub(crate) async fn call_tool(
     // transport awaited it) is cancelled by `cancel`, and audited as cancelled here.
     let mut unfinished = Unfinished {
         audit,
+        finished: false,
         shared,
         tenant: &tenant,
         session: &session,
@@ -244,9 +246,19 @@ pub(crate) async fn call_tool(
         tracing::warn!("progress forwarding failed: {e}");
     }
     unfinished.audit = None;
+    unfinished.finished = true;
     // A 2026-07-28 call that asked the user: this leg's result (the command did not
     // run) gives way to the question; the client retries with the answer.
     let input_required = round.as_deref().and_then(InputRound::input_required);
+    observe(
+        shared,
+        &tenant,
+        &name,
+        true,
+        &result,
+        input_required.is_some().then_some("input_required"),
+        started,
+    );
     if let Some(audit) = audit {
         record_call(
             audit,
@@ -330,6 +342,30 @@ fn input_round(
 fn error_result(message: &str) -> CallToolResult {
     let error = serde_json::json!({ "error": message });
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+}
+
+/// Counts one finished tools/call in `/metrics` (when it is on).
+fn observe(
+    shared: &Shared,
+    tenant: &str,
+    name: &str,
+    known: bool,
+    result: &CallOutcome,
+    outcome: Option<&str>,
+    started: std::time::Instant,
+) {
+    if let Some(metrics) = &shared.metrics {
+        // A name no tool has stays out of the labels, whoever asked for it.
+        let known = known && !matches!(result, CallOutcome::UnknownTool { .. });
+        let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
+        metrics.call(
+            tenant,
+            name,
+            known,
+            &outcome,
+            started.elapsed().as_secs_f64(),
+        );
+    }
 }
 
 /// Writes the audit record of one tools/call.
@@ -490,6 +526,8 @@ struct Unfinished<'a> {
     /// `None` once the call returned (it is audited with its outcome), or without
     /// an audit log.
     audit: Option<&'a super::audit::AuditLog>,
+    /// Set once the call returned (it is counted with its outcome).
+    finished: bool,
     shared: &'a Shared,
     tenant: &'a str,
     session: &'a str,
@@ -500,6 +538,17 @@ struct Unfinished<'a> {
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
+        if !self.finished {
+            observe(
+                self.shared,
+                self.tenant,
+                self.name,
+                true,
+                &CallOutcome::Cancelled,
+                None,
+                self.started,
+            );
+        }
         if let Some(audit) = self.audit {
             record_call(
                 audit,

@@ -77,6 +77,8 @@ pub const APPROVALS_PATH: &str = "/approvals";
 pub const HEALTH_PATH: &str = "/healthz";
 /// The liveness probe: 200 while the process serves.
 pub const LIVE_PATH: &str = "/livez";
+/// Prometheus metrics (with the admin token, when turned on).
+pub const METRICS_PATH: &str = "/metrics";
 
 /// The default address of `hermetic serve`: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8788";

@@ -42,6 +42,7 @@ mod handler;
 pub mod http;
 mod jsonrpc;
 mod live;
+pub mod metrics;
 mod plain;
 pub mod stdio;
 pub mod store;
@@ -161,6 +162,8 @@ pub(crate) struct Shared {
     /// Used nonces of MCP 2026-07-28 approval answers (`requestState`), so each
     /// answer approves one retry.
     pub(crate) nonces: Arc<dyn hermetic::approval::NonceStore>,
+    /// `/metrics`, when the policy turns it on.
+    pub(crate) metrics: Option<Arc<metrics::Metrics>>,
     /// Set when a shutdown began: new calls are refused, calls in flight finish.
     pub(crate) draining: AtomicBool,
     hooks: Mutex<Vec<ShutdownHook>>,
@@ -242,6 +245,19 @@ impl McpServer {
             };
             Arc::new(broker)
         });
+        let metrics = options.access.metrics.then(|| {
+            let tenants = registry
+                .policy()
+                .tenants
+                .keys()
+                .chain(options.access.tenant_tokens.keys())
+                .cloned()
+                .collect::<Vec<_>>();
+            Arc::new(metrics::Metrics::new(tenants))
+        });
+        if let (Some(m), Some(terminal)) = (&metrics, registry.terminal()) {
+            terminal.add_observer(Arc::new(metrics::ApprovalMetrics(Arc::clone(m))));
+        }
         // The terminal's approval requests and answers go to the audit log too.
         if let (Some(log), Some(terminal)) = (&options.audit, registry.terminal()) {
             terminal.add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));
@@ -263,6 +279,7 @@ impl McpServer {
                 auth,
                 broker,
                 nonces: Arc::new(hermetic::approval::MemoryNonceStore::new()),
+                metrics,
                 draining: AtomicBool::new(false),
                 hooks: Mutex::new(hooks),
             }),

@@ -231,6 +231,9 @@ impl Front {
         reason: &str,
     ) {
         tracing::info!(tenant = %tenant.id, %client, tool, outcome, "refused a request: {reason}");
+        if let Some(metrics) = &self.server.shared.metrics {
+            metrics.refused(outcome);
+        }
         if let Some(audit) = self.server.audit() {
             let detail = serde_json::json!({ "client": client.to_string() });
             audit.record_or_log(&crate::audit::Event {

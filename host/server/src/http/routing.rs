@@ -10,7 +10,8 @@ use super::connections::{Busy, ConnectionSlot};
 use super::jsonrpc::{Asked, parse_body, read_body};
 use super::reply::{text, unauthorized};
 use super::{
-    APPROVALS_PATH, Body, Front, HEALTH_PATH, LIVE_PATH, MCP_PATH, McpServer, SESSION_HEADER,
+    APPROVALS_PATH, Body, Front, HEALTH_PATH, LIVE_PATH, MCP_PATH, METRICS_PATH, McpServer,
+    SESSION_HEADER,
 };
 use super::{console, direct, json_reply};
 use crate::Tenant;
@@ -66,6 +67,8 @@ impl Front {
             self.mcp(request, conn).await
         } else if path == APPROVALS_PATH || path.starts_with("/approvals/") {
             self.approvals(request).await
+        } else if path == METRICS_PATH {
+            self.metrics(&request)
         } else if console::is_console_path(path) {
             console::route(&self.server, request).await
         } else {
@@ -74,6 +77,33 @@ impl Front {
                 "Not Found: the MCP endpoint is /mcp\n",
             )
         }
+    }
+
+    /// `GET /metrics` (Prometheus text) with the admin token; 404 when the policy did
+    /// not turn it on.
+    fn metrics(&self, request: &Request<Incoming>) -> Response<Body> {
+        let Some(metrics) = &self.server.shared.metrics else {
+            return text(
+                StatusCode::NOT_FOUND,
+                "Not Found: /metrics is off (set [server] metrics = true, or serve --metrics)\n",
+            );
+        };
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if let Err(failure) = self.server.shared.auth.admin(authorization) {
+            return super::reply::unauthorized(failure);
+        }
+        let mut response = text(
+            StatusCode::OK,
+            &metrics.encode(self.server.calls_in_flight()),
+        );
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        );
+        response
     }
 
     /// `GET /healthz`: 200 when this node can serve everything — its shared store (the

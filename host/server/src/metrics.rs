@@ -1,0 +1,237 @@
+//! `/metrics` in the Prometheus text format (off unless `[server] metrics = true` or
+//! `serve --metrics`; behind the admin token): calls by tenant, tool and outcome, their
+//! latency, refusals at the front door by kind, approvals asked and decided, shared
+//! store errors, calls in flight.
+//!
+//! Label values are bounded: a tenant is one of the policy's (else `other`), a tool one
+//! the registry knows (else `unknown`: an agent cannot grow the series by calling names
+//! that do not exist), an outcome one of the host's own words.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tenant: String,
+    tool: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    event: String,
+}
+
+/// Latency buckets, seconds: from a warm call (tens of µs) to a long terminal command.
+const BUCKETS: [f64; 12] = [
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 300.0,
+];
+
+fn histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+/// One server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Family<ToolLabels, Histogram, fn() -> Histogram>,
+    refusals: Family<KindLabels, Counter>,
+    approvals: Family<EventLabels, Counter>,
+    store_errors: Counter,
+    in_flight: Gauge<i64, std::sync::atomic::AtomicI64>,
+    tenants: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Metrics whose tenant label takes the values in `tenants` (`""`, the operator,
+    /// is always one of them).
+    pub fn new(tenants: impl IntoIterator<Item = String>) -> Self {
+        let mut registry = Registry::with_prefix("hermetic");
+        let calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "calls",
+            "Tool calls by tenant, tool and outcome",
+            calls.clone(),
+        );
+        let latency =
+            Family::<ToolLabels, Histogram, fn() -> Histogram>::new_with_constructor(histogram);
+        registry.register(
+            "call_duration_seconds",
+            "Tool call duration, from the request to the result",
+            latency.clone(),
+        );
+        let refusals = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "refusals",
+            "Requests refused before a call: rate_limited, busy, store_unavailable",
+            refusals.clone(),
+        );
+        let approvals = Family::<EventLabels, Counter>::default();
+        registry.register(
+            "approvals",
+            "Approval questions asked, and how the gate decided them",
+            approvals.clone(),
+        );
+        let store_errors = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "store_errors",
+            "Operations the shared store (the cluster's Redis) did not answer",
+            store_errors.clone(),
+        );
+        let in_flight = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        registry.register(
+            "calls_in_flight",
+            "Tool calls running now",
+            in_flight.clone(),
+        );
+        let mut tenants: BTreeSet<String> = tenants.into_iter().collect();
+        tenants.insert(String::new());
+        Self {
+            registry,
+            calls,
+            latency,
+            refusals,
+            approvals,
+            store_errors,
+            in_flight,
+            tenants,
+        }
+    }
+
+    fn tenant(&self, tenant: &str) -> String {
+        if self.tenants.contains(tenant) {
+            tenant.to_owned()
+        } else {
+            "other".to_owned()
+        }
+    }
+
+    /// One finished call. `known` says whether `tool` is a registered tool.
+    pub fn call(&self, tenant: &str, tool: &str, known: bool, outcome: &str, seconds: f64) {
+        let tool = if known { tool } else { "unknown" }.to_owned();
+        self.calls
+            .get_or_create(&CallLabels {
+                tenant: self.tenant(tenant),
+                tool: tool.clone(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&ToolLabels { tool })
+            .observe(seconds);
+    }
+
+    /// A request refused at the front door (`rate_limited`, `busy`, …).
+    pub fn refused(&self, kind: &str) {
+        self.refusals
+            .get_or_create(&KindLabels {
+                kind: kind.to_owned(),
+            })
+            .inc();
+        if kind == "store_unavailable" {
+            self.store_errors.inc();
+        }
+    }
+
+    /// An approval event: `asked`, or the gate's outcome (`approved_once`, `denied`,
+    /// `timeout`, …).
+    pub fn approval(&self, event: &str) {
+        self.approvals
+            .get_or_create(&EventLabels {
+                event: event.to_owned(),
+            })
+            .inc();
+    }
+
+    /// The text exposition, with `in_flight` calls running now.
+    pub fn encode(&self, in_flight: usize) -> String {
+        self.in_flight
+            .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Counts the terminal's approval questions and decisions.
+#[derive(Debug)]
+pub struct ApprovalMetrics(pub std::sync::Arc<Metrics>);
+
+impl hermetic::approval::ApprovalObserver for ApprovalMetrics {
+    fn before_request(&self, _request: &hermetic::approval::ApprovalRequest, _approver: &str) {
+        self.0.approval("asked");
+    }
+
+    fn after_answer(
+        &self,
+        _request: &hermetic::approval::ApprovalRequest,
+        verdict: &hermetic::approval::Verdict,
+    ) {
+        let outcome = serde_json::to_value(verdict.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "other".to_owned());
+        self.0.approval(&outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_stay_bounded_and_the_text_format_is_prometheus() {
+        let m = Metrics::new(["acme".to_owned()]);
+        m.call("acme", "echo", true, "ok", 0.002);
+        m.call("intruder", "made-up-name-1", false, "unknown_tool", 0.0001);
+        m.call("intruder", "made-up-name-2", false, "unknown_tool", 0.0001);
+        m.refused("rate_limited");
+        m.approval("asked");
+        let text = m.encode(3);
+        assert!(
+            text.contains("hermetic_calls_total{tenant=\"acme\",tool=\"echo\",outcome=\"ok\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "hermetic_calls_total{tenant=\"other\",tool=\"unknown\",outcome=\"unknown_tool\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("made-up-name"));
+        assert!(
+            text.contains("hermetic_refusals_total{kind=\"rate_limited\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hermetic_call_duration_seconds_bucket"),
+            "{text}"
+        );
+        assert!(text.contains("hermetic_calls_in_flight 3"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
