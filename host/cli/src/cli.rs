@@ -792,6 +792,11 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
             registry.check_state_path("the audit log", &file)?;
             hermetic_server::audit::AuditLog::open(&file)?
                 .with_redactions(registry.secrets().values())
+                .with_node(&access.node_name.clone().unwrap_or_else(host_name))
+                .with_rotation(hermetic_server::audit::Rotation {
+                    max_bytes: access.audit_max_bytes,
+                    every: access.audit_rotate_secs.map(std::time::Duration::from_secs),
+                })
         })),
         None => None,
     };
@@ -823,6 +828,13 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
         })
     };
     serve(registry, options, watch, transport)
+}
+
+/// This machine's name, for the audit lines of a node ("" when it cannot be read).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|n| n.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// `hermetic inspect`: a registered tool by name, or a `.wasm` file (exit 1 when it

@@ -134,6 +134,13 @@ pub struct ServerPolicy {
     pub redis_url: Option<String>,
     /// `[server] metrics`: serve `/metrics` (Prometheus text, behind the admin token).
     pub metrics: bool,
+    /// `[server] audit_max_bytes`: start a new audit file (the chain continues) before
+    /// one grows past this.
+    pub audit_max_bytes: Option<u64>,
+    /// `[server] audit_rotate_secs`: start a new audit file after this long.
+    pub audit_rotate_secs: Option<u64>,
+    /// `[server] node_name`: named in every audit line (default: the host name).
+    pub node_name: Option<String>,
 }
 
 /// Parses an address range of `trusted_proxies`: an address (`10.0.0.7`, `::1`) or a
@@ -234,6 +241,9 @@ struct ServerToml {
     audit_file: Option<PathBuf>,
     #[serde(default)]
     metrics: bool,
+    audit_max_bytes: Option<u64>,
+    audit_rotate_secs: Option<u64>,
+    node_name: Option<String>,
     shutdown_grace_secs: Option<u64>,
     max_sessions_per_tenant: Option<u32>,
     sessions_per_minute: Option<u32>,
@@ -732,6 +742,14 @@ fn server_policy(
     server.allowed_origins = raw.allowed_origins;
     server.shutdown_grace_secs = raw.shutdown_grace_secs;
     server.metrics = raw.metrics;
+    if raw.audit_max_bytes.is_some_and(|b| b < 4096) || raw.audit_rotate_secs == Some(0) {
+        return Err(invalid(
+            "server.audit_max_bytes must be at least 4096 and audit_rotate_secs at least 1".into(),
+        ));
+    }
+    server.audit_max_bytes = raw.audit_max_bytes;
+    server.audit_rotate_secs = raw.audit_rotate_secs;
+    server.node_name = raw.node_name;
     server.max_sessions_per_tenant = raw.max_sessions_per_tenant;
     server.sessions_per_minute = raw.sessions_per_minute;
     server.session_idle_timeout_secs = raw.session_idle_timeout_secs;

@@ -33,7 +33,8 @@ use std::time::SystemTime;
 
 mod verify;
 pub use verify::{
-    Repair, RepairError, Repaired, Verified, VerifyError, repair, verify, verify_lines,
+    Repair, RepairError, Repaired, Verified, VerifyError, repair, segments, verify, verify_after,
+    verify_lines, verify_set,
 };
 
 /// What the server and `audit verify` both say of a file whose last line has no
@@ -117,6 +118,9 @@ pub struct Event<'a> {
 struct Line<'a> {
     seq: u64,
     time: &'a str,
+    /// The node that wrote it (several nodes keep a log each).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    node: &'a str,
     #[serde(flatten)]
     event: &'a Event<'a>,
     prev: &'a str,
@@ -127,6 +131,19 @@ struct Chain {
     seq: u64,
     prev: String,
     buf: Vec<u8>,
+    /// Bytes in the current file.
+    bytes: u64,
+    /// When the current file was started (or opened).
+    since: std::time::Instant,
+}
+
+/// When the log moves on to a new file (the chain continues in it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    /// When a line would take the file past this many bytes.
+    pub max_bytes: Option<u64>,
+    /// When the file has been written to this long.
+    pub every: Option<std::time::Duration>,
 }
 
 /// An append-only, hash-chained audit log file. Share it with `Arc`.
@@ -135,6 +152,9 @@ pub struct AuditLog {
     chain: Mutex<Chain>,
     /// Secret values, raw and JSON-escaped, replaced before hashing or writing.
     redactions: Vec<(String, String)>,
+    /// The node named in every line ("" for none).
+    node: String,
+    rotation: Rotation,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -163,13 +183,22 @@ impl AuditLog {
             .append(true)
             .open(path)
             .map_err(io)?;
-        let (seq, prev) = last_link(&mut file).map_err(|reason| match reason {
+        let bad = |reason| match reason {
             Tail::Io(e) => io(e),
             Tail::Bad(reason) => AuditError::Corrupt {
                 path: path.to_path_buf(),
                 reason,
             },
-        })?;
+        };
+        let (mut seq, mut prev) = last_link(&mut file).map_err(bad)?;
+        let bytes = file.metadata().map_err(io)?.len();
+        // A file just rotated (empty) continues the chain of the last file it left.
+        if bytes == 0
+            && let Some(last) = segments(path).iter().rev().nth(1)
+        {
+            let mut earlier = File::open(last).map_err(io)?;
+            (seq, prev) = last_link(&mut earlier).map_err(bad)?;
+        }
         Ok(Self {
             path: path.to_path_buf(),
             chain: Mutex::new(Chain {
@@ -177,9 +206,29 @@ impl AuditLog {
                 seq,
                 prev,
                 buf: Vec::with_capacity(512),
+                bytes,
+                since: std::time::Instant::now(),
             }),
             redactions: Vec::new(),
+            node: String::new(),
+            rotation: Rotation::default(),
         })
+    }
+
+    /// Names `node` in every line (a cluster's nodes keep one log each).
+    #[must_use]
+    pub fn with_node(mut self, node: &str) -> Self {
+        self.node = node.to_owned();
+        self
+    }
+
+    /// Moves to a new file by size or age ([`Rotation`]): the current one is renamed
+    /// `FILE.N` (N one more than the last) and the chain continues in a new `FILE`;
+    /// `audit verify FILE` checks them all.
+    #[must_use]
+    pub fn with_rotation(mut self, rotation: Rotation) -> Self {
+        self.rotation = rotation;
+        self
     }
 
     /// Redacts these secret values from argument digests and approval commands.
@@ -256,6 +305,7 @@ impl AuditLog {
         let line = Line {
             seq,
             time: &time,
+            node: &self.node,
             event,
             prev: &chain.prev,
         };
@@ -268,6 +318,19 @@ impl AuditLog {
         chain.buf.extend_from_slice(b",\"hash\":\"");
         chain.buf.extend_from_slice(hash.as_bytes());
         chain.buf.extend_from_slice(b"\"}\n");
+        let len = chain.buf.len() as u64;
+        let due = chain.bytes > 0
+            && (self
+                .rotation
+                .max_bytes
+                .is_some_and(|max| chain.bytes + len > max)
+                || self
+                    .rotation
+                    .every
+                    .is_some_and(|e| chain.since.elapsed() >= e));
+        if due {
+            self.rotate(chain)?;
+        }
         chain
             .file
             .write_all(&chain.buf)
@@ -277,6 +340,34 @@ impl AuditLog {
             })?;
         chain.seq = seq;
         chain.prev = hash;
+        chain.bytes += len;
+        Ok(())
+    }
+
+    /// Renames the current file to `FILE.N` and starts a new one; the chain (`seq`,
+    /// `prev`) carries on into it.
+    fn rotate(&self, chain: &mut Chain) -> Result<(), AuditError> {
+        let io = |e: std::io::Error| AuditError::Io {
+            path: self.path.clone(),
+            reason: format!("rotating: {e}"),
+        };
+        let next = segments(&self.path)
+            .iter()
+            .filter_map(|p| p.extension()?.to_str()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(format!(".{next}"));
+        std::fs::rename(&self.path, PathBuf::from(name)).map_err(io)?;
+        chain.file = std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io)?;
+        chain.bytes = 0;
+        chain.since = std::time::Instant::now();
         Ok(())
     }
 
@@ -493,6 +584,53 @@ mod tests {
     fn verify_text(lines: &[String]) -> Result<Verified, VerifyError> {
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         verify_lines(std::io::Cursor::new(text))
+    }
+
+    #[test]
+    fn a_rotated_log_continues_its_chain_across_files_and_verifies_as_a_set() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path)
+            .unwrap()
+            .with_node("node-a")
+            .with_rotation(Rotation {
+                max_bytes: Some(600),
+                every: None,
+            });
+        for i in 0..12 {
+            log.record(&event(if i % 2 == 0 { "ok" } else { "error" }))
+                .unwrap();
+        }
+        let files = segments(&path);
+        assert!(files.len() >= 3, "{files:?}");
+        for f in &files[..files.len() - 1] {
+            assert!(std::fs::metadata(f).unwrap().len() <= 600, "{f:?}");
+        }
+        let verified = verify(&path).unwrap();
+        assert_eq!((verified.lines, verified.seq), (12, 12));
+        assert_eq!(verified.head, log.head().1);
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("\"node\":\"node-a\"")
+        );
+        // A later part alone does not start a chain; the set does.
+        assert!(verify_lines(std::io::BufReader::new(File::open(&files[1]).unwrap())).is_err());
+        // Reopened (a restart), the chain goes on; also right after a rotation, from
+        // the file it left.
+        drop(log);
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&event("ok")).unwrap();
+        assert_eq!(verify(&path).unwrap().seq, 13);
+        drop(log);
+        let last = segments(&path).len();
+        std::fs::rename(&path, path.with_file_name(format!("audit.jsonl.{last}"))).unwrap();
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&event("ok")).unwrap();
+        assert_eq!(verify(&path).unwrap().seq, 14);
+        // Deleting a middle file breaks the chain where the next one starts.
+        std::fs::remove_file(&files[1]).unwrap();
+        assert!(verify(&path).is_err());
     }
 
     #[test]

@@ -15,10 +15,12 @@ use std::path::{Path, PathBuf};
 /// A chain that verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
-    /// Lines in the file.
+    /// Lines in the file (for a set of files, in all of them).
     pub lines: u64,
     /// The last line's hash ([`GENESIS`] for an empty file).
     pub head: String,
+    /// The last line's `seq` (equal to `lines` for a chain that starts in this file).
+    pub seq: u64,
 }
 
 /// Why a chain did not verify.
@@ -68,25 +70,36 @@ impl VerifyError {
 }
 
 /// Verifies an audit log: each line's own hash, each `prev` against the line before,
-/// and `seq` counting 1, 2, 3, …
+/// and `seq` counting 1, 2, 3, … — across the files of a rotated log (`FILE.1`,
+/// `FILE.2`, …, then `FILE`: see [`segments`]), each continuing the one before.
 ///
 /// # Errors
 /// [`VerifyError::Line`] with the first bad line, [`VerifyError::TornTail`] when only
 /// the last line is cut short.
 pub fn verify(path: &Path) -> Result<Verified, VerifyError> {
-    let file = File::open(path).map_err(|e| VerifyError::Io {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    verify_lines(std::io::BufReader::new(file))
+    // A rotated log: its earlier files (`FILE.1`, …) first, each continuing the last.
+    verify_set(&segments(path)).map_err(|(_, e)| e)
 }
 
 /// [`verify`] over any reader.
 ///
 /// # Errors
 /// As for [`verify`].
-pub fn verify_lines(mut reader: impl BufRead) -> Result<Verified, VerifyError> {
-    let mut prev = GENESIS.to_owned();
+pub fn verify_lines(reader: impl BufRead) -> Result<Verified, VerifyError> {
+    verify_after(reader, 0, GENESIS)
+}
+
+/// [`verify_lines`] of a file that continues a chain (a rotated log's later part): its
+/// first line must have `seq` = `after_seq` + 1 and `prev` = `after_prev`.
+///
+/// # Errors
+/// As for [`verify`].
+pub fn verify_after(
+    mut reader: impl BufRead,
+    after_seq: u64,
+    after_prev: &str,
+) -> Result<Verified, VerifyError> {
+    let mut prev = after_prev.to_owned();
     let mut number = 0u64;
     let mut offset = 0u64;
     let mut line = Vec::new();
@@ -115,7 +128,7 @@ pub fn verify_lines(mut reader: impl BufRead) -> Result<Verified, VerifyError> {
             let whole = std::str::from_utf8(&line)
                 .ok()
                 .and_then(|text| check_line(text).ok())
-                .filter(|link| link.seq == number && link.prev == prev)
+                .filter(|link| link.seq == after_seq + number && link.prev == prev)
                 .map(|link| link.hash);
             return Err(VerifyError::TornTail {
                 line: number,
@@ -125,15 +138,17 @@ pub fn verify_lines(mut reader: impl BufRead) -> Result<Verified, VerifyError> {
                 intact: Verified {
                     lines: number - 1,
                     head: prev,
+                    seq: after_seq + number - 1,
                 },
             });
         };
         offset += line.len() as u64;
         let text = std::str::from_utf8(body).map_err(|_| bad("not UTF-8".to_owned()))?;
         let link = check_line(text).map_err(bad)?;
-        if link.seq != number {
+        let expected = after_seq + number;
+        if link.seq != expected {
             return Err(bad(format!(
-                "seq is {} where {number} was expected (lines were deleted or reordered)",
+                "seq is {} where {expected} was expected (lines were deleted or reordered)",
                 link.seq
             )));
         }
@@ -148,7 +163,74 @@ pub fn verify_lines(mut reader: impl BufRead) -> Result<Verified, VerifyError> {
     Ok(Verified {
         lines: number,
         head: prev,
+        seq: after_seq + number,
     })
+}
+
+/// The files of a rotated log, oldest first: `FILE.1`, `FILE.2`, … (what rotation
+/// renamed away), then `FILE` itself.
+pub fn segments(path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return vec![path.to_path_buf()];
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    let mut rotated: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let n = e
+                        .file_name()
+                        .to_string_lossy()
+                        .strip_prefix(&prefix)?
+                        .parse()
+                        .ok()?;
+                    Some((n, path.with_file_name(e.file_name())))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    rotated.sort();
+    let mut all: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    all.push(path.to_path_buf());
+    all
+}
+
+/// Verifies the files of one chain in order (see [`segments`]): each file continues the
+/// one before it. The result counts the lines of all of them.
+///
+/// # Errors
+/// The first file that does not verify, and why.
+pub fn verify_set(files: &[PathBuf]) -> Result<Verified, (PathBuf, VerifyError)> {
+    let mut total = Verified {
+        lines: 0,
+        head: GENESIS.to_owned(),
+        seq: 0,
+    };
+    for file in files {
+        let open = File::open(file).map_err(|e| {
+            (
+                file.clone(),
+                VerifyError::Io {
+                    path: file.clone(),
+                    reason: e.to_string(),
+                },
+            )
+        })?;
+        let part = verify_after(std::io::BufReader::new(open), total.seq, &total.head)
+            .map_err(|e| (file.clone(), e))?;
+        total = Verified {
+            lines: total.lines + part.lines,
+            head: part.head,
+            seq: part.seq,
+        };
+    }
+    Ok(total)
 }
 
 /// What [`repair`] did.
@@ -242,7 +324,11 @@ pub fn repair(path: &Path) -> Result<Repaired, RepairError> {
         file.sync_all().map_err(io(path))?;
         return Ok(Repaired {
             repair: Repair::Completed,
-            verified: Verified { lines: line, head },
+            verified: Verified {
+                lines: line,
+                head,
+                seq: intact.seq + 1,
+            },
         });
     }
     let mut tail = Vec::new();
