@@ -17,6 +17,8 @@
 //! All three are deadline-driven [`Approver`]s of kind [`ApproverKind::Async`]: the gate
 //! calls them on the call's blocking thread and they wait on a channel.
 
+mod cluster;
+
 use crate::formats::hex;
 use hermetic::CancelToken;
 use hermetic::approval::{
@@ -540,10 +542,10 @@ fn wait<T>(
 
 /// [`wait`] for a question the whole cluster sees: an answer from this node's console
 /// (through `rx`), or one given on another node (in the shared store, looked for every
-/// [`crate::approval_cluster::POLL`]). A store that stops answering while the call
+/// [`cluster::POLL`]). A store that stops answering while the call
 /// waits leaves this node's console able to answer.
 fn wait_in_cluster(
-    cluster: &Arc<crate::approval_cluster::ClusterApprovals>,
+    cluster: &Arc<cluster::ClusterApprovals>,
     id: u64,
     rx: &mpsc::Receiver<(Answer, Ack)>,
     deadline: Instant,
@@ -555,7 +557,7 @@ fn wait_in_cluster(
         if now >= deadline {
             return None;
         }
-        let slice = deadline.min(now + crate::approval_cluster::POLL);
+        let slice = deadline.min(now + cluster::POLL);
         match wait(rx, slice, cancel) {
             Ok(answered) => return Some(answered),
             Err(mpsc::RecvTimeoutError::Disconnected) => return None,
@@ -701,7 +703,7 @@ enum Ack {
     /// For this node's console.
     Local(tokio::sync::oneshot::Sender<Settled>),
     /// For the console of another node of the cluster, which answered question `id`.
-    Remote(u64, Arc<crate::approval_cluster::ClusterApprovals>),
+    Remote(u64, Arc<cluster::ClusterApprovals>),
 }
 
 impl Ack {
@@ -803,7 +805,7 @@ pub struct ApprovalBroker {
     /// Answers the broker gave as an approver itself, until the gate acts on them.
     acks: Acks,
     /// The cluster's shared approvals (`[cluster] redis_url`), when there is one.
-    cluster: Option<Arc<crate::approval_cluster::ClusterApprovals>>,
+    cluster: Option<Arc<cluster::ClusterApprovals>>,
     /// Added to this node's ids so that no two nodes give one id (random, below 2^53:
     /// ids stay exact in JSON).
     id_base: u64,
@@ -842,9 +844,7 @@ impl ApprovalBroker {
     /// # Errors
     /// [`crate::store::StoreError`] when the URL does not parse.
     pub fn with_cluster(mut self, url: &str) -> Result<Self, crate::store::StoreError> {
-        self.cluster = Some(Arc::new(crate::approval_cluster::ClusterApprovals::new(
-            url,
-        )?));
+        self.cluster = Some(Arc::new(cluster::ClusterApprovals::new(url)?));
         // 33 random bits above a 20-bit counter.
         let seed = crate::formats::hex(&<sha2::Sha256 as sha2::Digest>::digest(format!(
             "{}-{:?}-{:?}",
@@ -1056,7 +1056,7 @@ impl ApprovalBroker {
         };
         if let Some(cluster) = &self.cluster {
             let left = deadline.saturating_duration_since(Instant::now());
-            let deadline_ms = crate::approval_cluster::unix_ms(SystemTime::now() + left);
+            let deadline_ms = cluster::unix_ms(SystemTime::now() + left);
             if let Err(e) = cluster.raise(&view, deadline_ms) {
                 // Fail closed: a question no other node's console can see could only
                 // time out there; the call is refused now, saying why.

@@ -33,7 +33,6 @@
 // The public surface is curated: the transports (`http`, `stdio`), the audit log and
 // token hashing are public modules (each one API); the rest is private and what callers
 // use is re-exported below.
-mod approval_cluster;
 mod approvals;
 pub mod audit;
 pub mod auth;

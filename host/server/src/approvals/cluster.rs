@@ -14,7 +14,7 @@
 //! The asker's side runs on the call's blocking thread, so it uses plain (blocking)
 //! connections with timeouts; the console's side is async.
 
-use crate::approvals::{PendingApproval, Settled};
+use super::{PendingApproval, Settled};
 use crate::store::StoreError;
 use hermetic::approval::Answer;
 use redis::AsyncCommands as _;
@@ -137,7 +137,7 @@ impl ClusterApprovals {
     pub(crate) fn answered(&self, id: u64) -> Result<Option<Answer>, StoreError> {
         let mut c = self.blocking()?;
         let text: Option<String> = c.get(key("answer", id)).map_err(|e| self.error(e))?;
-        Ok(text.as_deref().and_then(crate::approvals::parse_choice))
+        Ok(text.as_deref().and_then(super::parse_choice))
     }
 
     /// Takes question `id` down (answered, timed out or cancelled on its node).
