@@ -90,6 +90,11 @@ pub enum ApproverError {
     /// whatever `headless` says: someone answered, once.
     #[error("this approval answer was already used")]
     AnswerUsed,
+    /// The question could not be put where its approver would see it (the cluster's
+    /// shared store is unreachable). The gate refuses the command whatever `headless`
+    /// says: this is a failure to ask, not silence.
+    #[error("the approval request could not reach the operator: {0}")]
+    Unreachable(String),
     /// Any other failure of an approver implementation.
     #[error("approver: {0}")]
     Other(String),

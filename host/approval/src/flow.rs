@@ -450,6 +450,15 @@ impl ApprovalGate {
             }
             // A replayed answer: someone answered, once, and it was used. Neither
             // consent nor silence (headless does not apply).
+            // The question could not be asked where its approver looks (a cluster's
+            // store is down): fail closed, whatever headless says.
+            Err(ApproverError::Unreachable(reason)) => {
+                v.outcome = Outcome::ApproverError;
+                v.decided_by = DecidedBy::Nobody;
+                v.message = format!(
+                    "NOT RUN: the approval request could not reach the operator ({reason}). Nothing ran; retry the command later."
+                );
+            }
             Err(ApproverError::AnswerUsed) => {
                 v.outcome = Outcome::ApproverError;
                 v.decided_by = DecidedBy::Nobody;

@@ -160,7 +160,7 @@ fn cluster_dir() -> TempDir {
              [tenants.globex]\ntoken_sha256 = [\"{}\"]\n\n\
              [server]\nadmin_token_sha256 = [\"{}\"]\n\n\
              [tools.terminal]\nterminal = true\n\n\
-             [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\n",
+             [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\nheadless = \"allow\"\n",
             sha256(ACME),
             sha256(GLOBEX),
             sha256(ADMIN)
@@ -237,6 +237,14 @@ fn three_nodes_share_one_rate_limit_and_fail_closed_without_redis() {
         "{answer}"
     );
     assert_eq!(nodes[2].call(GLOBEX).0, 200);
+    // A command that needs the console is refused at once — even with headless =
+    // "allow": the question could not be asked, which is not silence.
+    std::fs::create_dir_all(dir.path().join("ws/keep")).unwrap();
+    let (status, answer) =
+        nodes[1].call_tool(GLOBEX, "terminal", &json!({"command": "rm -rf keep"}));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("could not reach the operator"), "{answer}");
+    assert!(dir.path().join("ws/keep").exists());
 
     // Redis back: counted again, no node restarted (within a few seconds: the
     // connection manager reconnects on its own).

@@ -969,7 +969,7 @@ impl Approver for ApprovalBroker {
         request: &ApprovalRequest,
         deadline: Instant,
     ) -> Result<Answer, ApproverError> {
-        Ok(self.request_until(request, deadline, None))
+        self.request_until(request, deadline, None)
     }
 
     fn settled(&self, request: &ApprovalRequest, verdict: &Verdict) {
@@ -985,7 +985,7 @@ impl ApprovalBroker {
         request: &ApprovalRequest,
         deadline: Instant,
         cancel: Option<&CancelToken>,
-    ) -> Answer {
+    ) -> Result<Answer, ApproverError> {
         self.request_for("", request, deadline, cancel)
     }
 
@@ -998,12 +998,12 @@ impl ApprovalBroker {
         request: &ApprovalRequest,
         deadline: Instant,
         cancel: Option<&CancelToken>,
-    ) -> Answer {
-        let (answer, ack) = self.ask(tool, request, deadline, cancel);
+    ) -> Result<Answer, ApproverError> {
+        let (answer, ack) = self.ask(tool, request, deadline, cancel)?;
         if let Some(ack) = ack {
             self.acks.hold(request, ack);
         }
-        answer
+        Ok(answer)
     }
 
     /// Lists `request` for the console and waits for its answer, which comes with
@@ -1014,7 +1014,7 @@ impl ApprovalBroker {
         request: &ApprovalRequest,
         deadline: Instant,
         cancel: Option<&CancelToken>,
-    ) -> (Answer, Option<Ack>) {
+    ) -> Result<(Answer, Option<Ack>), ApproverError> {
         let id = self.id_base + self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::sync_channel(1);
         let has_file = self
@@ -1061,7 +1061,7 @@ impl ApprovalBroker {
                 // Fail closed: a question no other node's console can see could only
                 // time out there; the call is refused now, saying why.
                 tracing::warn!("approval {id} refused: {e}");
-                return (Answer::Unavailable, None);
+                return Err(ApproverError::Unreachable(e.to_string()));
             }
         }
         self.pending.lock().insert(
@@ -1081,10 +1081,10 @@ impl ApprovalBroker {
         if let Some(cluster) = &self.cluster {
             cluster.withdraw(id);
         }
-        match answered {
+        Ok(match answered {
             Some((answer, ack)) => (answer, Some(ack)),
             None => (Answer::Timeout, None),
-        }
+        })
     }
 }
 
@@ -1201,7 +1201,8 @@ impl Approver for McpApprover {
         }
         match &self.broker {
             Some(broker) if self.choice.asks_console() && Instant::now() < deadline => {
-                let (answer, ack) = broker.ask(&self.tool, request, deadline, self.cancel.as_ref());
+                let (answer, ack) =
+                    broker.ask(&self.tool, request, deadline, self.cancel.as_ref())?;
                 if let Some(ack) = ack {
                     self.acks.hold(request, ack);
                 }
