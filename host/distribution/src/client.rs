@@ -458,7 +458,7 @@ impl RegistryClient {
                 let query: Vec<String> = params
                     .iter()
                     .filter(|(k, _)| k == "service" || k == "scope")
-                    .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+                    .map(|(k, v)| format!("{k}={}", hermetic_policy::network::percent_encode(v)))
                     .collect();
                 let sep = if realm.contains('?') { '&' } else { '?' };
                 let url = if query.is_empty() {
@@ -678,7 +678,7 @@ impl RegistryClient {
             "PUT",
             format!(
                 "{upload}{sep}digest={}",
-                percent_encode(&digest.to_string())
+                hermetic_policy::network::percent_encode(&digest.to_string())
             ),
             // Without this type, distribution reads the body as a form: an empty blob.
             &[("Content-Type", "application/octet-stream")],
@@ -762,19 +762,6 @@ pub(crate) fn parse_challenge_for_tests(s: &str) -> (String, Vec<(String, String
     parse_challenge(s)
 }
 
-/// RFC 3986 percent-encoding of everything but the unreserved characters.
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,7 +784,7 @@ mod tests {
         // Garbage ends cleanly.
         let _ = parse_challenge("Bearer \"\"\"===,,,\\");
         assert_eq!(
-            percent_encode("repository:a/b:pull,push"),
+            hermetic_policy::network::percent_encode("repository:a/b:pull,push"),
             "repository%3Aa%2Fb%3Apull%2Cpush"
         );
     }

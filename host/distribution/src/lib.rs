@@ -149,6 +149,14 @@ fn client_for(
     RegistryClient::new(&reference.registry, options)
 }
 
+/// The manifest of `reference`, checked.
+fn parse_manifest(reference: &Reference, bytes: &[u8]) -> Result<WasmManifest, DistributionError> {
+    WasmManifest::parse(bytes).map_err(|source| DistributionError::Manifest {
+        reference: reference.to_string(),
+        source,
+    })
+}
+
 /// Packages `component` and pushes it to `reference` (which needs a tag).
 ///
 /// # Errors
@@ -263,11 +271,7 @@ pub fn pull(
     let client = client_for(reference, options)?;
     let (manifest_bytes, manifest_digest) =
         client.manifest(&reference.repository, &reference.manifest_ref())?;
-    let manifest =
-        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
-            reference: reference.to_string(),
-            source,
-        })?;
+    let manifest = parse_manifest(reference, &manifest_bytes)?;
     let component = manifest.component.digest.clone();
     let (_, mut signatures) =
         registry_signatures(&client, &reference.repository, &manifest_digest)?;
@@ -325,11 +329,7 @@ pub fn stored_component(
         Err(StoreError::Missing { .. }) => return Err(not_pulled()),
         other => other?,
     };
-    let manifest =
-        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
-            reference: pinned.to_string(),
-            source,
-        })?;
+    let manifest = parse_manifest(pinned, &manifest_bytes)?;
     let component = manifest.component.digest;
     trust
         .check(&component, &stored_signatures(store, &component))
@@ -357,11 +357,7 @@ pub fn sign_pushed(
     let client = client_for(reference, options)?;
     let (manifest_bytes, manifest_digest) =
         client.manifest(&reference.repository, &reference.manifest_ref())?;
-    let manifest =
-        WasmManifest::parse(&manifest_bytes).map_err(|source| DistributionError::Manifest {
-            reference: reference.to_string(),
-            source,
-        })?;
+    let manifest = parse_manifest(reference, &manifest_bytes)?;
     let signature = key.sign(&manifest.component.digest);
     let (raw, parsed) = registry_signatures(&client, &reference.repository, &manifest_digest)?;
     let mut documents: Vec<Vec<u8>> = raw

@@ -371,6 +371,20 @@ fn is_public_v6(ip: std::net::Ipv6Addr) -> bool {
         || (s[0] == 0x2001 && s[1] < 0x0200))
 }
 
+/// RFC 3986 percent-encoding of everything but the unreserved characters (for a query
+/// value the host writes into a URL: a secret it adds, a token request's scope).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -219,7 +219,7 @@ impl Egress {
                     }
                     query.push_str(name);
                     query.push('=');
-                    query.push_str(&percent_encode(value));
+                    query.push_str(&crate::policy::network::percent_encode(value));
                     let mut parts = uri.clone().into_parts();
                     let path_and_query = format!("{path}?{query}");
                     parts.path_and_query = path_and_query.parse().ok();
@@ -262,19 +262,6 @@ impl Egress {
             port,
         })
     }
-}
-
-/// RFC 3986 percent-encoding of all but the unreserved characters (a query value).
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The time budgets of one request.
