@@ -382,3 +382,77 @@ fn metrics_count_calls_refusals_and_approvals_behind_the_admin_token() {
     .unwrap();
     assert_eq!(read_answer(s).0, 401);
 }
+
+#[test]
+fn an_always_answer_on_one_node_holds_on_another() {
+    let redis = Redis::start();
+    // Two nodes, each with its own directory and allowlist file (as two machines).
+    let dirs: Vec<TempDir> = (0..2)
+        .map(|_| {
+            let dir = cluster_dir();
+            let policy = dir.path().join("policy.toml");
+            let text = std::fs::read_to_string(&policy)
+                .unwrap()
+                .replace(
+                    "headless = \"allow\"",
+                    "headless = \"deny\"\nallowlist_file = \"allow.json\"",
+                )
+                .replace("async_timeout_secs = 60", "async_timeout_secs = 30");
+            std::fs::write(&policy, text).unwrap();
+            std::fs::create_dir_all(dir.path().join("ws/one")).unwrap();
+            std::fs::create_dir_all(dir.path().join("ws/two")).unwrap();
+            dir
+        })
+        .collect();
+    let a = Node::start(dirs[0].path(), &redis.url());
+    let b = Node::start(dirs[1].path(), &redis.url());
+    // "always" on node A, from its console.
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            a.call_tool(
+                GLOBEX,
+                "terminal",
+                &json!({"command": "rm -rf one && echo gone"}),
+            )
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let id = loop {
+            let (_, answer) = a.admin("GET", "/approvals", "");
+            let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+            let list: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_default();
+            if let Some(id) = list
+                .as_array()
+                .and_then(|l| l.first())
+                .and_then(|p| p["id"].as_u64())
+            {
+                break id;
+            }
+            assert!(Instant::now() < deadline, "never listed: {answer}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let (status, answer) = a.admin(
+            "POST",
+            &format!("/approvals/{id}"),
+            r#"{"answer":"always"}"#,
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("approved_always"), "{answer}");
+        assert!(waiting.join().unwrap().1.contains("gone"));
+    });
+    // Node B's file gets the rule, and B runs the same kind of command unasked.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !std::fs::read_to_string(dirs[1].path().join("allow.json"))
+        .is_ok_and(|t| t.contains("rules"))
+    {
+        assert!(Instant::now() < deadline, "node B never got the rule");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, answer) = b.call_tool(
+        GLOBEX,
+        "terminal",
+        &json!({"command": "rm -rf two && echo gone too"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("gone too"), "{answer}");
+    assert!(!dirs[1].path().join("ws/two").exists());
+}

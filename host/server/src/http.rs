@@ -262,6 +262,17 @@ pub async fn serve(
         shared: crate::store::from_url(access.redis_url.as_deref()).map_err(ServeError::Store)?,
         responses: tokio_util::task::TaskTracker::new(),
     });
+    // "Always" answers reach every node of a cluster (through the allowlist files).
+    if let Some(url) = &access.redis_url {
+        let terminal = &server.shared.registry.policy().terminal;
+        let mut files: Vec<std::path::PathBuf> = std::iter::once(&terminal.default)
+            .chain(terminal.tenants.values())
+            .filter_map(|c| c.approval.allowlist_file.clone())
+            .collect();
+        files.sort();
+        files.dedup();
+        crate::store::allowlists::spawn(url, files, shutdown.clone());
+    }
     // Ends sessions as they close (whatever closed them) and closes the idle ones.
     let upkeep = {
         let front = Arc::clone(&front);

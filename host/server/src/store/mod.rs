@@ -9,6 +9,7 @@
 //! uncounted — and everything it does not guard keeps working; a store back in reach
 //! is used again without a restart.
 
+pub mod allowlists;
 mod redis;
 
 pub use redis::RedisState;
