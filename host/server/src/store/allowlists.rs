@@ -44,13 +44,13 @@ pub fn spawn(url: &str, files: Vec<PathBuf>, stop: CancellationToken) {
     });
 }
 
-async fn exchange(client: &redis::Client, path: &PathBuf) -> Result<(), String> {
+async fn exchange(client: &redis::Client, path: &std::path::Path) -> Result<(), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or("no file name")?;
     let key = format!("hermetic:allowlist:{name}");
-    let file = AllowlistFile::new(path.clone());
+    let file = AllowlistFile::new(path);
     let local = {
         let file = file.clone();
         tokio::task::spawn_blocking(move || file.load())
