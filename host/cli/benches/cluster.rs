@@ -182,11 +182,8 @@ fn main() {
     let calls = common::calls(500);
     let tools = common::echo_tools();
     let dir = tempfile::TempDir::new().unwrap();
-    let digest = {
-        use sha2::Digest as _;
-        let bytes = sha2::Sha256::digest(TOKEN.as_bytes());
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    };
+    let digest = hermetic_distribution::Digest::of(TOKEN.as_bytes());
+    let digest = digest.hex();
     std::fs::write(
         dir.path().join("policy.toml"),
         format!(

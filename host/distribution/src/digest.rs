@@ -23,13 +23,9 @@ impl Digest {
 
     /// The digest a finished hasher holds.
     pub fn from_hasher(hasher: Sha256) -> Self {
-        let bytes = hasher.finalize();
-        let mut hex = String::with_capacity(64);
-        for b in bytes {
-            hex.push(char::from(HEX[usize::from(b >> 4)]));
-            hex.push(char::from(HEX[usize::from(b & 0xf)]));
+        Self {
+            hex: format!("{:x}", hasher.finalize()),
         }
-        Self { hex }
     }
 
     /// Parses `sha256:<hex>`.
@@ -39,7 +35,7 @@ impl Digest {
     pub fn parse(s: &str) -> Result<Self, BadDigest> {
         let hex = s
             .strip_prefix("sha256:")
-            .filter(|h| h.len() == 64 && h.bytes().all(|b| HEX.contains(&b)))
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
             .ok_or_else(|| BadDigest(s.chars().take(100).collect()))?;
         Ok(Self {
             hex: hex.to_owned(),
@@ -51,8 +47,6 @@ impl Digest {
         &self.hex
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -846,13 +846,15 @@ impl ApprovalBroker {
     pub fn with_cluster(mut self, url: &str) -> Result<Self, crate::store::StoreError> {
         self.cluster = Some(Arc::new(cluster::ClusterApprovals::new(url)?));
         // 33 random bits above a 20-bit counter.
-        let seed = crate::formats::hex(&<sha2::Sha256 as sha2::Digest>::digest(format!(
+        let seed = <sha2::Sha256 as sha2::Digest>::digest(format!(
             "{}-{:?}-{:?}",
             std::process::id(),
             SystemTime::now(),
             std::thread::current().id()
-        )));
-        let random = u64::from_str_radix(&seed[..9], 16).unwrap_or(1) & ((1 << 33) - 1);
+        ));
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&seed[..8]);
+        let random = u64::from_be_bytes(first) & ((1 << 33) - 1);
         self.id_base = random.max(1) << 20;
         Ok(self)
     }
