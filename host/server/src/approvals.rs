@@ -552,6 +552,7 @@ fn wait_in_cluster(
     cancel: Option<&CancelToken>,
 ) -> Option<(Answer, Ack)> {
     let mut warned = false;
+    let mut connection = None;
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -566,7 +567,7 @@ fn wait_in_cluster(
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return None;
         }
-        match cluster.answered(id) {
+        match cluster.answered(id, &mut connection) {
             Ok(Some(answer)) => return Some((answer, Ack::Remote(id, Arc::clone(cluster)))),
             Ok(None) => {}
             Err(e) if !warned => {

@@ -70,7 +70,7 @@ impl ClusterApprovals {
     /// # Errors
     /// [`StoreError`] when the URL does not parse.
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let shown = crate::store::RedisState::new(url)?.shown();
+        let shown = crate::store::without_credentials(url);
         let client = redis::Client::open(url).map_err(|e| StoreError {
             store: shown.clone(),
             reason: e.to_string(),
@@ -133,11 +133,26 @@ impl ClusterApprovals {
             .map_err(|e| self.error(e))
     }
 
-    /// The answer another node's console gave to `id`, if one did.
-    pub(crate) fn answered(&self, id: u64) -> Result<Option<Answer>, StoreError> {
-        let mut c = self.blocking()?;
-        let text: Option<String> = c.get(key("answer", id)).map_err(|e| self.error(e))?;
-        Ok(text.as_deref().and_then(super::parse_choice))
+    /// The answer another node's console gave to `id`, if one did. `connection` is the
+    /// waiting call's own, kept between looks (made on the first, made again after a
+    /// failure).
+    pub(crate) fn answered(
+        &self,
+        id: u64,
+        connection: &mut Option<redis::Connection>,
+    ) -> Result<Option<Answer>, StoreError> {
+        let c = match connection {
+            Some(c) => c,
+            None => connection.insert(self.blocking()?),
+        };
+        let text: Result<Option<String>, _> = c.get(key("answer", id));
+        match text {
+            Ok(text) => Ok(text.as_deref().and_then(super::parse_choice)),
+            Err(e) => {
+                *connection = None;
+                Err(self.error(e))
+            }
+        }
     }
 
     /// Takes question `id` down (answered, timed out or cancelled on its node).

@@ -35,8 +35,22 @@ pub fn spawn(url: &str, files: Vec<PathBuf>, stop: CancellationToken) {
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
             }
+            // One connection per round, for every file.
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(1)))
+                .set_response_timeout(Some(Duration::from_secs(1)));
+            let mut c = match client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!("allowlists not shared this round: {e}");
+                    continue;
+                }
+            };
             for file in &files {
-                if let Err(e) = exchange(&client, file).await {
+                if let Err(e) = exchange(&mut c, file).await {
                     tracing::debug!("allowlist {}: not shared this round: {e}", file.display());
                 }
             }
@@ -44,7 +58,10 @@ pub fn spawn(url: &str, files: Vec<PathBuf>, stop: CancellationToken) {
     });
 }
 
-async fn exchange(client: &redis::Client, path: &std::path::Path) -> Result<(), String> {
+async fn exchange(
+    c: &mut redis::aio::MultiplexedConnection,
+    path: &std::path::Path,
+) -> Result<(), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -58,13 +75,6 @@ async fn exchange(client: &redis::Client, path: &std::path::Path) -> Result<(), 
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
     };
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(1)))
-        .set_response_timeout(Some(Duration::from_secs(1)));
-    let mut c = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .map_err(|e| e.to_string())?;
     let encoded: Vec<String> = local
         .iter()
         .filter_map(|r| serde_json::to_string(r).ok())

@@ -13,6 +13,7 @@ pub mod allowlists;
 mod redis;
 
 pub use redis::RedisState;
+pub(crate) use redis::without_credentials;
 
 use crate::auth::RateLimiter;
 use std::future::Future;

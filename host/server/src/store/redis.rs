@@ -70,11 +70,6 @@ impl RedisState {
         })
     }
 
-    /// The URL without credentials.
-    pub fn shown(&self) -> String {
-        self.shown.clone()
-    }
-
     fn error(&self, reason: impl std::fmt::Display) -> StoreError {
         StoreError {
             store: self.shown.clone(),
@@ -147,7 +142,7 @@ impl SharedState for RedisState {
 }
 
 /// `redis://user:password@host:port/db` → `redis://host:port/db`.
-fn without_credentials(url: &str) -> String {
+pub(crate) fn without_credentials(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
             let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
