@@ -719,7 +719,7 @@ fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<Str
 
 /// `Scheme k="v", k2="v2"` → scheme and parameters. Hand-written: the grammar is one
 /// line of RFC 7235 and the crates for it pull in more than they save.
-fn parse_challenge(s: &str) -> (String, Vec<(String, String)>) {
+pub(crate) fn parse_challenge(s: &str) -> (String, Vec<(String, String)>) {
     let s = s.trim();
     let (scheme, rest) = s.split_once(' ').unwrap_or((s, ""));
     let mut params = Vec::new();
@@ -754,12 +754,6 @@ fn parse_challenge(s: &str) -> (String, Vec<(String, String)>) {
         params.push((key.trim().to_ascii_lowercase(), value.trim().to_owned()));
     }
     (scheme.to_owned(), params)
-}
-
-/// [`parse_challenge`] for the fuzz tests.
-#[cfg(test)]
-pub(crate) fn parse_challenge_for_tests(s: &str) -> (String, Vec<(String, String)>) {
-    parse_challenge(s)
 }
 
 #[cfg(test)]

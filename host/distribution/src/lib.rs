@@ -446,7 +446,7 @@ mod fuzz {
             let _ = crate::PublicKey::parse(&text);
             let _ = crate::SigningKey::from_pem(&text);
             let _ = crate::Digest::parse(&text);
-            let _ = crate::client::parse_challenge_for_tests(&text);
+            let _ = crate::client::parse_challenge(&text);
         }
 
         #[test]
