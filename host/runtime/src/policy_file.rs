@@ -370,7 +370,9 @@ struct TenantLimitsToml {
 /// # Errors
 /// [`PolicyFileError`] naming the file, the key and what to write instead;
 /// [`PolicyFileError::StatePath`] when the policy file, or a file it names for the
-/// host, lies inside a mount or terminal workspace.
+/// host, lies inside a mount. (What terminal commands reach is the backends' to say:
+/// `hermetic_terminal::attach` fills it in, and the registry built from the policy
+/// checks these files against it too — `Registry::check_state_path`.)
 pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| PolicyFileError::Read {
         path: path.to_path_buf(),
