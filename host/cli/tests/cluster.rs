@@ -25,6 +25,8 @@ use tempfile::TempDir;
 const ACME: &str = "hmt_cluster_acme_token";
 const ADMIN: &str = "hmt_cluster_admin_token";
 const GLOBEX: &str = "hmt_cluster_globex_token";
+/// A tenant whose approvals its MCP client answers (2026-07-28: by retrying the call).
+const INITECH: &str = "hmt_cluster_initech_token";
 /// acme's tools/call budget (a burst of this many, then one per 60/N s).
 const LIMIT: usize = 6;
 
@@ -85,13 +87,29 @@ impl Node {
 
     /// One sessionless tools/call of `tool` with `arguments` as `token`.
     fn call_tool(&self, token: &str, tool: &str, arguments: &serde_json::Value) -> (u16, String) {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": tool, "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "cluster", "version": "0"}}}})
-        .to_string();
+        self.call_params(
+            token,
+            &json!({"name": tool, "arguments": arguments}),
+            &json!({}),
+        )
+    }
+
+    /// One sessionless tools/call with these `params` from a client declaring
+    /// `capabilities`.
+    fn call_params(
+        &self,
+        token: &str,
+        params: &serde_json::Value,
+        capabilities: &serde_json::Value,
+    ) -> (u16, String) {
+        let tool = params["name"].as_str().unwrap();
+        let mut params = params.clone();
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "cluster", "version": "0"}});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+            .to_string();
         let mut s = TcpStream::connect(&self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         write!(
@@ -158,13 +176,23 @@ fn cluster_dir() -> TempDir {
             "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
              [tenants.acme]\ntoken_sha256 = [\"{}\"]\n[tenants.acme.limits]\ncalls_per_minute = {LIMIT}\n\n\
              [tenants.globex]\ntoken_sha256 = [\"{}\"]\n\n\
+             [tenants.initech]\ntoken_sha256 = [\"{}\"]\n\n\
              [server]\nadmin_token_sha256 = [\"{}\"]\n\n\
+             [secrets]\nfile = \"secrets.toml\"\n\n\
+             [cluster]\nstate_key = \"HERMETIC_STATE_KEY\"\n\n\
              [tools.terminal]\nterminal = true\n\n\
-             [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\nheadless = \"allow\"\n",
+             [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\nheadless = \"allow\"\n\n\
+             [terminal.tenants.initech.approval]\napprover = \"client\"\n",
             sha256(ACME),
             sha256(GLOBEX),
+            sha256(INITECH),
             sha256(ADMIN)
         ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("secrets.toml"),
+        "HERMETIC_STATE_KEY = \"3f9c0d6a1b7e4f2a8c5d9e0b1a2c3d4e5f60718293a4b5c6\"\n",
     )
     .unwrap();
     dir
@@ -317,6 +345,82 @@ fn an_approval_asked_on_one_node_is_answered_on_another_once() {
         let (_, answer) = node.admin("GET", "/approvals", "");
         assert!(answer.trim_end().ends_with("[]"), "{answer}");
     }
+}
+
+/// The tool result's text of a JSON-RPC answer.
+fn result_of(answer: &str) -> serde_json::Value {
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {answer}"))
+}
+
+/// A 2026-07-28 client answering the approval question of a call asked on node A by
+/// retrying the call on node B: the command runs once; the same answer replayed on
+/// node C is refused (the nonce is taken once, in Redis); an answer sealed with
+/// another key opens nowhere.
+#[test]
+fn a_2026_07_28_approval_round_may_end_on_any_node_once() {
+    let redis = Redis::start();
+    let dir = cluster_dir();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(dir.path(), &redis.url()))
+        .collect();
+    let elicitation = json!({"elicitation": {"form": {}}});
+    let call =
+        json!({"name": "terminal", "arguments": {"command": "rm -rf round && echo removed"}});
+    std::fs::create_dir_all(dir.path().join("ws/round")).unwrap();
+
+    let (status, answer) = nodes[0].call_params(INITECH, &call, &elicitation);
+    assert_eq!(status, 200, "{answer}");
+    let first = result_of(&answer)["result"].clone();
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let state = first["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("v3."), "a cluster seal: {state}");
+    let key = first["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert!(
+        dir.path().join("ws/round").exists(),
+        "not run before the answer"
+    );
+
+    let mut retry = call.clone();
+    retry["inputResponses"] =
+        json!({ key.clone(): {"action": "accept", "content": {"answer": "once"}} });
+    retry["requestState"] = json!(state);
+    let (status, answer) = nodes[1].call_params(INITECH, &retry, &elicitation);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("removed"), "node B ran it: {answer}");
+    assert!(!dir.path().join("ws/round").exists());
+
+    std::fs::create_dir_all(dir.path().join("ws/round")).unwrap();
+    let (status, answer) = nodes[2].call_params(INITECH, &retry, &elicitation);
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("already used"),
+        "node C refused the replay: {answer}"
+    );
+    assert!(dir.path().join("ws/round").exists());
+
+    // A state whose tag does not verify (forged, or sealed with another key) is no
+    // answer: the question is asked again, nothing runs.
+    let mut forged = retry.clone();
+    let tampered = format!("{}0", &state[..state.len() - 1]);
+    forged["requestState"] = json!(if state.ends_with('0') {
+        format!("{}1", &state[..state.len() - 1])
+    } else {
+        tampered
+    });
+    let (_, answer) = nodes[1].call_params(INITECH, &forged, &elicitation);
+    assert_eq!(
+        result_of(&answer)["result"]["resultType"],
+        "input_required",
+        "{answer}"
+    );
+    assert!(dir.path().join("ws/round").exists());
 }
 
 /// The Kubernetes manifests probe the paths the server answers and point the nodes at

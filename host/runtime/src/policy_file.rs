@@ -132,6 +132,11 @@ pub struct ServerPolicy {
     /// `[cluster] redis_url`: the Redis every node of a cluster shares (rate limits
     /// across nodes). `None`: this process holds its state alone (the default).
     pub redis_url: Option<String>,
+    /// `[cluster] state_key`: the name of the secret (in the secrets file) every node
+    /// seals and opens MCP 2026-07-28 approval rounds (`requestState`) with, so a
+    /// client's retry may reach any node. `None`: each process seals with its own
+    /// random key and the retry must reach the node that asked.
+    pub state_key: Option<String>,
     /// `[server] metrics`: serve `/metrics` (Prometheus text, behind the admin token).
     pub metrics: bool,
     /// `[server] audit_max_bytes`: start a new audit file (the chain continues) before
@@ -217,6 +222,7 @@ struct FileToml {
 #[serde(deny_unknown_fields)]
 struct ClusterToml {
     redis_url: Option<String>,
+    state_key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -469,6 +475,9 @@ pub fn parse(
         }
         server.redis_url = Some(url);
     }
+    // Used only with a Redis (here or `serve --redis-url`), which holds the nonces:
+    // a shared key without shared nonces would let one answer be replayed per node.
+    server.state_key = raw.cluster.state_key;
     let mut trust = trust_policy(raw.trust, file_dir, &invalid)?;
     trust.sources = sources;
     trust.reviewed = reviewed;
@@ -537,6 +546,9 @@ pub fn parse(
             }
         }
     }
+    if let Some(name) = &server.state_key {
+        check_state_key(name, &secrets, &policy, &invalid)?;
+    }
     Ok(LoadedPolicy {
         policy,
         secrets,
@@ -544,6 +556,45 @@ pub fn parse(
         state_files,
         trust,
     })
+}
+
+/// Shortest `[cluster] state_key` secret: 32 characters (e.g. `openssl rand -hex 32`
+/// makes 64), so it cannot be guessed.
+const MIN_STATE_KEY_CHARS: usize = 32;
+
+/// The secret `[cluster] state_key` names is in the secrets file, long enough, and no
+/// tool or terminal command may see it as an env var (who holds it can forge an
+/// approval round's answers).
+fn check_state_key(
+    name: &str,
+    secrets: &Secrets,
+    policy: &OperatorPolicy,
+    invalid: &dyn Fn(String) -> PolicyFileError,
+) -> Result<(), PolicyFileError> {
+    let Some(value) = secrets.get(name) else {
+        return Err(invalid(format!(
+            "cluster.state_key = {name:?}: no such secret in the secrets file ([secrets] file); add e.g. {name} = \"<output of openssl rand -hex 32>\" there, the same on every node"
+        )));
+    };
+    if value.chars().count() < MIN_STATE_KEY_CHARS {
+        return Err(invalid(format!(
+            "cluster.state_key: the secret {name} must be at least {MIN_STATE_KEY_CHARS} characters (e.g. openssl rand -hex 32)"
+        )));
+    }
+    let granted = policy.defaults.env.contains(name)
+        || policy
+            .tools
+            .keys()
+            .any(|tool| policy.grants_for(tool).env.contains(name))
+        || std::iter::once(&policy.terminal.default)
+            .chain(policy.terminal.tenants.values())
+            .any(|t| t.env.iter().any(|e| e == name));
+    if granted {
+        return Err(invalid(format!(
+            "cluster.state_key: the secret {name} is also granted as an env var, so a tool or command could read it and forge approval answers; use a secret nothing is granted"
+        )));
+    }
+    Ok(())
 }
 
 /// The files the host keeps that `policy` names: the secrets file, the audit log and
@@ -1058,6 +1109,42 @@ mod tests {
         assert!(!loaded.policy.tenants.is_empty());
         assert_eq!(loaded.secrets.get("WEATHER_API_KEY"), Some("k"));
         assert_eq!(format!("{:?}", loaded.secrets), "{\"WEATHER_API_KEY\"}");
+    }
+
+    #[test]
+    fn a_cluster_state_key_names_a_long_secret_nothing_is_granted() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let key = "k".repeat(40);
+        std::fs::write(
+            dir.path().join("secrets.toml"),
+            format!("STATE = \"{key}\"\nSHORT = \"abc\"\n"),
+        )
+        .unwrap();
+        let head = "[secrets]\nfile = \"secrets.toml\"\n";
+        let load = |rest: &str| parse_in(dir.path(), &format!("{head}{rest}"));
+        let loaded = load("[cluster]\nstate_key = \"STATE\"\n").unwrap();
+        assert_eq!(loaded.server.state_key.as_deref(), Some("STATE"));
+        let says = |rest: &str, what: &str| {
+            let e = load(rest).map(|_| ()).unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        };
+        says("[cluster]\nstate_key = \"NOPE\"\n", "no such secret");
+        says(
+            "[cluster]\nstate_key = \"SHORT\"\n",
+            "at least 32 characters",
+        );
+        says(
+            "[defaults]\nenv = [\"STATE\"]\n[cluster]\nstate_key = \"STATE\"\n",
+            "also granted as an env var",
+        );
+        says(
+            "[tools.t]\nenv = [\"STATE\"]\n[cluster]\nstate_key = \"STATE\"\n",
+            "also granted as an env var",
+        );
+        says(
+            "[terminal]\nenv = [\"STATE\"]\n[cluster]\nstate_key = \"STATE\"\n",
+            "also granted as an env var",
+        );
     }
 
     #[test]

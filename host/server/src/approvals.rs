@@ -18,6 +18,9 @@
 //! calls them on the call's blocking thread and they wait on a channel.
 
 mod cluster;
+mod seal;
+
+pub(crate) use seal::RoundSeal;
 
 use crate::formats::hex;
 use hermetic::CancelToken;
@@ -251,21 +254,24 @@ impl Approver for ElicitationApprover {
 /// tool, nothing. The server keeps no state between legs but used nonces:
 /// `requestState` carries the questions asked, a fresh nonce, their deadline (the
 /// approval's: a later answer is no answer, as in the other era) and an HMAC binding
-/// them to this tenant, session, tool and arguments under a per-process key, so a
-/// client cannot answer a question it was not asked.
+/// them to this tenant, session, tool and arguments under the server's [`Rounds`]
+/// key, so a client cannot answer a question it was not asked.
 ///
 /// **Single use.** The answers of one `requestState` approve one retry: the first
 /// retry that uses them consumes its nonce in the [`NonceStore`], which remembers it
 /// until the deadline; a second retry with the same state and answers is refused
 /// ([`ApproverError::AnswerUsed`]) instead of running the command again.
 ///
-/// **Monotonic deadline.** The deadline is sealed as milliseconds on this process's
-/// monotonic clock (since its first round), not the wall clock, which an operator or
-/// NTP may step. Neither the clock nor the key survives a restart, so a state from
-/// before one does not verify: the call is simply asked again. (Replicas sharing
-/// states would need a shared key and clock: not this one.)
+/// **One node or many.** A node alone seals with its own random key and writes the
+/// deadline on its monotonic clock, which an operator or NTP cannot step; neither
+/// survives a restart, so a state from before one does not verify: the call is simply
+/// asked again. Nodes of a cluster with `[cluster] state_key` seal with a key derived
+/// from that shared secret, on the wall clock, and keep used nonces in Redis: the
+/// retry may reach any node, and is honoured once across all of them
+/// ([`RoundSeal`]).
 pub struct InputRound {
     binding: Vec<u8>,
+    seal: Arc<RoundSeal>,
     /// Verified answers from the retry, by question key.
     answers: BTreeMap<String, serde_json::Value>,
     /// The retry came after the questions' deadline.
@@ -296,6 +302,45 @@ struct Asked {
     deadline: Option<Instant>,
 }
 
+/// How a server seals 2026-07-28 approval rounds and remembers their used answers.
+#[derive(Clone)]
+pub struct Rounds {
+    pub(crate) seal: Option<Arc<RoundSeal>>,
+    pub(crate) nonces: Arc<dyn NonceStore>,
+}
+
+impl std::fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rounds")
+            .field("seal", &self.seal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rounds {
+    /// This process's own rounds: a random key, used nonces in memory.
+    pub fn process() -> Self {
+        Self {
+            seal: RoundSeal::process().map(Arc::new),
+            nonces: Arc::new(hermetic::approval::MemoryNonceStore::new()),
+        }
+    }
+
+    /// Rounds any node holding `secret` opens, with used nonces in `nonces` (shared by
+    /// the nodes).
+    pub fn shared(secret: &str, nonces: Arc<dyn NonceStore>) -> Self {
+        Self {
+            seal: Some(Arc::new(RoundSeal::shared(secret))),
+            nonces,
+        }
+    }
+
+    /// Whether another node may open this server's rounds.
+    pub fn is_shared(&self) -> bool {
+        self.seal.as_ref().is_some_and(|s| s.is_shared())
+    }
+}
+
 /// What a verified `requestState` says.
 struct Opened<'s> {
     nonce: &'s str,
@@ -305,9 +350,9 @@ struct Opened<'s> {
 
 impl InputRound {
     /// The round of a call by `tenant`/`session` of `tool` with `arguments` (its JSON
-    /// text), given what the client sent back, if this is a retry; `nonces` remembers
-    /// which answers were used. `None` when this process has no key to seal the round
-    /// with (the OS random source failed).
+    /// text), given what the client sent back, if this is a retry; `rounds` seals it
+    /// and remembers which answers were used. `None` when the server has no key to
+    /// seal the round with (the OS random source failed).
     pub fn new(
         tenant: &str,
         session: &str,
@@ -315,9 +360,9 @@ impl InputRound {
         arguments: &str,
         responses: Option<&BTreeMap<String, serde_json::Value>>,
         state: Option<&str>,
-        nonces: Arc<dyn NonceStore>,
+        rounds: &Rounds,
     ) -> Option<Self> {
-        round_key()?;
+        let seal = Arc::clone(rounds.seal.as_ref()?);
         let mut binding = Vec::new();
         for part in [tenant, session, tool, arguments] {
             binding.extend_from_slice(part.as_bytes());
@@ -325,10 +370,11 @@ impl InputRound {
         }
         let mut round = Self {
             binding,
+            seal,
             answers: BTreeMap::new(),
             expired: false,
             nonce: None,
-            nonces,
+            nonces: Arc::clone(&rounds.nonces),
             fresh: Mutex::new(None),
             asked: Mutex::new(Asked::default()),
         };
@@ -420,23 +466,26 @@ impl InputRound {
         Some(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
-    /// `v2.NONCE.DEADLINE_MS.KEY,KEY.TAG`: a fresh nonce, the deadline in
-    /// milliseconds on this process's monotonic clock, the questions, and an HMAC of
-    /// the rest and the binding.
+    /// `VERSION.NONCE.DEADLINE_MS.KEY,KEY.TAG`: the seal's version (`v2`: this
+    /// process's key and monotonic clock; `v3`: the cluster's key and the wall clock),
+    /// a fresh nonce, the deadline in milliseconds, the questions, and an HMAC of the
+    /// rest and the binding.
     fn seal(&self, deadline: Instant, keys: &[&str]) -> Option<String> {
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
-        let at = deadline
-            .saturating_duration_since(monotonic_origin())
-            .as_millis();
-        let body = format!("v2.{}.{at}.{}", hex(&nonce), keys.join(","));
-        let tag = self.tag(&body)?;
-        Some(format!("{body}.{}", hex(&tag)))
+        let at = self.seal.write_deadline(deadline);
+        let body = format!(
+            "{}.{}.{at}.{}",
+            self.seal.version(),
+            hex(&nonce),
+            keys.join(",")
+        );
+        Some(format!("{body}.{}", hex(&self.tag(&body))))
     }
 
     fn open<'s>(&self, state: &'s str) -> Option<Opened<'s>> {
         let (body, tag) = state.rsplit_once('.')?;
-        let expected = hex(&self.tag(body)?);
+        let expected = hex(&self.tag(body));
         if !bool::from(subtle::ConstantTimeEq::ct_eq(
             expected.as_bytes(),
             tag.as_bytes(),
@@ -445,7 +494,7 @@ impl InputRound {
             return None;
         }
         let mut parts = body.splitn(4, '.');
-        if parts.next()? != "v2" {
+        if parts.next()? != self.seal.version() {
             return None;
         }
         let nonce = parts.next()?;
@@ -453,23 +502,14 @@ impl InputRound {
         let keys = parts.next()?.split(',').filter(|k| !k.is_empty()).collect();
         Some(Opened {
             nonce,
-            deadline: monotonic_origin().checked_add(std::time::Duration::from_millis(at)),
+            deadline: self.seal.read_deadline(at),
             keys,
         })
     }
 
-    fn tag(&self, body: &str) -> Option<[u8; 32]> {
-        let mut message = self.binding.clone();
-        message.extend_from_slice(body.as_bytes());
-        Some(hmac_sha256(round_key()?, &message))
+    fn tag(&self, body: &str) -> [u8; 32] {
+        self.seal.tag(&self.binding, body)
     }
-}
-
-/// The origin of sealed deadlines: this process's first use of it. Monotonic, and
-/// meaningless to any other process — as the sealing key is.
-fn monotonic_origin() -> Instant {
-    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
 }
 
 /// A question's key in `inputRequests`: the same for the same command and rules, so
@@ -483,37 +523,6 @@ fn approval_key(request: &ApprovalRequest) -> String {
         hash.update(rule.as_str().as_bytes());
     }
     format!("approval-{}", &hex(&hash.finalize())[..32])
-}
-
-/// This process's key for sealing `requestState`.
-fn round_key() -> Option<&'static [u8; 32]> {
-    static KEY: std::sync::OnceLock<Option<[u8; 32]>> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).ok().map(|()| key)
-    })
-    .as_ref()
-}
-
-/// HMAC-SHA256 (RFC 2104) over `sha2`, which the server has already: one use does
-/// not justify another crate.
-fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    let mut inner_pad = [0x36u8; 64];
-    let mut outer_pad = [0x5cu8; 64];
-    for (i, byte) in key.iter().enumerate() {
-        inner_pad[i] ^= byte;
-        outer_pad[i] ^= byte;
-    }
-    let inner = sha2::Sha256::new()
-        .chain_update(inner_pad)
-        .chain_update(message)
-        .finalize();
-    sha2::Sha256::new()
-        .chain_update(outer_pad)
-        .chain_update(inner)
-        .finalize()
-        .into()
 }
 
 /// Waits on `rx` until `deadline`, or until `cancel` fires (polled: the approver
@@ -1399,13 +1408,18 @@ mod tests {
         assert!(answer(json!({"action": "accept", "content": {"answer": 1}})).is_err());
     }
 
-    /// The server's used nonces, one store per test.
-    fn nonces() -> Arc<dyn NonceStore> {
-        Arc::new(hermetic::approval::MemoryNonceStore::new())
+    /// The server's rounds (its key and used nonces).
+    fn nonces() -> Rounds {
+        static ROUNDS: std::sync::OnceLock<Rounds> = std::sync::OnceLock::new();
+        let seal = ROUNDS.get_or_init(Rounds::process).seal.clone();
+        Rounds {
+            seal,
+            nonces: Arc::new(hermetic::approval::MemoryNonceStore::new()),
+        }
     }
 
     fn round_in(
-        nonces: &Arc<dyn NonceStore>,
+        nonces: &Rounds,
         responses: Option<&BTreeMap<String, serde_json::Value>>,
         state: Option<&str>,
     ) -> InputRound {
@@ -1416,7 +1430,7 @@ mod tests {
             r#"{"command":"rm -rf build"}"#,
             responses,
             state,
-            Arc::clone(nonces),
+            nonces,
         )
         .unwrap()
     }
@@ -1478,7 +1492,7 @@ mod tests {
             "{}",
             Some(&responses),
             Some(&state),
-            nonces(),
+            &nonces(),
         )
         .unwrap();
         assert_eq!(
@@ -1561,12 +1575,8 @@ mod tests {
         assert_eq!(parts[1].len(), 32, "a 128-bit nonce: {state}");
         // Milliseconds since this process's origin, not since 1970.
         let at: u128 = parts[2].parse().unwrap();
-        assert_eq!(
-            at,
-            deadline
-                .saturating_duration_since(monotonic_origin())
-                .as_millis()
-        );
+        assert_eq!(at, round(None, None).seal.write_deadline(deadline));
+        assert!(at < 1_000_000_000_000, "not milliseconds since 1970: {at}");
         let deadline_back = round(None, None).open(&state).unwrap().deadline.unwrap();
         // Back to the same instant, to the millisecond it was sealed in.
         assert!(deadline_back <= deadline);
@@ -1578,7 +1588,7 @@ mod tests {
             r#"{"command":"rm -rf build"}"#,
             None,
             None,
-            nonces(),
+            &nonces(),
         )
         .unwrap();
         assert!(
@@ -1595,16 +1605,7 @@ mod tests {
         let sessionless = ApprovalContext::new("acme", "");
         let call = |responses, state| {
             let round = Arc::new(
-                InputRound::new(
-                    "acme",
-                    "",
-                    "terminal",
-                    "{}",
-                    responses,
-                    state,
-                    Arc::clone(&nonces),
-                )
-                .unwrap(),
+                InputRound::new("acme", "", "terminal", "{}", responses, state, &nonces).unwrap(),
             );
             let approver = McpApprover::new(None, None).with_round(round.clone());
             let verdict = gate.check_with_approver(&sessionless, "rm -rf build", Some(&approver));
@@ -1755,16 +1756,6 @@ mod tests {
         assert_eq!(
             receipt.settled(TEST_WAIT).await.unwrap_err(),
             BrokerError::NotUsed(pending.id)
-        );
-    }
-
-    #[test]
-    fn hmac_sha256_matches_an_independent_implementation() {
-        // Python: hmac.new(bytes(range(32)), b"hermetic", hashlib.sha256).hexdigest()
-        let key: [u8; 32] = std::array::from_fn(|i| u8::try_from(i).unwrap());
-        assert_eq!(
-            hex(&hmac_sha256(&key, b"hermetic")),
-            "93534dd4e9941fa87094d917b5ab40542d6a34a42c71c19c91f908835f8f0729"
         );
     }
 

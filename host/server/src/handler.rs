@@ -333,7 +333,7 @@ fn input_round(
         args,
         request.input_responses.as_ref(),
         request.request_state.as_deref(),
-        Arc::clone(&shared.nonces),
+        &shared.rounds,
     )
     .map(Arc::new)
 }

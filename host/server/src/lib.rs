@@ -58,7 +58,7 @@ use std::time::Duration;
 
 pub use approvals::{
     ApprovalBroker, BrokerError, CHOICES, ElicitationApprover, InputRound, McpApprover,
-    PendingApproval, Receipt, SETTLE_WAIT, Settled, parse_choice,
+    PendingApproval, Receipt, Rounds, SETTLE_WAIT, Settled, parse_choice,
 };
 pub use handler::McpHandler;
 pub use watch::{DEBOUNCE, POLL_INTERVAL, ReloadReport, Reloader, WatchHandle, spawn as watch};
@@ -158,9 +158,9 @@ pub(crate) struct Shared {
     /// Pending approvals for the operator console (only with admin tokens: without
     /// one nobody could answer, and a call would wait for nothing).
     pub(crate) broker: Option<Arc<approvals::ApprovalBroker>>,
-    /// Used nonces of MCP 2026-07-28 approval answers (`requestState`), so each
-    /// answer approves one retry.
-    pub(crate) nonces: Arc<dyn hermetic::approval::NonceStore>,
+    /// How MCP 2026-07-28 approval rounds (`requestState`) are sealed, and their used
+    /// nonces, so each answer approves one retry.
+    pub(crate) rounds: approvals::Rounds,
     /// `/metrics`, when the policy turns it on.
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
     /// Set when a shutdown began: new calls are refused, calls in flight finish.
@@ -200,6 +200,36 @@ impl Shared {
         let mut peers = self.legacy_peers.lock();
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
+    }
+}
+
+/// How this server seals 2026-07-28 approval rounds: with the cluster's shared key and
+/// Redis-held nonces when `[cluster] state_key` names one, else alone.
+fn rounds_for(registry: &Registry, options: &ServeOptions) -> approvals::Rounds {
+    let access = &options.access;
+    let (Some(url), Some(name)) = (&access.redis_url, &access.state_key) else {
+        if access.redis_url.is_some() {
+            tracing::warn!(
+                "no [cluster] state_key: a 2026-07-28 client's approval retry must reach the node that asked (sticky routing)"
+            );
+        }
+        return approvals::Rounds::process();
+    };
+    let nonces = store::RedisNonces::new(url);
+    match (registry.secrets().get(name), nonces) {
+        (Some(secret), Ok(nonces)) => approvals::Rounds::shared(secret, Arc::new(nonces)),
+        (None, _) => {
+            // The policy load checks the secret is there; an embedder's registry may
+            // hold other secrets than its settings name.
+            tracing::error!(
+                "[cluster] state_key names {name}, which the secrets do not hold; approval rounds stay on this node"
+            );
+            approvals::Rounds::process()
+        }
+        (_, Err(e)) => {
+            tracing::error!("approval rounds stay on this node: {e}");
+            approvals::Rounds::process()
+        }
     }
 }
 
@@ -261,6 +291,7 @@ impl McpServer {
         if let (Some(log), Some(terminal)) = (&options.audit, registry.terminal()) {
             terminal.add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));
         }
+        let rounds = rounds_for(&registry, &options);
         // Background processes and session containers do not outlive the server.
         let mut hooks: Vec<ShutdownHook> = Vec::new();
         if let Some(terminal) = registry.terminal().cloned() {
@@ -277,7 +308,7 @@ impl McpServer {
                 live: live::LiveCalls::default(),
                 auth,
                 broker,
-                nonces: Arc::new(hermetic::approval::MemoryNonceStore::new()),
+                rounds,
                 metrics,
                 draining: AtomicBool::new(false),
                 hooks: Mutex::new(hooks),

@@ -30,14 +30,13 @@ const SETTLED_TTL_MS: u64 = 120_000;
 
 /// The cluster's shared approvals.
 pub(crate) struct ClusterApprovals {
-    client: redis::Client,
-    shown: String,
+    redis: crate::store::BlockingRedis,
 }
 
 impl std::fmt::Debug for ClusterApprovals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterApprovals")
-            .field("store", &self.shown)
+            .field("store", &self.redis.shown)
             .finish()
     }
 }
@@ -70,38 +69,25 @@ impl ClusterApprovals {
     /// # Errors
     /// [`StoreError`] when the URL does not parse.
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let shown = crate::store::without_credentials(url);
-        let client = redis::Client::open(url).map_err(|e| StoreError {
-            store: shown.clone(),
-            reason: e.to_string(),
-        })?;
-        Ok(Self { client, shown })
+        Ok(Self {
+            redis: crate::store::BlockingRedis::open(url)?,
+        })
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> StoreError {
-        StoreError {
-            store: self.shown.clone(),
-            reason: reason.to_string(),
-        }
+        self.redis.error(reason)
     }
 
     fn blocking(&self) -> Result<redis::Connection, StoreError> {
-        let connection = self
-            .client
-            .get_connection_with_timeout(TIMEOUT)
-            .map_err(|e| self.error(e))?;
-        connection
-            .set_read_timeout(Some(TIMEOUT))
-            .and_then(|()| connection.set_write_timeout(Some(TIMEOUT)))
-            .map_err(|e| self.error(e))?;
-        Ok(connection)
+        self.redis.connect()
     }
 
     async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, StoreError> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT));
-        self.client
+        self.redis
+            .client()
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| self.error(e))

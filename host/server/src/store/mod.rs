@@ -4,16 +4,19 @@
 //! node's limits count together).
 //!
 //! Today it holds the per-tenant rate limits (tools/call `calls_per_minute`, new
-//! sessions `sessions_per_minute`). When the store cannot be reached, what it guards
+//! sessions `sessions_per_minute`); [`RedisNonces`] holds the used answers of MCP
+//! 2026-07-28 approval rounds, [`allowlists`] the "always" answers. When the store cannot be reached, what it guards
 //! fails closed — a rate-limited call is refused with a clear error, never let through
 //! uncounted — and everything it does not guard keeps working; a store back in reach
 //! is used again without a restart.
 
 pub mod allowlists;
+mod nonces;
 mod redis;
 
+pub use nonces::RedisNonces;
+pub(crate) use redis::BlockingRedis;
 pub use redis::RedisState;
-pub(crate) use redis::without_credentials;
 
 use crate::auth::RateLimiter;
 use std::future::Future;

@@ -141,6 +141,58 @@ impl SharedState for RedisState {
     }
 }
 
+/// Redis at one URL for callers on blocking threads (a tool call's approval wait):
+/// plain connections with timeouts on connect, read and write.
+pub(crate) struct BlockingRedis {
+    client: redis::Client,
+    /// The URL without credentials, for messages.
+    pub(crate) shown: String,
+}
+
+/// How long one blocking operation may take.
+const BLOCKING_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl BlockingRedis {
+    /// Redis at `url` (nothing connected yet).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the URL does not parse.
+    pub(crate) fn open(url: &str) -> Result<Self, StoreError> {
+        let shown = without_credentials(url);
+        let client = redis::Client::open(url).map_err(|e| StoreError {
+            store: shown.clone(),
+            reason: format!("not a Redis URL: {e}"),
+        })?;
+        Ok(Self { client, shown })
+    }
+
+    /// The client, for async connections.
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
+    /// A store error saying `reason`.
+    pub(crate) fn error(&self, reason: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            store: self.shown.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// A new connection whose every operation times out.
+    pub(crate) fn connect(&self) -> Result<redis::Connection, StoreError> {
+        let connection = self
+            .client
+            .get_connection_with_timeout(BLOCKING_TIMEOUT)
+            .map_err(|e| self.error(e))?;
+        connection
+            .set_read_timeout(Some(BLOCKING_TIMEOUT))
+            .and_then(|()| connection.set_write_timeout(Some(BLOCKING_TIMEOUT)))
+            .map_err(|e| self.error(e))?;
+        Ok(connection)
+    }
+}
+
 /// `redis://user:password@host:port/db` → `redis://host:port/db`.
 pub(crate) fn without_credentials(url: &str) -> String {
     match url.split_once("://") {
