@@ -25,6 +25,8 @@ use tempfile::TempDir;
 const ACME: &str = "hmt_cluster_acme_token";
 const ADMIN: &str = "hmt_cluster_admin_token";
 const GLOBEX: &str = "hmt_cluster_globex_token";
+/// Live legacy sessions a tenant may hold, across the cluster.
+const SESSIONS: usize = 2;
 /// A tenant whose approvals its MCP client answers (2026-07-28: by retrying the call).
 const INITECH: &str = "hmt_cluster_initech_token";
 /// acme's tools/call budget (a burst of this many, then one per 60/N s).
@@ -125,6 +127,48 @@ impl Node {
         read_answer(s)
     }
 
+    /// A legacy (2025-06-18) `initialize` as `token`: the status, and the session id
+    /// when one was opened.
+    fn initialize(&self, token: &str) -> (u16, Option<String>, String) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "cluster", "version": "0"}}})
+        .to_string();
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let (status, answer) = read_answer(s);
+        let id = answer.lines().find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l.split_once(':').unwrap().1.trim().to_owned())
+        });
+        (status, id, answer)
+    }
+
+    /// Ends legacy session `id` (DELETE).
+    fn end_session(&self, token: &str, id: &str) -> u16 {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+             Connection: close\r\nContent-Length: 0\r\n\r\n",
+            self.addr,
+        )
+        .unwrap();
+        read_answer(s).0
+    }
+
     /// The operator's approvals endpoint: `GET /approvals` or `POST /approvals/{id}`.
     fn admin(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
@@ -177,7 +221,7 @@ fn cluster_dir() -> TempDir {
              [tenants.acme]\ntoken_sha256 = [\"{}\"]\n[tenants.acme.limits]\ncalls_per_minute = {LIMIT}\n\n\
              [tenants.globex]\ntoken_sha256 = [\"{}\"]\n\n\
              [tenants.initech]\ntoken_sha256 = [\"{}\"]\n\n\
-             [server]\nadmin_token_sha256 = [\"{}\"]\n\n\
+             [server]\nadmin_token_sha256 = [\"{}\"]\nmax_sessions_per_tenant = {SESSIONS}\n\n\
              [secrets]\nfile = \"secrets.toml\"\n\n\
              [cluster]\nstate_key = \"HERMETIC_STATE_KEY\"\n\n\
              [tools.terminal]\nterminal = true\n\n\
@@ -344,6 +388,68 @@ fn an_approval_asked_on_one_node_is_answered_on_another_once() {
     for node in &nodes {
         let (_, answer) = node.admin("GET", "/approvals", "");
         assert!(answer.trim_end().ends_with("[]"), "{answer}");
+    }
+}
+
+/// `max_sessions_per_tenant` counts every node's live legacy sessions: a tenant holding
+/// its cap on nodes A and B is refused on node C, gets the place back on C as soon as
+/// one session ends on A, and other tenants are not affected; with Redis gone, a new
+/// session is refused with the store's error (fail closed), then admitted again once
+/// Redis is back.
+#[test]
+fn max_sessions_per_tenant_counts_every_node_s_sessions() {
+    let mut redis = Redis::start();
+    let dir = cluster_dir();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(dir.path(), &redis.url()))
+        .collect();
+    let opened: Vec<String> = (0..SESSIONS)
+        .map(|i| {
+            let (status, id, answer) = nodes[i % 2].initialize(GLOBEX);
+            assert_eq!(status, 200, "{answer}");
+            id.unwrap_or_else(|| panic!("no session id: {answer}"))
+        })
+        .collect();
+    let (status, _, answer) = nodes[2].initialize(GLOBEX);
+    assert_eq!(status, 429, "node C counts A's and B's sessions: {answer}");
+    assert!(answer.contains("max_sessions_per_tenant"), "{answer}");
+    let (status, _, answer) = nodes[2].initialize(ACME);
+    assert_eq!(status, 200, "another tenant is not affected: {answer}");
+
+    // One session ends on node A: its place is free on node C (the lease is given
+    // back in the background, so within a moment).
+    assert!(matches!(
+        nodes[0].end_session(GLOBEX, &opened[0]),
+        200 | 204
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _, answer) = nodes[2].initialize(GLOBEX);
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 429, "{answer}");
+        assert!(
+            Instant::now() < deadline,
+            "the place never came back: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    redis.kill();
+    let (status, _, answer) = nodes[1].initialize(INITECH);
+    assert_eq!(status, 503, "{answer}");
+    assert!(answer.contains("is unreachable"), "{answer}");
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, _, answer) = nodes[1].initialize(INITECH);
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{answer}");
+        assert!(Instant::now() < deadline, "never recovered: {answer}");
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -213,7 +213,7 @@ struct Front {
     sessions: SessionOwners,
     requests: TenantRequests,
     /// Where rate limits count: this process, or the cluster's Redis.
-    shared: Box<dyn crate::store::SharedState>,
+    shared: Arc<dyn crate::store::SharedState>,
     /// POST responses not yet fully sent (a call's result may still be on its way
     /// after the call ended): shutdown waits for them before ending the sessions.
     responses: tokio_util::task::TaskTracker,
@@ -248,6 +248,7 @@ pub async fn serve(
         limits.max_connections_per_ip,
         access.trusted_proxies.clone(),
     ));
+    let shared = crate::store::from_url(access.redis_url.as_deref()).map_err(ServeError::Store)?;
     let front = Arc::new(Front {
         server: server.clone(),
         mcp: fronted_service(server, sessions_end.clone(), store.clone()),
@@ -255,11 +256,12 @@ pub async fn serve(
         connections: Arc::clone(&connections),
         sessions: SessionOwners::new(
             store,
+            Arc::clone(&shared),
             limits.max_sessions_per_tenant,
             limits.session_idle_timeout,
         ),
         requests: TenantRequests::new(limits.max_requests_per_tenant),
-        shared: crate::store::from_url(access.redis_url.as_deref()).map_err(ServeError::Store)?,
+        shared,
         responses: tokio_util::task::TaskTracker::new(),
     });
     // "Always" answers reach every node of a cluster (through the allowlist files).
@@ -280,6 +282,8 @@ pub async fn serve(
         tokio::spawn(async move {
             let mut reap = tokio::time::interval(front.sessions.reap_every());
             reap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut renew = tokio::time::interval(sessions::RENEW_EVERY);
+            renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     () = stop.cancelled() => break,
@@ -287,6 +291,7 @@ pub async fn serve(
                         Some(id) => front.session_ended(&id),
                         None => break,
                     },
+                    _ = renew.tick() => front.sessions.renew().await,
                     _ = reap.tick() => {
                         let live = &front.server.shared.live;
                         for id in front.sessions.idle(|id| live.has_calls(id)) {

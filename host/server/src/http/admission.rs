@@ -11,7 +11,7 @@
 //! fair share between tenants (`hermetic::slots`).
 
 use super::reply::{service_unavailable, too_many_requests};
-use super::sessions::Opening;
+use super::sessions::{Opening, Refused};
 use super::{
     Body, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_REQUESTS_PER_TENANT, DEFAULT_MAX_SESSIONS_PER_TENANT, DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -144,13 +144,17 @@ impl Front {
             }
             Err(e) => return Err(store_unreachable(&e)),
         }
-        self.sessions.admit(&tenant.id).await.ok_or_else(|| {
-            too_many_requests(
-                "Too Many Requests: this tenant holds max_sessions_per_tenant live sessions; \
+        self.sessions
+            .admit(&tenant.id)
+            .await
+            .map_err(|refused| match refused {
+                Refused::Full => too_many_requests(
+                    "Too Many Requests: this tenant holds max_sessions_per_tenant live sessions; \
                  end one (DELETE) or let one idle out\n",
-                None,
-            )
-        })
+                    None,
+                ),
+                Refused::Store(e) => store_unreachable(&e),
+            })
     }
 
     /// Takes the tenant's rate limit for a tools/call of `tool`; a 429 when over, a

@@ -256,7 +256,7 @@ impl Front {
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
         {
-            self.sessions.bind(id, tenant.id.clone());
+            self.sessions.bind(id, tenant.id.clone(), opening.as_mut());
         }
         drop(opening);
         if delete {

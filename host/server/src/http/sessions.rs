@@ -9,11 +9,17 @@
 //! named it for `session_idle_timeout_secs` *and* no call of it is running; the
 //! reaper ([`SessionOwners::idle`]) closes it then.
 //!
+//! With a cluster, `max_sessions_per_tenant` counts every node's sessions: each
+//! session holds a lease in the shared store ([`LEASE_TTL`], renewed by its node every
+//! [`RENEW_EVERY`] while it lives, given back when it ends), so a node that dies
+//! without ending its sessions frees their places within a lease.
+//!
 //! Every end — DELETE, idle, a shutdown, a worker that failed — goes through
 //! [`SessionStore::close_session`], which reports it: the front then cancels the
 //! session's calls and ends its terminal (background processes killed and reaped, its
 //! container removed).
 
+use crate::store::{SharedState, StoreError};
 use parking_lot::{Mutex, MutexGuard};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -135,12 +141,20 @@ impl SessionManager for SessionStore {
     }
 }
 
+/// How long a session's lease in the shared store lasts without renewal.
+pub(super) const LEASE_TTL: Duration = Duration::from_secs(60);
+/// How often a node renews its sessions' leases: three times per lease, so one or two
+/// failed renewals lose nothing.
+pub(super) const RENEW_EVERY: Duration = Duration::from_secs(20);
+
 /// Which tenant created each legacy MCP session, so no other tenant can use it, how
 /// many each tenant holds, so none can hold more than its cap, and when each was last
 /// used.
 pub(super) struct SessionOwners {
     state: Mutex<Owners>,
     store: Arc<SessionStore>,
+    /// Where sessions hold leases (the embedded store: nowhere, this node counts).
+    shared: Arc<dyn SharedState>,
     /// `max_sessions_per_tenant`.
     max_per_tenant: usize,
     /// `session_idle_timeout_secs`.
@@ -154,6 +168,23 @@ struct Owners {
     /// running).
     touched: HashMap<Box<str>, Instant>,
     by_tenant: HashMap<Arc<str>, TenantSessions>,
+    /// Each bound session's lease in the shared store (none with the embedded one).
+    leases: HashMap<Box<str>, Lease>,
+}
+
+/// A place held in the shared store: the tenant's key and this session's member.
+#[derive(Clone)]
+struct Lease {
+    key: String,
+    member: String,
+}
+
+/// Why a session could not open.
+pub(super) enum Refused {
+    /// The tenant holds `max_sessions_per_tenant` live sessions (on any node).
+    Full,
+    /// The shared store that counts them cannot be reached.
+    Store(StoreError),
 }
 
 #[derive(Default)]
@@ -169,10 +200,15 @@ struct TenantSessions {
 pub(super) struct Opening<'a> {
     owners: &'a SessionOwners,
     tenant: Arc<str>,
+    /// The place taken in the shared store, until the session is bound to it.
+    lease: Option<Lease>,
 }
 
 impl Drop for Opening<'_> {
     fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            self.owners.release(lease);
+        }
         let mut state = self.owners.lock();
         if let Some(t) = state.by_tenant.get_mut(&self.tenant) {
             t.opening = t.opening.saturating_sub(1);
@@ -186,12 +222,14 @@ impl Drop for Opening<'_> {
 impl SessionOwners {
     pub(super) fn new(
         store: Arc<SessionStore>,
+        shared: Arc<dyn SharedState>,
         max_per_tenant: usize,
         idle_after: Duration,
     ) -> Self {
         Self {
             state: Mutex::new(Owners::default()),
             store,
+            shared,
             max_per_tenant,
             idle_after,
         }
@@ -217,14 +255,40 @@ impl SessionOwners {
         self.store.is_live(id).await
     }
 
-    /// A slot for a new session of `tenant`, or `None` when it holds its cap of live
-    /// sessions. At the cap, sessions that closed but were not yet forgotten (their
-    /// close is still on its way to the front) are forgotten first, so only live ones
-    /// count.
-    pub(super) async fn admit(&self, tenant: &Arc<str>) -> Option<Opening<'_>> {
+    /// A slot for a new session of `tenant`: this node's, then (with a cluster) a
+    /// lease in the shared store, so the cap counts every node's sessions.
+    pub(super) async fn admit(&self, tenant: &Arc<str>) -> Result<Opening<'_>, Refused> {
+        let mut opening = self.admit_here(tenant).await.ok_or(Refused::Full)?;
+        if self.shared.is_embedded() {
+            return Ok(opening);
+        }
+        let lease = Lease {
+            key: crate::store::sessions_key(tenant),
+            member: lease_member(),
+        };
+        match self
+            .shared
+            .lease(&lease.key, &lease.member, self.max_per_tenant, LEASE_TTL)
+            .await
+        {
+            Ok(true) => {
+                opening.lease = Some(lease);
+                Ok(opening)
+            }
+            Ok(false) => Err(Refused::Full),
+            Err(e) => Err(Refused::Store(e)),
+        }
+    }
+
+    /// A slot among this node's sessions of `tenant`, or `None` when it holds its cap
+    /// of live sessions. At the cap, sessions that closed but were not yet forgotten
+    /// (their close is still on its way to the front) are forgotten first, so only
+    /// live ones count.
+    async fn admit_here(&self, tenant: &Arc<str>) -> Option<Opening<'_>> {
         let opening = || Opening {
             owners: self,
             tenant: tenant.clone(),
+            lease: None,
         };
         {
             let mut state = self.lock();
@@ -240,17 +304,23 @@ impl SessionOwners {
             owner,
             touched,
             by_tenant,
+            leases,
         } = &mut *state;
         let t = by_tenant.entry(tenant.clone()).or_default();
+        let mut lapsed = Vec::new();
         t.ids.retain(|id| {
             let keep = live.contains_key(&**id);
             if !keep {
                 owner.remove(id);
                 touched.remove(id);
+                lapsed.extend(leases.remove(id));
             }
             keep
         });
         drop(live);
+        for lease in lapsed {
+            self.release(lease);
+        }
         if t.ids.len() + t.opening < self.max_per_tenant {
             t.opening += 1;
             return Some(opening());
@@ -258,9 +328,13 @@ impl SessionOwners {
         None
     }
 
-    /// Records `tenant` as the owner of session `id` (admitted by [`Self::admit`]).
-    pub(super) fn bind(&self, id: &str, tenant: Arc<str>) {
+    /// Records `tenant` as the owner of session `id`, admitted by [`Self::admit`]
+    /// with `opening`, whose lease it now holds.
+    pub(super) fn bind(&self, id: &str, tenant: Arc<str>, opening: Option<&mut Opening<'_>>) {
         let mut state = self.lock();
+        if let Some(lease) = opening.and_then(|o| o.lease.take()) {
+            state.leases.insert(Box::from(id), lease);
+        }
         state.owner.insert(Box::from(id), tenant.clone());
         state.touched.insert(Box::from(id), Instant::now());
         state
@@ -275,6 +349,9 @@ impl SessionOwners {
     pub(super) fn unbind(&self, id: &str) -> Option<Arc<str>> {
         let mut state = self.lock();
         state.touched.remove(id);
+        if let Some(lease) = state.leases.remove(id) {
+            self.release(lease);
+        }
         let tenant = state.owner.remove(id)?;
         if let Some(t) = state.by_tenant.get_mut(&tenant) {
             t.ids.remove(id);
@@ -283,6 +360,35 @@ impl SessionOwners {
             }
         }
         Some(tenant)
+    }
+
+    /// Gives a lease back, in the background (a failure only leaves the place taken
+    /// until the lease lapses).
+    fn release(&self, lease: Lease) {
+        let shared = Arc::clone(&self.shared);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = shared.release(&lease.key, &lease.member).await {
+                    tracing::debug!("a session's lease stays until it lapses: {e}");
+                }
+            });
+        }
+    }
+
+    /// Renews the leases of this node's live sessions (every [`RENEW_EVERY`]).
+    pub(super) async fn renew(&self) {
+        let mut by_key: HashMap<String, Vec<String>> = HashMap::new();
+        for lease in self.lock().leases.values() {
+            by_key
+                .entry(lease.key.clone())
+                .or_default()
+                .push(lease.member.clone());
+        }
+        for (key, members) in by_key {
+            if let Err(e) = self.shared.renew(&key, &members, LEASE_TTL).await {
+                tracing::warn!("could not renew {} session leases: {e}", members.len());
+            }
+        }
     }
 
     /// How often [`Self::idle`] should look: a quarter of the idle limit (so a session
@@ -320,6 +426,22 @@ impl SessionOwners {
     }
 }
 
+/// A lease member unique across the cluster: 128 random bits.
+fn lease_member() -> String {
+    let mut bits = [0u8; 16];
+    // Without the OS random source, a clock-and-counter member is still unique
+    // enough within one node; another node's would collide only by the same instant.
+    if getrandom::fill(&mut bits).is_err() {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        return format!("{}-{at}-{n}", std::process::id());
+    }
+    crate::formats::hex(&bits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,7 +455,12 @@ mod tests {
     ) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         (
-            SessionOwners::new(Arc::new(SessionStore::new(tx)), max, idle),
+            SessionOwners::new(
+                Arc::new(SessionStore::new(tx)),
+                Arc::new(crate::store::Embedded),
+                max,
+                idle,
+            ),
             rx,
         )
     }
@@ -349,16 +476,16 @@ mod tests {
             // Two handshakes in flight hold both places.
             let first = owners.admit(&acme).await;
             let second = owners.admit(&acme).await;
-            assert!(first.is_some() && second.is_some());
-            assert!(owners.admit(&acme).await.is_none());
+            assert!(first.is_ok() && second.is_ok());
+            assert!(owners.admit(&acme).await.is_err());
             // Another tenant is not affected.
-            assert!(owners.admit(&other).await.is_some());
-            owners.bind("a1", acme.clone());
-            owners.bind("a2", acme.clone());
+            assert!(owners.admit(&other).await.is_ok());
+            owners.bind("a1", acme.clone(), None);
+            owners.bind("a2", acme.clone(), None);
             drop((first, second));
             // Neither is live in the store (closed, the close not yet seen): forgotten
             // at the cap, then admitted.
-            assert!(owners.admit(&acme).await.is_some());
+            assert!(owners.admit(&acme).await.is_ok());
             assert!(owners.owner_of_request("a1").is_none());
         });
     }
@@ -367,9 +494,9 @@ mod tests {
     fn a_session_is_idle_only_without_requests_and_without_a_running_call() {
         let (owners, _closed) = owners(10, Duration::from_millis(50));
         let acme: Arc<str> = Arc::from("acme");
-        owners.bind("quiet", acme.clone());
-        owners.bind("calling", acme.clone());
-        owners.bind("asked", acme.clone());
+        owners.bind("quiet", acme.clone(), None);
+        owners.bind("calling", acme.clone(), None);
+        owners.bind("asked", acme.clone(), None);
         std::thread::sleep(Duration::from_millis(80));
         // A request names `asked`: its clock starts again.
         assert_eq!(owners.owner_of_request("asked").as_deref(), Some("acme"));

@@ -4,7 +4,8 @@
 //! node's limits count together).
 //!
 //! Today it holds the per-tenant rate limits (tools/call `calls_per_minute`, new
-//! sessions `sessions_per_minute`); [`RedisNonces`] holds the used answers of MCP
+//! sessions `sessions_per_minute`) and the leases of each tenant's live sessions
+//! (`max_sessions_per_tenant`); [`RedisNonces`] holds the used answers of MCP
 //! 2026-07-28 approval rounds, [`allowlists`] the "always" answers. When the store cannot be reached, what it guards
 //! fails closed — a rate-limited call is refused with a clear error, never let through
 //! uncounted — and everything it does not guard keeps working; a store back in reach
@@ -49,6 +50,35 @@ pub trait SharedState: Send + Sync + std::fmt::Debug {
     /// Whether the store answers now (for `/healthz`).
     fn check(&self) -> StoreFuture<'_, ()>;
 
+    /// Whether this is the embedded store: one process counts alone, so what the
+    /// process counts itself (its live sessions) needs no lease here.
+    fn is_embedded(&self) -> bool {
+        false
+    }
+
+    /// Takes one of `max` places under `key` for `member`, for `ttl` (a session's
+    /// lease: a node that dies stops renewing, and its places free themselves):
+    /// `Ok(false)` when all are held.
+    fn lease<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+        max: usize,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Extends the leases of `members` under `key` to `ttl` from now, taking again
+    /// any that lapsed (a live session is always counted).
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        members: &'a [String],
+        ttl: Duration,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Gives `member`'s place under `key` back.
+    fn release<'a>(&'a self, key: &'a str, member: &'a str) -> StoreFuture<'a, ()>;
+
     /// A name for messages (no credentials).
     fn name(&self) -> String;
 }
@@ -70,6 +100,33 @@ impl SharedState for Embedded {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    fn is_embedded(&self) -> bool {
+        true
+    }
+
+    fn lease<'a>(
+        &'a self,
+        _key: &'a str,
+        _member: &'a str,
+        _max: usize,
+        _ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(std::future::ready(Ok(true)))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        _key: &'a str,
+        _members: &'a [String],
+        _ttl: Duration,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn release<'a>(&'a self, _key: &'a str, _member: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     fn name(&self) -> String {
         "embedded".to_owned()
     }
@@ -80,14 +137,19 @@ impl SharedState for Embedded {
 ///
 /// # Errors
 /// [`StoreError`] for a URL that does not parse (nothing is connected yet).
-pub fn from_url(redis_url: Option<&str>) -> Result<Box<dyn SharedState>, StoreError> {
+pub fn from_url(redis_url: Option<&str>) -> Result<std::sync::Arc<dyn SharedState>, StoreError> {
     Ok(match redis_url {
-        Some(url) => Box::new(RedisState::new(url)?),
-        None => Box::new(Embedded),
+        Some(url) => std::sync::Arc::new(RedisState::new(url)?),
+        None => std::sync::Arc::new(Embedded),
     })
 }
 
 /// The store key of one tenant's limit of one kind (`calls`, `sessions`).
 pub fn rate_key(kind: &str, tenant: &str) -> String {
     format!("hermetic:rate:{kind}:{tenant}")
+}
+
+/// The store key of one tenant's session leases (`max_sessions_per_tenant`).
+pub fn sessions_key(tenant: &str) -> String {
+    format!("hermetic:sessions:{tenant}")
 }

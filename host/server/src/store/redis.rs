@@ -33,6 +33,34 @@ redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.floor((next -
 return 0
 ";
 
+/// Takes a lease (`ARGV`: member, max, ttl ms) in the sorted set `KEYS[1]` (member →
+/// expiry, ms on Redis's clock): lapsed leases are dropped first; 1 taken, 0 full.
+const LEASE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == false and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return 1
+";
+
+/// Renews leases (`ARGV`: ttl ms, then members): each gets expiry now + ttl, lapsed
+/// ones are taken again.
+const RENEW: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return 1
+";
+
 /// Redis at one URL.
 pub struct RedisState {
     client: redis::Client,
@@ -40,6 +68,8 @@ pub struct RedisState {
     shown: String,
     connection: tokio::sync::OnceCell<ConnectionManager>,
     gcra: redis::Script,
+    lease: redis::Script,
+    renew: redis::Script,
 }
 
 impl std::fmt::Debug for RedisState {
@@ -67,6 +97,8 @@ impl RedisState {
             shown,
             connection: tokio::sync::OnceCell::new(),
             gcra: redis::Script::new(GCRA),
+            lease: redis::Script::new(LEASE),
+            renew: redis::Script::new(RENEW),
         })
     }
 
@@ -99,6 +131,24 @@ impl RedisState {
     }
 }
 
+impl RedisState {
+    /// The answer of `operation`, within the answer timeout.
+    async fn answer<T>(
+        &self,
+        operation: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout(RESPONSE_TIMEOUT * 2, operation)
+            .await
+            .map_err(|_| self.error("no answer in time"))?
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// `ttl` in whole milliseconds (at least 1).
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
 impl SharedState for RedisState {
     fn take<'a>(
         &'a self,
@@ -111,11 +161,9 @@ impl SharedState for RedisState {
             let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
             let mut invocation = self.gcra.key(key);
             invocation.arg(micros(interval)).arg(micros(tolerance));
-            let invocation = invocation.invoke_async::<i64>(&mut connection);
-            let wait = tokio::time::timeout(RESPONSE_TIMEOUT * 2, invocation)
-                .await
-                .map_err(|_| self.error("no answer in time"))?
-                .map_err(|e| self.error(e))?;
+            let wait = self
+                .answer(invocation.invoke_async::<i64>(&mut connection))
+                .await?;
             Ok(match u64::try_from(wait) {
                 Ok(0) | Err(_) => Ok(()),
                 Ok(us) => Err(Duration::from_micros(us)),
@@ -127,12 +175,57 @@ impl SharedState for RedisState {
         Box::pin(async move {
             let mut connection = self.connection().await?;
             let command = redis::cmd("PING");
-            let ping = command.query_async::<String>(&mut connection);
-            tokio::time::timeout(RESPONSE_TIMEOUT * 2, ping)
+            self.answer(command.query_async::<String>(&mut connection))
                 .await
-                .map_err(|_| self.error("no answer in time"))?
                 .map(|_| ())
-                .map_err(|e| self.error(e))
+        })
+    }
+
+    fn lease<'a>(
+        &'a self,
+        key: &'a str,
+        member: &'a str,
+        max: usize,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let mut invocation = self.lease.key(key);
+            invocation.arg(member).arg(max).arg(millis(ttl));
+            let taken: i64 = self
+                .answer(invocation.invoke_async(&mut connection))
+                .await?;
+            Ok(taken == 1)
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        members: &'a [String],
+        ttl: Duration,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            if members.is_empty() {
+                return Ok(());
+            }
+            let mut connection = self.connection().await?;
+            let mut invocation = self.renew.key(key);
+            invocation.arg(millis(ttl)).arg(members);
+            self.answer(invocation.invoke_async::<i64>(&mut connection))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn release<'a>(&'a self, key: &'a str, member: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let mut command = redis::cmd("ZREM");
+            command.arg(key).arg(member);
+            self.answer(command.query_async::<i64>(&mut connection))
+                .await
+                .map(|_| ())
         })
     }
 
