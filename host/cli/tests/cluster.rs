@@ -220,7 +220,7 @@ fn cluster_dir() -> TempDir {
             "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
              [tenants.acme]\ntoken_sha256 = [\"{}\"]\n[tenants.acme.limits]\ncalls_per_minute = {LIMIT}\n\n\
              [tenants.globex]\ntoken_sha256 = [\"{}\"]\n\n\
-             [tenants.initech]\ntoken_sha256 = [\"{}\"]\n\n\
+             [tenants.initech]\ntoken_sha256 = [\"{}\"]\n[tenants.initech.limits]\nmax_concurrent = 1\n\n\
              [server]\nadmin_token_sha256 = [\"{}\"]\nmax_sessions_per_tenant = {SESSIONS}\n\n\
              [secrets]\nfile = \"secrets.toml\"\n\n\
              [cluster]\nstate_key = \"HERMETIC_STATE_KEY\"\n\n\
@@ -556,6 +556,20 @@ fn metrics_count_calls_refusals_and_approvals_behind_the_admin_token() {
     }
     node.call_tool(GLOBEX, "no_such_tool_1", &json!({}));
     node.call_tool(GLOBEX, "no_such_tool_2", &json!({}));
+    // initech may run one call at a time: of two at once, one queues.
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                scope
+                    .spawn(|| node.call_tool(INITECH, "terminal", &json!({"command": "sleep 0.5"})))
+            })
+            .collect();
+        for call in calls {
+            let (status, answer) = call.join().unwrap();
+            assert_eq!(status, 200, "{answer}");
+            assert!(answer.contains("exit_code\\\":0"), "{answer}");
+        }
+    });
     let (status, text) = node.admin("GET", "/metrics", "");
     assert_eq!(status, 200, "{text}");
     assert!(
@@ -580,6 +594,31 @@ fn metrics_count_calls_refusals_and_approvals_behind_the_admin_token() {
     );
     assert!(
         text.contains("hermetic_call_duration_seconds_bucket{le="),
+        "{text}"
+    );
+    // The pool and its queues: the waiting call was counted, with its wait.
+    assert!(text.contains("hermetic_sandbox_pool_capacity "), "{text}");
+    assert!(text.contains("hermetic_sandbox_pool_in_use 0"), "{text}");
+    assert!(
+        text.contains("hermetic_queue_waits_total{queue=\"tenant\",tenant=\"initech\"} 1"),
+        "{text}"
+    );
+    let waited: f64 = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "hermetic_queue_wait_seconds_total{queue=\"tenant\",tenant=\"initech\"} ",
+            )
+        })
+        .unwrap_or_else(|| panic!("{text}"))
+        .parse()
+        .unwrap();
+    assert!(
+        waited > 0.2,
+        "it waited for the other call's 0.5 s: {waited}"
+    );
+    assert!(
+        text.contains("hermetic_queue_waits_total{queue=\"sandboxes\",tenant=\"\"} 0"),
         "{text}"
     );
     // Without the admin token: refused.

@@ -76,6 +76,7 @@ pub use sandbox::{
     MAX_PROGRESS_REPORTS, PROGRESS_BURST, PROGRESS_REFILL, SandboxError, egress::HttpState,
 };
 pub use secrets::Secrets;
+pub use slots::SlotStats;
 pub use state_paths::{StateFile, StatePathError, ToolReach};
 pub use wasm_error::{Cause, WasmtimeError};
 

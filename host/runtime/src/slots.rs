@@ -35,6 +35,44 @@ pub type Share = usize;
 pub struct Slots {
     capacity: usize,
     state: Mutex<State>,
+    waits: Waits,
+}
+
+/// The acquisitions that had to queue, counted as they end (an acquisition that finds
+/// a slot free costs nothing here).
+#[derive(Debug, Default)]
+struct Waits {
+    queued: AtomicU64,
+    nanos: AtomicU64,
+    gave_up: AtomicU64,
+}
+
+impl Waits {
+    fn record(&self, since: Instant, served: bool) {
+        let nanos = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.nanos.fetch_add(nanos, Ordering::Relaxed);
+        if !served {
+            self.gave_up.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a [`Slots`] holds now and how its queue has done so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlotStats {
+    /// The number of slots.
+    pub capacity: usize,
+    /// Slots held now.
+    pub in_use: usize,
+    /// Calls waiting for one now.
+    pub waiting: usize,
+    /// Acquisitions that had to wait, since the start.
+    pub queued: u64,
+    /// Their waits, summed.
+    pub queued_seconds: f64,
+    /// Those of them that got no slot in time.
+    pub gave_up: u64,
 }
 
 /// The count, what each share holds, and who waits.
@@ -173,12 +211,34 @@ impl Slots {
         Self {
             capacity: capacity.max(1),
             state: Mutex::new(State::default()),
+            waits: Waits::default(),
         }
     }
 
     /// The number of slots.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Use now and waits so far (for metrics; takes the lock once).
+    pub fn stats(&self) -> SlotStats {
+        let (in_use, waiting) = {
+            let state = self.lock();
+            (state.used, state.queue.waiting)
+        };
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "seconds for a metric: 2^52 ns is 52 days of waiting, exact enough beyond"
+        )]
+        let queued_seconds = self.waits.nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        SlotStats {
+            capacity: self.capacity,
+            in_use,
+            waiting,
+            queued: self.waits.queued.load(Ordering::Relaxed),
+            queued_seconds,
+            gave_up: self.waits.gave_up.load(Ordering::Relaxed),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -229,6 +289,7 @@ impl Slots {
             }
             state.queue.push(share, 0)
         };
+        let since = Instant::now();
         let deadline = tokio::time::Instant::from_std(deadline);
         let mut pending = PendingSlot {
             slots: self,
@@ -238,7 +299,9 @@ impl Slots {
         if let Some(waiter) = notified {
             let _ = tokio::time::timeout_at(deadline, waiter.task.notified()).await;
         }
-        pending.finish()
+        let slot = pending.finish();
+        self.waits.record(since, slot.is_some());
+        slot
     }
 
     /// Takes a slot for `share`, waiting at most `wait` for one to free up. `None` if
@@ -258,16 +321,20 @@ impl Slots {
             return None;
         }
         let waiter = state.queue.push(share, 0);
-        loop {
+        let since = Instant::now();
+        let slot = loop {
             if waiter.state() == GRANTED {
-                return Some(self.slot(share));
+                break Some(self.slot(share));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return state.queue.abandon(&waiter).then(|| self.slot(share));
+                break state.queue.abandon(&waiter).then(|| self.slot(share));
             }
             waiter.thread.wait_for(&mut state, left);
-        }
+        };
+        drop(state);
+        self.waits.record(since, slot.is_some());
+        slot
     }
 
     /// Gives a slot of `share` back: to the next waiter by fair share, if any.
@@ -610,6 +677,30 @@ mod tests {
         assert!(slots.acquire(0, Duration::from_millis(10)).is_none());
         drop(a);
         assert!(slots.acquire(0, Duration::ZERO).is_some());
+    }
+
+    #[tokio::test]
+    async fn stats_count_only_the_acquisitions_that_waited() {
+        let slots = Arc::new(Slots::new(1));
+        let held = slots.acquire(0, Duration::ZERO).unwrap();
+        let stats = slots.stats();
+        assert_eq!((stats.capacity, stats.in_use, stats.queued), (1, 1, 0));
+        // One waits and gives up, one waits and is served.
+        assert!(slots.acquire(0, Duration::from_millis(20)).is_none());
+        let other = Arc::clone(&slots);
+        let waiter = tokio::spawn(async move {
+            other
+                .acquire_async_by(0, Instant::now() + Duration::from_secs(30))
+                .await
+                .is_some()
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert_eq!(slots.stats().waiting, 1);
+        drop(held);
+        assert!(waiter.await.unwrap());
+        let stats = slots.stats();
+        assert_eq!((stats.queued, stats.gave_up, stats.waiting), (2, 1, 0));
+        assert!(stats.queued_seconds >= 0.04, "{stats:?}");
     }
 
     #[test]

@@ -282,7 +282,10 @@ impl McpServer {
                 .chain(options.access.tenant_tokens.keys())
                 .cloned()
                 .collect::<Vec<_>>();
-            Arc::new(metrics::Metrics::new(tenants))
+            Arc::new(metrics::Metrics::new(
+                tenants,
+                Some(Arc::clone(registry.dispatcher())),
+            ))
         });
         if let (Some(m), Some(terminal)) = (&metrics, registry.terminal()) {
             terminal.add_observer(Arc::new(metrics::ApprovalMetrics(Arc::clone(m))));

@@ -1,19 +1,26 @@
 //! `/metrics` in the Prometheus text format (off unless `[server] metrics = true` or
 //! `serve --metrics`; behind the admin token): calls by tenant, tool and outcome, their
 //! latency, refusals at the front door by kind, approvals asked and decided, shared
-//! store errors, calls in flight.
+//! store errors, calls in flight, and the sandbox pool: its use now and how long calls
+//! queued for a sandbox (or for their tenant's `max_concurrent`), read from the
+//! dispatcher at each scrape.
 //!
 //! Label values are bounded: a tenant is one of the policy's (else `other`), a tool one
 //! the registry knows (else `unknown`: an agent cannot grow the series by calling names
 //! that do not exist), an outcome one of the host's own words.
 
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -36,6 +43,86 @@ struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventLabels {
     event: String,
+}
+
+/// A queue: `sandboxes` (the host's), or `tenant` (one tenant's `max_concurrent`, the
+/// tenant named; only the policy's tenants with a cap have one).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    queue: &'static str,
+    tenant: String,
+}
+
+/// The sandbox pool and the queues in front of it, read at each scrape.
+#[derive(Debug)]
+struct PoolCollector(Arc<hermetic::Dispatcher>);
+
+impl Collector for PoolCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (sandboxes, tenants) = self.0.slot_stats();
+        let gauge = |value: usize| ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+        for (name, help, value) in [
+            (
+                "sandbox_pool_capacity",
+                "Tool calls the host runs at once (each in its own sandbox)",
+                sandboxes.capacity,
+            ),
+            (
+                "sandbox_pool_in_use",
+                "Sandboxes running a tool call now",
+                sandboxes.in_use,
+            ),
+        ] {
+            let value = gauge(value);
+            value.encode(encoder.encode_descriptor(name, help, None, value.metric_type())?)?;
+        }
+        let queues: Vec<(QueueLabels, hermetic::SlotStats)> = std::iter::once((
+            QueueLabels {
+                queue: "sandboxes",
+                tenant: String::new(),
+            },
+            sandboxes,
+        ))
+        .chain(tenants.into_iter().map(|(tenant, stats)| {
+            (
+                QueueLabels {
+                    queue: "tenant",
+                    tenant: tenant.to_owned(),
+                },
+                stats,
+            )
+        }))
+        .collect();
+        let mut family = |name: &str,
+                          help: &str,
+                          value: &dyn Fn(&hermetic::SlotStats) -> Box<dyn EncodeMetric>|
+         -> Result<(), std::fmt::Error> {
+            let first = value(&sandboxes);
+            let mut metric = encoder.encode_descriptor(name, help, None, first.metric_type())?;
+            for (labels, stats) in &queues {
+                value(stats).encode(metric.encode_family(labels)?)?;
+            }
+            Ok(())
+        };
+        family("queue_waiting", "Calls waiting in a queue now", &|s| {
+            Box::new(gauge(s.waiting))
+        })?;
+        family(
+            "queue_waits",
+            "Calls that had to wait in a queue (counted when the wait ended)",
+            &|s| Box::new(ConstCounter::new(s.queued)),
+        )?;
+        family(
+            "queue_wait_seconds",
+            "Time calls spent waiting in a queue, summed",
+            &|s| Box::new(ConstCounter::new(s.queued_seconds)),
+        )?;
+        family(
+            "queue_gave_up",
+            "Calls that waited and got no place in time (refused as busy)",
+            &|s| Box::new(ConstCounter::new(s.gave_up)),
+        )
+    }
 }
 
 /// Latency buckets, seconds: from a warm call (tens of µs) to a long terminal command.
@@ -68,8 +155,14 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Metrics whose tenant label takes the values in `tenants` (`""`, the operator,
     /// is always one of them).
-    pub fn new(tenants: impl IntoIterator<Item = String>) -> Self {
+    pub fn new(
+        tenants: impl IntoIterator<Item = String>,
+        dispatcher: Option<Arc<hermetic::Dispatcher>>,
+    ) -> Self {
         let mut registry = Registry::with_prefix("hermetic");
+        if let Some(dispatcher) = dispatcher {
+            registry.register_collector(Box::new(PoolCollector(dispatcher)));
+        }
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "calls",
@@ -205,7 +298,7 @@ mod tests {
 
     #[test]
     fn labels_stay_bounded_and_the_text_format_is_prometheus() {
-        let m = Metrics::new(["acme".to_owned()]);
+        let m = Metrics::new(["acme".to_owned()], None);
         m.call("acme", "echo", true, "ok", 0.002);
         m.call("intruder", "made-up-name-1", false, "unknown_tool", 0.0001);
         m.call("intruder", "made-up-name-2", false, "unknown_tool", 0.0001);

@@ -12,7 +12,7 @@ use crate::component::{CallFailure, LoadedTool};
 use crate::outcome::{CallOutcome, LimitKind};
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
-use crate::slots::{Share, Slot, Slots};
+use crate::slots::{Share, Slot, SlotStats, Slots};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -178,6 +178,18 @@ impl Dispatcher {
     /// `tenant`'s share of the slots and turns all tenants use.
     fn share(&self, tenant: &str) -> Share {
         self.shares.get(tenant).copied().unwrap_or(0)
+    }
+
+    /// Use and queue waits of the host's call sandboxes, and of each tenant's
+    /// `max_concurrent` slots (tenants with a cap only), for metrics.
+    pub fn slot_stats(&self) -> (SlotStats, Vec<(&str, SlotStats)>) {
+        let sandboxes = self.catalog.runtime().call_sandboxes().stats();
+        let tenants = self
+            .tenant_slots
+            .iter()
+            .map(|(tenant, slots)| (tenant.as_str(), slots.stats()))
+            .collect();
+        (sandboxes, tenants)
     }
 
     /// The terminal service, if one was given.
