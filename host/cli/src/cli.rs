@@ -817,6 +817,8 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
         access,
         audit,
         shutdown_grace,
+        // OTEL_EXPORTER_OTLP_ENDPOINT, in a build with `--features otlp`.
+        otlp_endpoint: None,
     };
     let watch = (!args.no_watch).then(|| host.tools_dirs.clone());
     let transport = if args.stdio {

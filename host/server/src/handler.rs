@@ -2,6 +2,7 @@
 //! tool-list change subscriptions, over the library API only.
 
 use super::approvals::InputRound;
+use super::trace::{CallSpan, TraceParent};
 use super::{Shared, Tenant};
 use hermetic::{CallOptions, CallOutcome, Declaration};
 use hermetic::{CancelToken, Progress, ProgressSink};
@@ -89,6 +90,11 @@ impl McpHandler {
             round_wanted: wants_input_round(&context),
             peer: Some(context.peer.clone()),
             cancelled: Some(context.ct.clone()),
+            trace: request
+                .meta
+                .as_deref()
+                .and_then(|m| TraceParent::from_meta(m))
+                .or_else(|| TraceParent::from_meta(&context.meta)),
         };
         call_tool(&self.shared, request, site).await
     }
@@ -112,6 +118,8 @@ pub(crate) struct CallSite {
     pub(crate) peer: Option<Peer<RoleServer>>,
     /// Fires when the request is cancelled or its session ends (rmcp's token).
     pub(crate) cancelled: Option<tokio_util::sync::CancellationToken>,
+    /// The client's trace context (`_meta.traceparent`), if it sent a valid one.
+    pub(crate) trace: Option<TraceParent>,
 }
 
 /// tools/call: runs the tool with the caller's tenant and session, forwards its
@@ -133,6 +141,7 @@ pub(crate) async fn call_tool(
         round_wanted,
         peer,
         cancelled,
+        trace,
     } = site;
     let audit = shared.options.audit.as_deref();
     // The arguments as JSON text only for the audit record and an input round's
@@ -159,16 +168,22 @@ pub(crate) async fn call_tool(
         }
         return Ok(error_result(result).into());
     }
+    let report = CallReport {
+        shared,
+        tenant: &tenant,
+        session: &session,
+        name: &name,
+        args: &args,
+        request: &request_id,
+        trace,
+        started,
+        started_at: std::time::SystemTime::now(),
+    };
     if !shared.may_call(&name) {
         // Same answer as for a tool that does not exist: a selection never reveals
         // what lies outside it.
         let result = CallOutcome::UnknownTool { name: name.clone() };
-        observe(shared, &tenant, &name, false, &result, None, started);
-        if let Some(audit) = audit {
-            record_call(
-                audit, shared, &tenant, &session, &name, &args, &result, None, started,
-            );
-        }
+        report.finish(false, &result, None);
         return respond(&result, false);
     }
     let (progress, forwarder) = match progress {
@@ -182,18 +197,14 @@ pub(crate) async fn call_tool(
     // A call whose future is dropped before it returns (its client went away while a
     // transport awaited it) is cancelled by `cancel`, and audited as cancelled here.
     let mut unfinished = Unfinished {
-        audit,
+        report: &report,
         finished: false,
-        shared,
-        tenant: &tenant,
-        session: &session,
-        name: &name,
-        args: &args,
-        started,
     };
     // Lets the transport cancel this call at once: when the client's stream for it
     // goes away, its session is deleted, or a shutdown's grace ran out.
-    let _live = shared.live.register(&session, request_id, cancel.0.clone());
+    let _live = shared
+        .live
+        .register(&session, request_id.clone(), cancel.0.clone());
     // Who may answer is the operator's choice for the tenant, never the client's.
     let choice = shared
         .registry
@@ -245,33 +256,15 @@ pub(crate) async fn call_tool(
     {
         tracing::warn!("progress forwarding failed: {e}");
     }
-    unfinished.audit = None;
     unfinished.finished = true;
     // A 2026-07-28 call that asked the user: this leg's result (the command did not
     // run) gives way to the question; the client retries with the answer.
     let input_required = round.as_deref().and_then(InputRound::input_required);
-    observe(
-        shared,
-        &tenant,
-        &name,
+    report.finish(
         true,
         &result,
         input_required.is_some().then_some("input_required"),
-        started,
     );
-    if let Some(audit) = audit {
-        record_call(
-            audit,
-            shared,
-            &tenant,
-            &session,
-            &name,
-            &args,
-            &result,
-            input_required.is_some().then_some("input_required"),
-            started,
-        );
-    }
     match input_required {
         Some(input) => Ok(input.into()),
         None => respond(&result, shared.registry.has_output_schema(&name)),
@@ -344,82 +337,105 @@ fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
 }
 
-/// Counts one finished tools/call in `/metrics` (when it is on).
-fn observe(
-    shared: &Shared,
-    tenant: &str,
-    name: &str,
-    known: bool,
-    result: &CallOutcome,
-    outcome: Option<&str>,
+/// One tools/call, as its end is reported: counted in the metrics, recorded as a span,
+/// written in the audit log.
+struct CallReport<'a> {
+    shared: &'a Shared,
+    tenant: &'a str,
+    session: &'a str,
+    name: &'a str,
+    /// The arguments' JSON text ("" without an audit log or input round).
+    args: &'a str,
+    request: &'a rmcp::model::RequestId,
+    /// The client's trace context (`_meta.traceparent`).
+    trace: Option<TraceParent>,
     started: std::time::Instant,
-) {
-    if let Some(metrics) = &shared.metrics {
-        // A name no tool has stays out of the labels, whoever asked for it.
-        let known = known && !matches!(result, CallOutcome::UnknownTool { .. });
-        let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
-        metrics.call(
-            tenant,
-            name,
-            known,
-            &outcome,
-            started.elapsed().as_secs_f64(),
-        );
-    }
+    started_at: std::time::SystemTime,
 }
 
-/// Writes the audit record of one tools/call.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one record's fields, all borrowed"
-)]
-fn record_call(
-    audit: &super::audit::AuditLog,
-    shared: &Shared,
-    tenant: &str,
-    session: &str,
-    name: &str,
-    args: &str,
-    result: &CallOutcome,
-    outcome: Option<&str>,
-    started: std::time::Instant,
-) {
-    // The record reads the outcome's type, never the text a tool returned.
-    let kind = if result.is_decision() {
-        "decision"
-    } else {
-        "call"
-    };
-    let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
-    let reason = result.decision_reason();
-    let effective = (kind == "call")
-        .then(|| shared.registry.grants_for(name, tenant))
-        .flatten();
-    let grants = effective.as_ref().map(grants_summary);
-    // A terminal call's command, secrets redacted, so its row says what ran (or was
-    // refused) next to its approval records.
-    let detail = effective
-        .filter(|g| g.terminal)
-        .and_then(|_| serde_json::from_str::<Value>(args).ok())
-        .and_then(|a| {
-            a.get("command")
-                .and_then(Value::as_str)
-                .map(|c| audit.redact(c).into_owned())
-        })
-        .map(|command| serde_json::json!({ "command": command }));
-    let digest = audit.args_digest(args);
-    audit.record_or_log(&super::audit::Event {
-        kind,
-        tenant,
-        session,
-        tool: name,
-        args_sha256: Some(&digest),
-        grants: grants.as_ref(),
-        outcome: &outcome,
-        reason: reason.as_deref(),
-        duration_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-        detail: detail.as_ref(),
-    });
+impl CallReport<'_> {
+    /// Reports the call's end with `result`; `known` says whether it named a tool the
+    /// caller may call, `outcome` overrides the result's own name.
+    fn finish(&self, known: bool, result: &CallOutcome, outcome: Option<&str>) {
+        let shared = self.shared;
+        // A name no tool has stays out of labels and span names, whoever asked for it.
+        let known = known && !matches!(result, CallOutcome::UnknownTool { .. });
+        let named = || outcome.map_or_else(|| result.audit_name(), str::to_owned);
+        if let Some(metrics) = &shared.metrics {
+            metrics.call(
+                self.tenant,
+                self.name,
+                known,
+                &named(),
+                self.started.elapsed().as_secs_f64(),
+            );
+        }
+        let error = shared
+            .spans
+            .exporting()
+            .then(named)
+            .filter(|o| !matches!(o.as_str(), "ok" | "input_required"));
+        let trace_id = shared.spans.record(&CallSpan {
+            tool: known.then_some(self.name),
+            parent: self.trace,
+            tenant: self.tenant,
+            session: self.session,
+            request_id: self.request,
+            started: self.started_at,
+            error: error.as_deref(),
+        });
+        if let Some(audit) = shared.options.audit.as_deref() {
+            self.record(audit, result, outcome, trace_id.as_deref());
+        }
+    }
+
+    /// Writes the audit record of the call.
+    fn record(
+        &self,
+        audit: &super::audit::AuditLog,
+        result: &CallOutcome,
+        outcome: Option<&str>,
+        trace_id: Option<&str>,
+    ) {
+        let (tenant, name) = (self.tenant, self.name);
+        // The record reads the outcome's type, never the text a tool returned.
+        let kind = if result.is_decision() {
+            "decision"
+        } else {
+            "call"
+        };
+        let outcome = outcome.map_or_else(|| result.audit_name(), str::to_owned);
+        let reason = result.decision_reason();
+        let effective = (kind == "call")
+            .then(|| self.shared.registry.grants_for(name, tenant))
+            .flatten();
+        let grants = effective.as_ref().map(grants_summary);
+        // A terminal call's command, secrets redacted, so its row says what ran (or
+        // was refused) next to its approval records.
+        let detail = effective
+            .filter(|g| g.terminal)
+            .and_then(|_| serde_json::from_str::<Value>(self.args).ok())
+            .and_then(|a| {
+                a.get("command")
+                    .and_then(Value::as_str)
+                    .map(|c| audit.redact(c).into_owned())
+            })
+            .map(|command| serde_json::json!({ "command": command }));
+        let digest = audit.args_digest(self.args);
+        audit.record_or_log(&super::audit::Event {
+            kind,
+            tenant,
+            session: self.session,
+            tool: name,
+            args_sha256: Some(&digest),
+            grants: grants.as_ref(),
+            outcome: &outcome,
+            reason: reason.as_deref(),
+            duration_ms: Some(self.started.elapsed().as_secs_f64() * 1000.0),
+            detail: detail.as_ref(),
+            trace_id,
+        });
+    }
 }
 
 /// The grants of a call, for the audit log: what it could touch, not the limits.
@@ -523,44 +539,15 @@ impl ServerHandler for McpHandler {
 /// Audits a tools/call whose future was dropped before the call returned: the call is
 /// cancelled then ([`CancelOnDrop`]), and the audit log must still say it happened.
 struct Unfinished<'a> {
-    /// `None` once the call returned (it is audited with its outcome), or without
-    /// an audit log.
-    audit: Option<&'a super::audit::AuditLog>,
-    /// Set once the call returned (it is counted with its outcome).
+    report: &'a CallReport<'a>,
+    /// Set once the call returned (it is reported with its outcome).
     finished: bool,
-    shared: &'a Shared,
-    tenant: &'a str,
-    session: &'a str,
-    name: &'a str,
-    args: &'a str,
-    started: std::time::Instant,
 }
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            observe(
-                self.shared,
-                self.tenant,
-                self.name,
-                true,
-                &CallOutcome::Cancelled,
-                None,
-                self.started,
-            );
-        }
-        if let Some(audit) = self.audit {
-            record_call(
-                audit,
-                self.shared,
-                self.tenant,
-                self.session,
-                self.name,
-                self.args,
-                &CallOutcome::Cancelled,
-                None,
-                self.started,
-            );
+            self.report.finish(true, &CallOutcome::Cancelled, None);
         }
     }
 }

@@ -45,6 +45,7 @@ pub mod metrics;
 mod plain;
 pub mod stdio;
 pub mod store;
+mod trace;
 mod watch;
 
 use hermetic::policy_file::ServerPolicy;
@@ -84,6 +85,10 @@ pub struct ServeOptions {
     /// How long a shutdown lets calls in flight finish before cancelling them
     /// (default [`DEFAULT_SHUTDOWN_GRACE`], 30 s).
     pub shutdown_grace: Duration,
+    /// Where tool-call spans are exported (an OTLP/HTTP traces URL, e.g.
+    /// `http://collector:4318/v1/traces`) in a build with the `otlp` feature. `None`
+    /// (the default): where `OTEL_EXPORTER_OTLP_ENDPOINT` says, else nowhere.
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -96,6 +101,7 @@ impl Default for ServeOptions {
             access: ServerPolicy::default(),
             audit: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            otlp_endpoint: None,
         }
     }
 }
@@ -163,6 +169,8 @@ pub(crate) struct Shared {
     pub(crate) rounds: approvals::Rounds,
     /// `/metrics`, when the policy turns it on.
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
+    /// Where tool-call spans go (OTLP with the `otlp` feature and its environment).
+    pub(crate) spans: trace::Spans,
     /// Set when a shutdown began: new calls are refused, calls in flight finish.
     pub(crate) draining: AtomicBool,
     hooks: Mutex<Vec<ShutdownHook>>,
@@ -295,6 +303,7 @@ impl McpServer {
             terminal.add_observer(Arc::new(audit::AuditObserver(Arc::clone(log))));
         }
         let rounds = rounds_for(&registry, &options);
+        let spans = trace::Spans::new(options.otlp_endpoint.as_deref());
         // Background processes and session containers do not outlive the server.
         let mut hooks: Vec<ShutdownHook> = Vec::new();
         if let Some(terminal) = registry.terminal().cloned() {
@@ -313,6 +322,7 @@ impl McpServer {
                 broker,
                 rounds,
                 metrics,
+                spans,
                 draining: AtomicBool::new(false),
                 hooks: Mutex::new(hooks),
             }),
@@ -349,6 +359,8 @@ impl McpServer {
         for hook in hooks {
             hook();
         }
+        // The calls have ended: their spans are all handed over.
+        self.shared.spans.shutdown();
     }
 
     /// Begins a graceful shutdown: new tool calls are refused with an error result,

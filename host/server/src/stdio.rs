@@ -286,6 +286,10 @@ impl PlainCalls {
             round_wanted: false,
             peer: None,
             cancelled: Some(self.end.clone()),
+            trace: params
+                .meta
+                .as_deref()
+                .and_then(|m| crate::trace::TraceParent::from_meta(m)),
         };
         // Tracked twice: by the server, so a shutdown drains and cancels it with the
         // rest, and here, so closing the transport waits for its answer.

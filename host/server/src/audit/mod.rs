@@ -112,6 +112,10 @@ pub struct Event<'a> {
     /// Kind-specific details (an approval's command and rules).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a Value>,
+    /// The call's trace id (32 hex digits): its client's (`_meta.traceparent`), or the
+    /// exported span's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]

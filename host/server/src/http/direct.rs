@@ -38,6 +38,10 @@ pub(super) async fn answer(
         round_wanted: false,
         peer: None,
         cancelled: None,
+        trace: params
+            .meta
+            .as_deref()
+            .and_then(|m| crate::trace::TraceParent::from_meta(m)),
     };
     let call = {
         let shared = Arc::clone(&shared);

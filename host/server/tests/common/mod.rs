@@ -39,6 +39,7 @@ impl Reply {
 
 /// A server serving HTTP until [`Serving::stop`].
 pub struct Serving {
+    #[allow(dead_code, reason = "each suite uses the parts it needs")]
     pub server: McpServer,
     /// `127.0.0.1:PORT`.
     pub addr: String,
