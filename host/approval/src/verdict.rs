@@ -43,6 +43,30 @@ pub enum Outcome {
     BlockedDenyRule,
 }
 
+impl Outcome {
+    /// The outcome's name, as it is serialized (`approved_once`, `denied`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::AllowedModeOff => "allowed_mode_off",
+            Self::AllowedAllowlist => "allowed_allowlist",
+            Self::AllowedSession => "allowed_session",
+            Self::ApprovedOnce => "approved_once",
+            Self::ApprovedSession => "approved_session",
+            Self::ApprovedAlways => "approved_always",
+            Self::ApprovedHeadless => "approved_headless",
+            Self::Denied => "denied",
+            Self::Timeout => "timeout",
+            Self::NoApprover => "no_approver",
+            Self::ApproverError => "approver_error",
+            Self::Dismissed => "dismissed",
+            Self::InputRequired => "input_required",
+            Self::BlockedHardline => "blocked_hardline",
+            Self::BlockedDenyRule => "blocked_deny_rule",
+        }
+    }
+}
+
 /// Who made the decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -86,4 +110,38 @@ pub struct Verdict {
     pub deny_entry: Option<String>,
     /// The simple commands the detector saw.
     pub commands: Vec<String>,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::Outcome;
+
+    #[test]
+    fn an_outcome_s_name_is_its_serialized_form() {
+        use Outcome::*;
+        for outcome in [
+            Allowed,
+            AllowedModeOff,
+            AllowedAllowlist,
+            AllowedSession,
+            ApprovedOnce,
+            ApprovedSession,
+            ApprovedAlways,
+            ApprovedHeadless,
+            Denied,
+            Timeout,
+            NoApprover,
+            ApproverError,
+            Dismissed,
+            InputRequired,
+            BlockedHardline,
+            BlockedDenyRule,
+        ] {
+            assert_eq!(
+                serde_json::to_value(outcome).unwrap(),
+                serde_json::json!(outcome.as_str())
+            );
+        }
+    }
 }

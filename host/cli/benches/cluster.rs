@@ -6,7 +6,9 @@
 //! and Redis share the machine's cores, so these are floors.
 //!
 //! `cargo bench -p hermetic-cli --bench cluster` (HERMETIC_BENCH_CALLS sets the calls
-//! per connection, default 500).
+//! per connection, default 500; HERMETIC_BENCH_NODES=1 runs the one-node part only,
+//! e.g. to compare a build from before the shared store, named by HERMETIC_BENCH_BIN,
+//! with this one).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -204,6 +206,9 @@ fn main() {
         p99.as_secs_f64() * 1e6
     );
     drop(one);
+    if std::env::var("HERMETIC_BENCH_NODES").is_ok_and(|n| n == "1") {
+        return;
+    }
     let redis = Redis::start();
     let url = format!("redis://127.0.0.1:{}", redis.port);
     let three: Vec<Node> = (0..3)

@@ -284,11 +284,7 @@ impl hermetic::approval::ApprovalObserver for ApprovalMetrics {
         _request: &hermetic::approval::ApprovalRequest,
         verdict: &hermetic::approval::Verdict,
     ) {
-        let outcome = serde_json::to_value(verdict.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| "other".to_owned());
-        self.0.approval(&outcome);
+        self.0.approval(verdict.outcome.as_str());
     }
 }
 

@@ -514,10 +514,7 @@ impl ApprovalObserver for AuditObserver {
     }
 
     fn after_answer(&self, request: &ApprovalRequest, verdict: &Verdict) {
-        let outcome = serde_json::to_value(verdict.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let outcome = verdict.outcome.as_str();
         let detail = serde_json::json!({
             "command": self.0.redact(&request.command),
             "approved": verdict.approved,
@@ -529,17 +526,14 @@ impl ApprovalObserver for AuditObserver {
             tenant: &request.key.tenant,
             session: &request.key.session,
             tool: "terminal",
-            outcome: &outcome,
+            outcome,
             detail: Some(&detail),
             ..Event::default()
         });
     }
 
     fn decided(&self, key: &SessionKey, command: &str, verdict: &Verdict) {
-        let outcome = serde_json::to_value(verdict.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let outcome = verdict.outcome.as_str();
         let detail = serde_json::json!({
             "command": self.0.redact(command),
             "rules": verdict.rules,
@@ -551,7 +545,7 @@ impl ApprovalObserver for AuditObserver {
             tenant: &key.tenant,
             session: &key.session,
             tool: "terminal",
-            outcome: &outcome,
+            outcome,
             detail: Some(&detail),
             ..Event::default()
         });
