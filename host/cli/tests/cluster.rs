@@ -465,7 +465,7 @@ fn result_of(answer: &str) -> serde_json::Value {
 /// another key opens nowhere.
 #[test]
 fn a_2026_07_28_approval_round_may_end_on_any_node_once() {
-    let redis = Redis::start();
+    let mut redis = Redis::start();
     let dir = cluster_dir();
     let nodes: Vec<Node> = (0..3)
         .map(|_| Node::start(dir.path(), &redis.url()))
@@ -509,6 +509,26 @@ fn a_2026_07_28_approval_round_may_end_on_any_node_once() {
         answer.contains("already used"),
         "node C refused the replay: {answer}"
     );
+    assert!(dir.path().join("ws/round").exists());
+
+    // Redis crashes and comes back (past its append-only file's one-second fsync).
+    // Node B's kept connection died with the old process: a fresh round's answer on
+    // B is taken on a new one, not refused; the used answer is still used on C.
+    std::thread::sleep(Duration::from_millis(1500));
+    redis.kill();
+    redis.restart();
+    let (_, answer) = nodes[0].call_params(INITECH, &call, &elicitation);
+    let mut fresh = retry.clone();
+    fresh["requestState"] = result_of(&answer)["result"]["requestState"].clone();
+    let (_, answer) = nodes[1].call_params(INITECH, &fresh, &elicitation);
+    assert!(
+        answer.contains("removed"),
+        "a fresh round after the restart: {answer}"
+    );
+    std::fs::create_dir_all(dir.path().join("ws/round")).unwrap();
+    let (status, answer) = nodes[2].call_params(INITECH, &retry, &elicitation);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("already used"), "{answer}");
     assert!(dir.path().join("ws/round").exists());
 
     // A state whose tag does not verify (forged, or sealed with another key) is no

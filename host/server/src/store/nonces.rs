@@ -40,27 +40,39 @@ impl RedisNonces {
     }
 }
 
+impl RedisNonces {
+    fn connect(&self) -> Result<redis::Connection, StoreError> {
+        self.redis.connect().map_err(|e| StoreError(e.to_string()))
+    }
+}
+
 impl NonceStore for RedisNonces {
     fn consume(&self, nonce: &str, ttl: Duration) -> Result<bool, StoreError> {
         if nonce.len() > MAX_NONCE_BYTES {
             return Ok(false);
         }
-        let taken = self.idle.lock().take();
-        let mut connection = match taken {
-            Some(c) => c,
-            None => self
-                .redis
-                .connect()
-                .map_err(|e| StoreError(e.to_string()))?,
-        };
         let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let set: Result<Option<String>, _> = redis::cmd("SET")
+        let mut command = redis::cmd("SET");
+        command
             .arg(format!("hermetic:nonce:{nonce}"))
             .arg(1)
             .arg("NX")
             .arg("PX")
-            .arg(millis)
-            .query(&mut connection);
+            .arg(millis);
+        // A kept connection may have died with a Redis restart: then once more on a
+        // new one. (Had the first attempt reached Redis, the second finds the nonce
+        // taken and refuses: the safe side.)
+        let kept = self.idle.lock().take();
+        let reused = kept.is_some();
+        let mut connection = match kept {
+            Some(c) => c,
+            None => self.connect()?,
+        };
+        let mut set: redis::RedisResult<Option<String>> = command.query(&mut connection);
+        if set.is_err() && reused {
+            connection = self.connect()?;
+            set = command.query(&mut connection);
+        }
         match set {
             Ok(answer) => {
                 *self.idle.lock() = Some(connection);
