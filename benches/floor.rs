@@ -63,7 +63,7 @@ impl Floor {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
         let pre = linker.instantiate_pre(&component).unwrap();
         let handle = component
-            .get_export_index(None, "hermetic:tool/tool@0.2.0")
+            .get_export_index(None, "hermetic:tool/tool@0.3.0")
             .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
             .unwrap();
         let context = CallContext {

@@ -674,7 +674,7 @@ fn a_component_built_against_the_0_1_0_terminal_fails_to_load() {
     assert!(reason.contains("hermetic:tool/terminal@0.1.0"), "{reason}");
     assert!(
         reason.contains(
-            "built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.2.0"
+            "built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.3.0"
         ),
         "{reason}"
     );

@@ -11,6 +11,9 @@ use std::process::Command;
 #[path = "src/compile_settings.rs"]
 mod compile_settings;
 
+/// The hooks embedded in the `hermetic` binary (crate names in guest-tools/hooks/).
+const BUNDLED_HOOKS: &[&str] = &["secret_scan"];
+
 /// The tools embedded in the `hermetic` binary (crate names in guest-tools/).
 const BUNDLED: &[&str] = &[
     "read_file",
@@ -93,6 +96,19 @@ fn run() -> Result<(), String> {
         let path = wasm_dir.join(format!("{name}.wasm"));
         if !path.is_file() {
             return Err(format!("bundled tool {} was not built", path.display()));
+        }
+        bundled.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    bundled.push_str("];\n");
+    bundled.push_str("/// Bundled hook components: (crate name, component bytes).\n");
+    bundled.push_str("pub static BUNDLED_HOOKS: &[(&str, &[u8])] = &[\n");
+    for name in BUNDLED_HOOKS {
+        let path = wasm_dir.join(format!("{name}.wasm"));
+        if !path.is_file() {
+            return Err(format!("bundled hook {} was not built", path.display()));
         }
         bundled.push_str(&format!(
             "    ({name:?}, include_bytes!({:?})),\n",

@@ -68,4 +68,4 @@
     (export "schema" (func $schema))
     (export "check" (func $check))
     (export "handle" (func $handle)))
-  (export "hermetic:tool/tool@0.2.0" (instance $tool)))
+  (export "hermetic:tool/tool@0.3.0" (instance $tool)))

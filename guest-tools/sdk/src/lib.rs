@@ -34,6 +34,7 @@
 //! `target/wasm32-wasip2/release/` is the component. Drop it in a `--tools-dir`.
 
 pub mod fs;
+pub mod hook;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "terminal")]

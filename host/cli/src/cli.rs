@@ -538,6 +538,18 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
             || trust.requires_signature(global.tenant());
         crate::community::load_sources(&registry, policy_path, &trust, dir, require)?;
     }
+    // Hooks before any call can run: one that cannot load stops the host.
+    for hook in &registry.policy().hooks {
+        let bytes = match &hook.location {
+            hermetic::policy::hooks::HookLocation::Source(source) => {
+                let dir = crate::community::store_dir(global.store.as_deref(), Some(&trust))?;
+                let require = trust.require_signature || !trust.tenants_requiring.is_empty();
+                crate::community::hook_bytes(&hook.name, source, &trust, &dir, require)?
+            }
+            _ => hermetic::hooks::bytes_of(hook)?.into_owned(),
+        };
+        registry.add_hook(hook, &bytes)?;
+    }
     let mut problems: Vec<LoadProblem> = Vec::new();
     if !global.no_bundled {
         problems.extend(registry.add_bundled());

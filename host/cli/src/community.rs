@@ -342,6 +342,32 @@ pub fn load_sources(
     Ok(())
 }
 
+/// A hook's component from an OCI source: pinned by digest (a hook sits in front of
+/// every call it applies to: no tags), read from the store (`hermetic pull REF` puts it
+/// there), signature checked as a tool's is.
+pub fn hook_bytes(
+    name: &str,
+    source: &str,
+    trust_policy: &TrustPolicy,
+    store_dir: &Path,
+    require_signature: bool,
+) -> Result<Vec<u8>> {
+    let reference = Reference::parse(source).with_context(|| format!("hooks.{name}.source"))?;
+    if reference.digest.is_none() {
+        bail!(
+            "hooks.{name}.source {source}: pin a hook by digest (oci://HOST/REPOSITORY@sha256:…; `hermetic pull {source}` prints it)"
+        );
+    }
+    let store = Store::open(store_dir)?;
+    let trust = Trust {
+        keys: trusted_keys(&trust_policy.keys)?,
+        require_signature,
+    };
+    let (bytes, _) = hermetic_distribution::stored_component(&reference, &store, &trust)
+        .with_context(|| format!("hooks.{name}: {source} (`hermetic pull {source}` fetches it)"))?;
+    Ok(bytes)
+}
+
 fn reference_was_pinned(source: &str) -> bool {
     Reference::parse(source).is_ok_and(|r| r.digest.is_some())
 }

@@ -17,9 +17,10 @@ pub const MAX_DECLARATION_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declaration {
-    /// Tool name; must equal the `name` in the tool's schema.
+    /// Tool name; must equal the `name` in the tool's schema. (A hook's name.)
     pub name: String,
-    /// Toolset the tool belongs to.
+    /// Toolset the tool belongs to (required of a tool; a hook has none).
+    #[serde(default)]
     pub toolset: String,
     /// One-line description for listings (the schema's description is what agents see).
     #[serde(default)]
@@ -43,6 +44,23 @@ pub struct Declaration {
     /// Capabilities the tool asks for. Anything not listed is denied.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// Present when the component is a hook (it exports `hermetic:tool/hook`, not a
+    /// tool): which calls it applies to.
+    #[serde(default)]
+    pub hook: Option<HookDeclaration>,
+}
+
+/// What calls a hook applies to: those of these tools and of tools in these toolsets;
+/// both empty — every call. The operator may narrow it further, never widen it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookDeclaration {
+    /// Tool names.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Toolset names.
+    #[serde(default)]
+    pub toolsets: Vec<String>,
 }
 
 /// Capabilities a tool asks for.
@@ -61,6 +79,10 @@ pub struct Capabilities {
     /// Whether the tool uses the host's `terminal` interface.
     #[serde(default)]
     pub terminal: bool,
+    /// Whether the hook asks the host where its held secrets are in a text (the
+    /// `secrets` interface; hooks only).
+    #[serde(default)]
+    pub secret_scan: bool,
 }
 
 /// A request for one mount.
@@ -145,6 +167,9 @@ impl Declaration {
         if new.terminal && !old.terminal {
             more.push("the terminal".to_owned());
         }
+        if new.secret_scan && !old.secret_scan {
+            more.push("secret_scan".to_owned());
+        }
         more
     }
 
@@ -162,6 +187,7 @@ impl Declaration {
             timeout_ms: None,
             memory_mb: None,
             capabilities: Capabilities::default(),
+            hook: None,
         }
     }
 
@@ -190,8 +216,39 @@ impl Declaration {
         if !is_identifier(&self.name, 64) {
             return bad("name", &self.name, "must be 1-64 of [A-Za-z0-9_-]");
         }
-        if !is_identifier(&self.toolset, 64) {
-            return bad("toolset", &self.toolset, "must be 1-64 of [A-Za-z0-9_-]");
+        match &self.hook {
+            None if !is_identifier(&self.toolset, 64) => {
+                return bad("toolset", &self.toolset, "must be 1-64 of [A-Za-z0-9_-]");
+            }
+            None if self.capabilities.secret_scan => {
+                return bad("secret_scan", "true", "is for hooks (a [hook] table)");
+            }
+            None => {}
+            Some(hook) => {
+                if !self.toolset.is_empty() {
+                    return bad(
+                        "toolset",
+                        &self.toolset,
+                        "is for tools: a hook has a [hook] table",
+                    );
+                }
+                if self.capabilities.terminal {
+                    return bad(
+                        "terminal",
+                        "true",
+                        "is for tools: a hook never runs commands",
+                    );
+                }
+                for name in hook.tools.iter().chain(&hook.toolsets) {
+                    if !is_identifier(name, 64) {
+                        return bad(
+                            "hook tool or toolset",
+                            name,
+                            "must be 1-64 of [A-Za-z0-9_-]",
+                        );
+                    }
+                }
+            }
         }
         for var in self.requires_env.iter().chain(&self.capabilities.env) {
             if !is_env_name(var) {

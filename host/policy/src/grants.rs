@@ -36,6 +36,8 @@ pub struct OperatorPolicy {
     /// Terminal backends and approval settings (used only for tools granted the
     /// terminal).
     pub terminal: crate::terminal::TerminalSettings,
+    /// Hooks around calls, in the order they run.
+    pub hooks: Vec<crate::hooks::HookPolicy>,
 }
 
 impl OperatorPolicy {
@@ -68,6 +70,7 @@ impl OperatorPolicy {
             tools: BTreeMap::new(),
             tenants: BTreeMap::new(),
             terminal,
+            hooks: Vec::new(),
         }
     }
 
@@ -762,6 +765,8 @@ fn confined_join(base: &Path, sub: &Path) -> Option<PathBuf> {
     }
     Some(out)
 }
+
+pub mod hooks;
 
 #[cfg(test)]
 mod tests;

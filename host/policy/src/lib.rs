@@ -10,6 +10,8 @@
 pub mod approval;
 pub mod declaration;
 mod grants;
+/// Hooks the operator turns on (`[hooks.NAME]`).
+pub use grants::hooks;
 pub mod inject;
 pub mod network;
 pub mod terminal;

@@ -342,6 +342,16 @@ impl Catalog {
     }
 
     /// The operator policy in force.
+    pub(crate) fn linkers(&self) -> &sandbox::Linkers {
+        &self.linkers
+    }
+
+    /// The check a component file must pass before it loads, if any.
+    pub(crate) fn file_check(&self) -> Option<&FileCheck> {
+        self.file_check.as_ref()
+    }
+
+    /// The operator's policy.
     pub fn policy(&self) -> &OperatorPolicy {
         &self.policy
     }

@@ -143,6 +143,14 @@ impl LoadError {
         }
     }
 
+    /// A link error in words alone.
+    pub(crate) fn link(reason: impl Into<String>) -> Self {
+        Self::Link {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
     /// A link error that keeps `cause`: its words, with what `hint` adds to them.
     fn link_from(cause: impl Into<Cause>, hint: impl FnOnce(String) -> String) -> Self {
         let cause = cause.into();
@@ -287,10 +295,10 @@ pub struct LoadedTool {
 
 /// The WIT package this host implements (wit/tool.wit). A component built against
 /// another version is refused at load (see `link_hint`).
-pub const WIT_PACKAGE: &str = "hermetic:tool@0.2.0";
+pub const WIT_PACKAGE: &str = "hermetic:tool@0.3.0";
 
 /// The interface the tool world exports.
-const TOOL_INTERFACE: &str = "hermetic:tool/tool@0.2.0";
+const TOOL_INTERFACE: &str = "hermetic:tool/tool@0.3.0";
 
 impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -737,7 +745,8 @@ fn timeout_ms(grants: &EffectiveGrants, setup: &CallSetup) -> u64 {
 /// Bytes of a crashed guest's stderr quoted in the error (its panic message).
 const STDERR_TAIL: usize = 500;
 
-fn classify(
+/// What a guest's failure was: a limit (memory, time, fuel), a cancellation, a trap.
+pub(crate) fn classify(
     error: wasmtime::Error,
     state: &CallState,
     grants: &EffectiveGrants,
@@ -816,8 +825,9 @@ fn ran_off_its_stack(error: &wasmtime::Error) -> bool {
     false
 }
 
-/// Sends what the guest printed to the log (debug level), attributed to the tool.
-fn log_output(tool: &str, state: &CallState) {
+/// Sends what the guest printed to the log (debug level), attributed to the tool (or
+/// hook).
+pub(crate) fn log_output(tool: &str, state: &CallState) {
     for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
         let bytes = pipe.contents();
         if !bytes.is_empty() {
@@ -837,12 +847,12 @@ mod tests {
         let hinted = version_hint(other_package_version(old), old.to_owned());
         assert!(
             hinted.ends_with(
-                "(the component was built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.2.0: rebuild it with the current SDK and wit/)"
+                "(the component was built against hermetic:tool@0.1.0; this host implements hermetic:tool@0.3.0: rebuild it with the current SDK and wit/)"
             ),
             "{hinted}"
         );
         // The host's own version, and messages about other packages, get no hint.
-        let current = "component imports instance `hermetic:tool/terminal@0.2.0`, but …";
+        let current = "component imports instance `hermetic:tool/terminal@0.3.0`, but …";
         assert_eq!(other_package_version(current), None);
         assert_eq!(
             other_package_version("imports `wasi:http/types@0.2.12`"),

@@ -26,6 +26,7 @@ mod compile_settings;
 pub mod component;
 mod dispatch;
 mod engine;
+pub mod hooks;
 mod outcome;
 pub mod policy_file;
 mod registry;

@@ -216,6 +216,33 @@ struct FileToml {
     trust: TrustToml,
     #[serde(default)]
     cluster: ClusterToml,
+    #[serde(default)]
+    hooks: BTreeMap<String, HookToml>,
+}
+
+/// `[hooks.NAME]`: a hook the operator turns on.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookToml {
+    /// A component file (relative to the policy file).
+    path: Option<PathBuf>,
+    /// An OCI reference, pulled like a tool's `source`.
+    source: Option<String>,
+    /// When it runs among the hooks: lower first.
+    order: Option<i64>,
+    /// Settings handed to the hook.
+    #[serde(default)]
+    config: toml::Table,
+    tenants: Option<BTreeSet<String>>,
+    tools: Option<BTreeSet<String>>,
+    toolsets: Option<BTreeSet<String>>,
+    #[serde(default)]
+    secret_scan: bool,
+    mounts: Option<BTreeSet<String>>,
+    env: Option<BTreeSet<String>>,
+    network: Option<Vec<String>>,
+    #[serde(default)]
+    limits: LimitsToml,
 }
 
 #[derive(Deserialize, Default)]
@@ -499,12 +526,14 @@ pub fn parse(
     }
     let secrets_file = raw.secrets.map(|s| file_dir.join(s.file));
     let terminal = terminal_settings(raw.terminal, &tenants, base_dir, file_dir, &invalid)?;
+    let hooks = hook_policies(raw.hooks, &mounts, &tenants, file_dir, &invalid)?;
     let policy = OperatorPolicy {
         mounts,
         defaults,
         tools,
         tenants,
         terminal,
+        hooks,
     };
     console_approver_needs_admin(&policy.terminal, &server, &invalid)?;
 
@@ -1058,6 +1087,95 @@ fn grant_override(
 
 fn destinations(patterns: &[String]) -> Result<Vec<Destination>, DestinationError> {
     patterns.iter().map(|p| Destination::parse(p)).collect()
+}
+
+/// The bundled hooks, by name (their components are embedded in the binary).
+pub const BUNDLED_HOOKS: &[&str] = &["secret_scan"];
+
+/// `[hooks.NAME]` tables, in the order the hooks run.
+fn hook_policies(
+    raw: BTreeMap<String, HookToml>,
+    mounts: &BTreeMap<String, MountGrant>,
+    tenants: &BTreeMap<String, crate::policy::TenantPolicy>,
+    file_dir: &Path,
+    invalid: &impl Fn(String) -> PolicyFileError,
+) -> Result<Vec<crate::policy::hooks::HookPolicy>, PolicyFileError> {
+    use crate::policy::hooks::{HookLocation, HookPolicy};
+    let mut hooks = Vec::new();
+    for (name, h) in raw {
+        let at = format!("hooks.{name}");
+        let location = match (h.path, h.source) {
+            (Some(path), None) => HookLocation::Path(file_dir.join(path)),
+            (None, Some(source)) if source.starts_with("oci://") => HookLocation::Source(source),
+            (None, Some(source)) => {
+                return Err(invalid(format!(
+                    "{at}.source = {source:?}: write oci://HOST/REPOSITORY:TAG or oci://HOST/REPOSITORY@sha256:…"
+                )));
+            }
+            (None, None) if BUNDLED_HOOKS.contains(&name.as_str()) => {
+                HookLocation::Bundled(name.clone())
+            }
+            (None, None) => {
+                return Err(invalid(format!(
+                    "{at}: say where the hook is: path = \"FILE.wasm\" or source = \"oci://…\" (bundled hooks: {})",
+                    BUNDLED_HOOKS.join(", ")
+                )));
+            }
+            (Some(_), Some(_)) => {
+                return Err(invalid(format!("{at}: path or source, not both")));
+            }
+        };
+        let Some(order) = h.order else {
+            return Err(invalid(format!(
+                "{at}: say when it runs among the hooks: order = N (lower first)"
+            )));
+        };
+        if let Some(unknown) = h
+            .tenants
+            .iter()
+            .flatten()
+            .find(|t| !tenants.contains_key(*t))
+        {
+            return Err(invalid(format!(
+                "{at}.tenants: no tenant {unknown:?} in [tenants]"
+            )));
+        }
+        if let Some(m) = &h.mounts {
+            check_mounts_exist(m, mounts, &at, invalid)?;
+        }
+        let config =
+            serde_json::to_string(&h.config).map_err(|e| invalid(format!("{at}.config: {e}")))?;
+        let grants = grant_override(
+            GrantsToml {
+                mounts: h.mounts,
+                env: h.env,
+                network: h.network,
+                limits: h.limits,
+                ..GrantsToml::default()
+            },
+            invalid,
+        )
+        .map_err(|e| match e {
+            PolicyFileError::Invalid { path, reason } => PolicyFileError::Invalid {
+                path,
+                reason: format!("{at}: {reason}"),
+            },
+            other => other,
+        })?;
+        hooks.push(HookPolicy {
+            name,
+            location,
+            order,
+            config,
+            tenants: h.tenants,
+            tools: h.tools,
+            toolsets: h.toolsets,
+            grants,
+            secret_scan: h.secret_scan,
+        });
+    }
+    hooks.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
+    Ok(hooks)
 }
 
 fn check_mounts_exist(

@@ -215,6 +215,35 @@ impl Registry {
         self.catalog.add(bytes, source)
     }
 
+    /// Adds the hook `policy` configures, from its component's `bytes`
+    /// ([`crate::hooks::bytes_of`] reads a bundled or file hook's).
+    ///
+    /// # Errors
+    /// [`crate::hooks::HookError`]: the component is not that hook, or it needs what
+    /// the policy does not grant it.
+    pub fn add_hook(
+        &self,
+        policy: &crate::policy::hooks::HookPolicy,
+        bytes: &[u8],
+    ) -> Result<(), crate::hooks::HookError> {
+        let hook = crate::hooks::configure::build(&self.catalog, policy, bytes)?;
+        self.dispatcher.add_hook(hook);
+        Ok(())
+    }
+
+    /// Adds every hook of the policy whose component is bundled or a file (an OCI
+    /// source is the host program's to resolve, then [`Registry::add_hook`]).
+    ///
+    /// # Errors
+    /// The first hook that cannot be used.
+    pub fn add_policy_hooks(&self) -> Result<(), crate::hooks::HookError> {
+        for policy in &self.catalog.policy().hooks {
+            let bytes = crate::hooks::bytes_of(policy)?;
+            self.add_hook(policy, &bytes)?;
+        }
+        Ok(())
+    }
+
     /// [`Catalog::add_bundled`].
     pub fn add_bundled(&self) -> Vec<LoadProblem> {
         self.catalog.add_bundled()

@@ -168,8 +168,13 @@ pub(crate) async fn call_tool(
         }
         return Ok(error_result(result).into());
     }
+    // What the hooks did, for the audit record (only when there is one to write, and
+    // hooks to note).
+    let hook_notes = (audit.is_some() && !shared.registry.dispatcher().hooks().is_empty())
+        .then(hermetic::hooks::HookNotes::default);
     let report = CallReport {
         shared,
+        hook_notes: hook_notes.clone(),
         tenant: &tenant,
         session: &session,
         name: &name,
@@ -228,6 +233,9 @@ pub(crate) async fn call_tool(
         .with_session(session.clone())
         .with_cancel(cancel.0.clone())
         .with_approver(Arc::new(approver));
+    if let Some(notes) = hook_notes {
+        options = options.with_hook_notes(notes);
+    }
     options.progress = progress;
     let call_args = request.arguments.unwrap_or_default();
     let call = shared
@@ -341,6 +349,8 @@ fn error_result(message: &str) -> CallToolResult {
 /// written in the audit log.
 struct CallReport<'a> {
     shared: &'a Shared,
+    /// What the call's hooks did (refused, rewrote, replaced, failed), when noted.
+    hook_notes: Option<hermetic::hooks::HookNotes>,
     tenant: &'a str,
     session: &'a str,
     name: &'a str,
@@ -422,6 +432,12 @@ impl CallReport<'_> {
             })
             .map(|command| serde_json::json!({ "command": command }));
         let digest = audit.args_digest(self.args);
+        let hooks = self
+            .hook_notes
+            .as_ref()
+            .map(|n| n.lock().clone())
+            .filter(|n| !n.is_empty())
+            .and_then(|n| serde_json::to_value(n).ok());
         audit.record_or_log(&super::audit::Event {
             kind,
             tenant,
@@ -434,6 +450,7 @@ impl CallReport<'_> {
             duration_ms: Some(self.started.elapsed().as_secs_f64() * 1000.0),
             detail: detail.as_ref(),
             trace_id,
+            hooks: hooks.as_ref(),
         });
     }
 }

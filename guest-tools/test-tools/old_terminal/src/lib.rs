@@ -1,6 +1,6 @@
 //! Test tool `old_terminal`: a terminal tool built against `hermetic:tool@0.1.0` (a copy
 //! of that package is in `wit/`), whose `terminal` functions returned JSON strings. The
-//! host implements 0.2.0 only, so loading it must fail, naming the old interface.
+//! host implements 0.3.0 only, so loading it must fail, naming the old interface.
 wit_bindgen::generate!({
     world: "terminal-tool",
     path: "wit",

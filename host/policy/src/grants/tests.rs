@@ -316,6 +316,7 @@ fn operator() -> impl Strategy<Value = OperatorPolicy> {
                 tools: BTreeMap::new(),
                 tenants: BTreeMap::new(),
                 terminal: Default::default(),
+                hooks: Vec::new(),
             },
         )
 }

@@ -5,6 +5,7 @@
 //! asks it through [`Catalog::resolve`] and [`Catalog::check_failure`] only.
 
 pub mod coerce;
+mod hooked;
 
 use crate::bindings::CallContext;
 use crate::catalog::{Catalog, Resolved};
@@ -38,9 +39,19 @@ pub struct CallOptions {
     /// command): a TTY prompt for the CLI, MCP elicitation or the approvals endpoint for
     /// the server. `None`: nobody can be asked, so the gate's headless default applies.
     pub approver: Option<Arc<dyn crate::approval::Approver>>,
+    /// Where the call's hooks note what they did (refused, rewrote, replaced, failed),
+    /// for its audit record. `None`: nobody reads them.
+    pub hook_notes: Option<crate::hooks::HookNotes>,
 }
 
 impl CallOptions {
+    /// These options with the call's hook notes put in `notes`.
+    #[must_use]
+    pub fn with_hook_notes(mut self, notes: crate::hooks::HookNotes) -> Self {
+        self.hook_notes = Some(notes);
+        self
+    }
+
     /// These options for `tenant` (`""`: the operator itself).
     #[must_use]
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
@@ -134,6 +145,9 @@ pub struct Dispatcher {
     /// call and the next free slot. The operator (`""`), and a tenant the policy does
     /// not name, are share 0.
     shares: HashMap<String, Share>,
+    /// The hooks around calls, in the order they run (empty: the common case, one
+    /// read per call).
+    hooks: parking_lot::RwLock<Arc<[Arc<crate::hooks::Hook>]>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -172,6 +186,7 @@ impl Dispatcher {
             terminal,
             tenant_slots,
             shares,
+            hooks: parking_lot::RwLock::new(Arc::from(Vec::new())),
         }
     }
 
@@ -298,7 +313,7 @@ impl Dispatcher {
             _tool: tool_slot,
             _sandbox: sandbox,
         };
-        if let Some(fiber) = self.fiber_for(&tool) {
+        if let Some(fiber) = self.fiber_for(&tool, &options.tenant) {
             return Arc::clone(self)
                 .run_on_fiber(tool, name, args, options, (held, fiber))
                 .await;
@@ -325,8 +340,12 @@ impl Dispatcher {
     /// for the CPU that tick must not be spent on an async worker, where every other
     /// request's I/O waits behind it (a flood of computing calls kept a server's
     /// workers busy that way).
-    fn fiber_for(&self, tool: &Resolved) -> Option<Slot> {
+    fn fiber_for(&self, tool: &Resolved, tenant: &str) -> Option<Slot> {
         if !tool.tool().runs_on_fiber() || tool.grants().unavailable_reason().is_some() {
+            return None;
+        }
+        // Hooks run their own sandboxes, synchronously: such a call takes a thread.
+        if self.hooks_for(tool, tenant).is_some() {
             return None;
         }
         if self.catalog.runtime().turns().saturated() {
@@ -448,7 +467,16 @@ impl Dispatcher {
             &prepared.ctx,
             prepared.setup,
         );
-        let outcome = finish(name, tool.tool(), grants.limits.result_chars, result);
+        let mut outcome = finish(name, tool.tool(), grants.limits.result_chars, result);
+        if let Some(hooks) = &prepared.hooks {
+            let site = hooked::HookSite {
+                tool,
+                name,
+                ctx: &prepared.ctx,
+                options,
+            };
+            outcome = self.hooks_after(hooks, &site, &prepared.args, outcome);
+        }
         match crate::sandbox::redact_values(grants, secrets) {
             None => outcome,
             Some(values) => scrub(outcome, &values),
@@ -498,7 +526,7 @@ impl Dispatcher {
             };
             return Err(invalid(format!("{field}: {error}")));
         }
-        let args = value.to_string();
+        let mut args = value.to_string();
 
         let seq = CALL_SEQ.fetch_add(1, Ordering::Relaxed);
         let call_id = format!("call_{seq:x}");
@@ -511,6 +539,16 @@ impl Dispatcher {
             },
             session: options.session.clone(),
         };
+        let hooks = self.hooks_for(tool, &options.tenant);
+        if let Some(hooks) = &hooks {
+            let site = hooked::HookSite {
+                tool,
+                name,
+                ctx: &ctx,
+                options,
+            };
+            args = self.hooks_before(hooks, &site, args)?;
+        }
         let setup = CallSetup {
             call_id,
             progress: options.progress.clone(),
@@ -528,7 +566,12 @@ impl Dispatcher {
                     .turn(self.share(&options.tenant)),
             ),
         };
-        Ok(Prepared { args, ctx, setup })
+        Ok(Prepared {
+            args,
+            ctx,
+            setup,
+            hooks,
+        })
     }
 
     /// The terminal for one call of a tool granted it, for the caller's tenant,
@@ -571,6 +614,8 @@ struct Prepared {
     args: String,
     ctx: CallContext,
     setup: CallSetup,
+    /// The hooks, when any applies to the call (they run again after it).
+    hooks: Option<Arc<[Arc<crate::hooks::Hook>]>>,
 }
 
 /// How a call of `name` that ended with `result` comes out: the result's shape checked

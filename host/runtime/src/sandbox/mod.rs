@@ -105,6 +105,9 @@ pub struct CallState {
     /// Values scrubbed from the guest's log and progress lines: the secrets the host
     /// adds to its requests (`None`, the common path: nothing to scrub).
     redact: Option<Arc<[String]>>,
+    /// The secret values a hook granted `secret_scan` may ask the positions of (`None`
+    /// for every other call).
+    scanned: Option<Arc<[String]>>,
 }
 
 impl WasiView for CallState {
@@ -618,6 +621,7 @@ fn build_store(
         terminal: setup.terminal,
         http: http::state(tool, grants, secrets, deadline, setup.cancel.clone()),
         redact: redact_values(grants, secrets),
+        scanned: None,
         turn: setup.turn,
     };
     let mut store = Store::new(runtime.engine(), state);

@@ -116,6 +116,10 @@ pub struct Event<'a> {
     /// exported span's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<&'a str>,
+    /// What the call's hooks did: each that refused, rewrote, replaced or failed
+    /// (`[{"hook", "stage", "did"}]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<&'a Value>,
 }
 
 #[derive(Serialize)]

@@ -21,6 +21,7 @@ pub(crate) mod env;
 pub(crate) mod fs;
 pub use fs::mounts::{create_beneath, open_beneath};
 pub mod http;
+pub(crate) mod secrets;
 pub mod terminal;
 
 use super::{CallState, SandboxError};
@@ -36,6 +37,8 @@ pub struct LinkedCapabilities {
     pub http: bool,
     /// The host `terminal` interface (the tool declares the terminal).
     pub terminal: bool,
+    /// The host `secrets` interface (a hook declares `secret_scan`).
+    pub secrets: bool,
 }
 
 impl LinkedCapabilities {
@@ -44,6 +47,7 @@ impl LinkedCapabilities {
         Self {
             http: !declaration.capabilities.network.is_empty(),
             terminal: declaration.capabilities.terminal,
+            secrets: declaration.capabilities.secret_scan,
         }
     }
 
@@ -57,6 +61,9 @@ impl LinkedCapabilities {
         }
         if self.terminal {
             terminal::link(linker)?;
+        }
+        if self.secrets {
+            secrets::link(linker)?;
         }
         Ok(())
     }
