@@ -103,42 +103,11 @@ fn write_policy(home: &Path, require: bool, sources: &[(&str, &str)]) -> PathBuf
 /// One MCP exchange over stdio with `hermetic serve --stdio`: initialize, then call
 /// `tool` with `args`; the call's result.
 fn mcp_call(home: &Path, extra: &[&str], tool: &str, args: Value) -> Value {
-    let mut child = hermetic(home)
-        .args(extra)
-        .args(["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "community-test", "version": "1"}}}),
-    );
-    let reply = |lines: &mut std::io::Lines<BufReader<std::process::ChildStdout>>, id: i64| loop {
-        let line = lines.next().expect("the server answers").unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == id {
-            return v;
-        }
-    };
-    let init = reply(&mut lines, 1);
-    assert!(init["result"]["serverInfo"].is_object(), "{init}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
-    );
-    let result = reply(&mut lines, 2);
-    drop(stdin);
-    let _ = child.wait();
-    result["result"].clone()
+    common::stdio::call(
+        hermetic(home).args(extra).args(["serve", "--stdio"]),
+        tool,
+        args,
+    )
 }
 
 #[test]

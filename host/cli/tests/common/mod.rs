@@ -3,3 +3,4 @@
 
 pub mod redis;
 pub mod registry;
+pub mod stdio;
