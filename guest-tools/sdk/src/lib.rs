@@ -37,6 +37,8 @@ pub mod fs;
 pub mod hook;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "keyvalue")]
+pub mod kv;
 #[cfg(feature = "terminal")]
 pub mod terminal;
 

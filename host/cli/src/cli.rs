@@ -451,12 +451,33 @@ fn init_logging(level: &str) {
 
 /// The tool host the options describe. See [`build_host`].
 fn build_registry(global: &HostArgs) -> Result<Registry> {
-    Ok(build_host(global)?.0)
+    Ok(build_host(global, None)?.0)
+}
+
+/// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`,
+/// else `$XDG_DATA_HOME/hermetic`, else `~/.local/share/hermetic`, then
+/// `keyvalue.redb`. `None` without a home: the store is kept in memory.
+fn default_keyvalue_file() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("HERMETIC_DATA_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_DATA_HOME").map(|d| std::path::PathBuf::from(d).join("hermetic"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".local/share/hermetic"))
+        })?;
+    Some(dir.join("keyvalue.redb"))
 }
 
 /// The tool host the options describe, and the policy file's `[server]` settings
-/// (defaults without a policy file): the file is read once, for both.
-fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
+/// (defaults without a policy file): the file is read once, for both. `redis_url`
+/// (`serve --redis-url`) wins over the policy's `[cluster] redis_url`: key-value data
+/// then lives in that Redis.
+fn build_host(
+    global: &HostArgs,
+    redis_url: Option<&str>,
+) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
         Some(dir) => {
@@ -470,7 +491,8 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
         }
         None => None,
     };
-    let (mut policy, secrets, state_files, server, trust) = match &global.policy {
+    let (mut policy, secrets, mut state_files, server, trust, keyvalue_file) = match &global.policy
+    {
         Some(file) => {
             let loaded = hermetic::policy_file::load(file, &cwd)?;
             (
@@ -479,6 +501,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
                 loaded.state_files,
                 loaded.server,
                 loaded.trust,
+                loaded.keyvalue_file,
             )
         }
         None => (
@@ -487,6 +510,7 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
             Vec::new(),
             hermetic::policy_file::ServerPolicy::default(),
             hermetic::policy::trust::TrustPolicy::default(),
+            None,
         ),
     };
     if let Some(dir) = workspace {
@@ -500,6 +524,28 @@ fn build_host(global: &HostArgs) -> Result<(Registry, hermetic::policy_file::Ser
     // the host read-only.
     if let Some(cache) = &options.engine.cache_dir {
         options.policy.terminal.protected.push(cache.clone());
+    }
+    // Tools' key-value data: in the cluster's Redis, else in a file of this host's.
+    match redis_url.or(server.redis_url.as_deref()) {
+        Some(url) => {
+            options.keyvalue = Some(std::sync::Arc::new(
+                hermetic_server::store::RedisKeyValue::new(url)?,
+            ));
+        }
+        None => {
+            if let Some(file) = keyvalue_file.or_else(default_keyvalue_file) {
+                options.policy.terminal.protected.push(file.clone());
+                if !state_files.iter().any(|f| f.path == file) {
+                    state_files.push(hermetic::StateFile {
+                        what: "the key-value store".to_owned(),
+                        path: file.clone(),
+                    });
+                }
+                options.keyvalue = Some(std::sync::Arc::new(hermetic::EmbeddedKeyValueFile::new(
+                    file,
+                )));
+            }
+        }
     }
     // The tool store, when the policy names tools by source.
     let store = if trust.sources.is_empty() {
@@ -791,7 +837,7 @@ fn print_progress(progress: hermetic::Progress) {
 /// allow-lists) with the command line's additions, then MCP on stdio or HTTP.
 fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     let host = args.host.with_outer(outer);
-    let (registry, mut access) = build_host(&host)?;
+    let (registry, mut access) = build_host(&host, args.redis_url.as_deref())?;
     let registry = std::sync::Arc::new(registry);
     access.allowed_hosts.extend(args.allow_hosts);
     access.allowed_origins.extend(args.allow_origins);

@@ -83,6 +83,10 @@ pub struct Capabilities {
     /// `secrets` interface; hooks only).
     #[serde(default)]
     pub secret_scan: bool,
+    /// A key-value store (`wasi:keyvalue`), and whose data it holds: `"tenant"` (one
+    /// per tenant, across its sessions) or `"session"`.
+    #[serde(default)]
+    pub keyvalue: Option<crate::grants::keyvalue::KeyValueScope>,
 }
 
 /// A request for one mount.
@@ -170,6 +174,9 @@ impl Declaration {
         if new.secret_scan && !old.secret_scan {
             more.push("secret_scan".to_owned());
         }
+        if new.keyvalue.is_some() && old.keyvalue != new.keyvalue {
+            more.push("the key-value store".to_owned());
+        }
         more
     }
 
@@ -237,6 +244,13 @@ impl Declaration {
                         "terminal",
                         "true",
                         "is for tools: a hook never runs commands",
+                    );
+                }
+                if self.capabilities.keyvalue.is_some() {
+                    return bad(
+                        "keyvalue",
+                        "…",
+                        "is for tools: a hook keeps nothing between runs",
                     );
                 }
                 for name in hook.tools.iter().chain(&hook.toolsets) {

@@ -65,6 +65,7 @@ impl OperatorPolicy {
             mounts,
             defaults: GrantSet {
                 mounts: BTreeSet::from(["workspace".to_owned()]),
+                keyvalue: Some(keyvalue::KeyValueQuota::default()),
                 ..GrantSet::default()
             },
             tools: BTreeMap::new(),
@@ -89,6 +90,9 @@ impl OperatorPolicy {
             }
             if let Some(t) = o.terminal {
                 set.terminal = t;
+            }
+            if let Some(kv) = o.keyvalue {
+                set.keyvalue = kv;
             }
             if let Some(c) = o.clock {
                 set.clock = c;
@@ -176,6 +180,8 @@ pub struct GrantSet {
     pub network: Vec<Destination>,
     /// Whether the terminal interface may be linked.
     pub terminal: bool,
+    /// The key-value store, with its quota (`None`: not granted).
+    pub keyvalue: Option<keyvalue::KeyValueQuota>,
     /// What the guest's clocks show.
     pub clock: ClockPolicy,
     /// Limits.
@@ -193,6 +199,8 @@ pub struct GrantOverride {
     pub network: Option<Vec<Destination>>,
     /// Replaces the default terminal grant.
     pub terminal: Option<bool>,
+    /// Replaces the default key-value grant (`Some(None)`: not granted).
+    pub keyvalue: Option<Option<keyvalue::KeyValueQuota>>,
     /// Replaces the default clock.
     pub clock: Option<ClockPolicy>,
     /// Replaces individual limits.
@@ -394,6 +402,8 @@ pub struct TenantPolicy {
     pub network: Option<Vec<Destination>>,
     /// Whether the tenant allows the terminal.
     pub terminal: Option<bool>,
+    /// Whether the tenant allows the key-value store.
+    pub keyvalue: Option<bool>,
     /// Tenant ceilings (the smaller of tenant and operator applies).
     pub limits: TenantLimits,
 }
@@ -433,6 +443,8 @@ pub struct EffectiveGrants {
     pub network: Vec<Destination>,
     /// Whether the terminal interface is linked.
     pub terminal: bool,
+    /// The key-value store: scope and quota (`None`: not declared or not granted).
+    pub keyvalue: Option<keyvalue::KeyValueGrant>,
     /// Clocks.
     pub clock: ClockPolicy,
     /// Per-call limits.
@@ -539,12 +551,14 @@ pub fn effective(
     let env = n.env();
     let network = n.network();
     let terminal = n.terminal();
+    let keyvalue = n.keyvalue();
     let limits = n.limits();
     EffectiveGrants {
         mounts,
         env,
         network,
         terminal,
+        keyvalue,
         clock: n.grants.clock,
         limits,
         denials: n.denials,
@@ -715,6 +729,21 @@ impl Narrowing<'_> {
         false
     }
 
+    fn keyvalue(&mut self) -> Option<keyvalue::KeyValueGrant> {
+        let scope = self.decl.capabilities.keyvalue?;
+        let tenant_ok = self.tenant.and_then(|t| t.keyvalue).unwrap_or(true);
+        if let (Some(quota), true) = (self.grants.keyvalue, tenant_ok) {
+            return Some(keyvalue::KeyValueGrant { scope, quota });
+        }
+        let by = self.by(self.grants.keyvalue.is_some());
+        self.denials.push(Denial {
+            capability: "keyvalue".to_owned(),
+            reason: format!("needs the key-value store, which {by} does not grant"),
+            blocks: true,
+        });
+        None
+    }
+
     /// The declaration's wishes, else the operator's defaults, under the operator's
     /// and the tenant's ceilings.
     fn limits(&self) -> EffectiveLimits {
@@ -767,6 +796,7 @@ fn confined_join(base: &Path, sub: &Path) -> Option<PathBuf> {
 }
 
 pub mod hooks;
+pub mod keyvalue;
 
 #[cfg(test)]
 mod tests;

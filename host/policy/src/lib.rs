@@ -12,6 +12,8 @@ pub mod declaration;
 mod grants;
 /// Hooks the operator turns on (`[hooks.NAME]`).
 pub use grants::hooks;
+/// The key-value capability: scope, quota, grant.
+pub use grants::keyvalue;
 pub mod inject;
 pub mod network;
 pub mod terminal;

@@ -92,6 +92,9 @@ pub enum RegistryError {
     /// commands reach.
     #[error(transparent)]
     StatePath(#[from] StatePathError),
+    /// The key-value store cannot be opened.
+    #[error(transparent)]
+    KeyValue(#[from] crate::KeyValueError),
 }
 
 /// A component that was skipped at discovery, and why.

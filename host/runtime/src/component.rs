@@ -357,6 +357,7 @@ pub fn load(
                 cancel: None,
                 terminal: None,
                 turn: None,
+                keyvalue: None,
             },
         )
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
@@ -714,6 +715,7 @@ impl LoadedTool {
             cancel: None,
             terminal: None,
             turn: None,
+            keyvalue: None,
         };
         let _sandbox = metadata_sandbox(runtime, timeout)?;
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;

@@ -66,6 +66,10 @@ pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
     RegistryOptions, Selection, ToolStatus, ToolsetInfo,
 };
+pub use sandbox::capability::keyvalue::backend::{
+    Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile, KeyValueBackend,
+    KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
+};
 /// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
 pub use sandbox::capability::{create_beneath, open_beneath};
 pub use sandbox::terminal::{

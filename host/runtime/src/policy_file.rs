@@ -11,6 +11,7 @@
 //! mount and terminal workspace (`state_paths`).
 
 use crate::declaration::Access;
+use crate::policy::keyvalue::KeyValueQuota;
 use crate::policy::network::{Destination, DestinationError};
 use crate::policy::{
     ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
@@ -80,6 +81,9 @@ pub struct LoadedPolicy {
     pub state_files: Vec<StateFile>,
     /// The tools named by reference, the trusted keys and the store.
     pub trust: crate::policy::trust::TrustPolicy,
+    /// `[keyvalue] file`: where tools' key-value data is kept (relative to the policy
+    /// file; `None`: the host's default). Ignored with a cluster: data is in Redis.
+    pub keyvalue_file: Option<PathBuf>,
 }
 
 /// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
@@ -218,6 +222,15 @@ struct FileToml {
     cluster: ClusterToml,
     #[serde(default)]
     hooks: BTreeMap<String, HookToml>,
+    #[serde(default)]
+    keyvalue: KeyValueFileToml,
+}
+
+/// `[keyvalue]`: where the embedded key-value store keeps its file.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct KeyValueFileToml {
+    file: Option<PathBuf>,
 }
 
 /// `[hooks.NAME]`: a hook the operator turns on.
@@ -315,9 +328,26 @@ struct GrantsToml {
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
     terminal: Option<bool>,
+    keyvalue: Option<KeyValueToml>,
     clock: Option<ClockToml>,
     #[serde(default)]
     limits: LimitsToml,
+}
+
+/// `keyvalue = true | false | { max_keys, max_value_bytes, max_total_bytes }`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum KeyValueToml {
+    Granted(bool),
+    Quota(KeyValueQuotaToml),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyValueQuotaToml {
+    max_keys: Option<u64>,
+    max_value_bytes: Option<u64>,
+    max_total_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -370,6 +400,7 @@ struct TenantToml {
     env: Option<BTreeSet<String>>,
     network: Option<Vec<String>>,
     terminal: Option<bool>,
+    keyvalue: Option<bool>,
     #[serde(default)]
     token_sha256: Vec<String>,
     #[serde(default)]
@@ -539,7 +570,14 @@ pub fn parse(
 
     // Checked before the secrets are read: a secrets file a tool can reach is refused,
     // not used.
+    let keyvalue_file = raw.keyvalue.file.map(|f| file_dir.join(f));
     let mut state_files = host_files(&policy, secrets_file.as_deref(), &server);
+    if let Some(file) = &keyvalue_file {
+        state_files.push(StateFile {
+            what: "the key-value store".to_owned(),
+            path: file.clone(),
+        });
+    }
     if let Some(store) = &trust.store {
         state_files.push(StateFile {
             what: "the tool store".to_owned(),
@@ -584,6 +622,7 @@ pub fn parse(
         server,
         state_files,
         trust,
+        keyvalue_file,
     })
 }
 
@@ -738,6 +777,7 @@ fn default_grants(
     defaults.env = d.env.unwrap_or_default();
     defaults.network = d.network.unwrap_or_default();
     defaults.terminal = d.terminal.unwrap_or(false);
+    defaults.keyvalue = d.keyvalue.flatten();
     defaults.clock = d.clock.unwrap_or_default();
     defaults.limits = d.limits.apply_to(defaults.limits);
     check_mounts_exist(&defaults.mounts, mounts, "defaults", invalid)?;
@@ -884,6 +924,7 @@ fn tenant_policy(
         env: t.env,
         network,
         terminal: t.terminal,
+        keyvalue: t.keyvalue,
         limits: TenantLimits {
             timeout_ms: t.limits.timeout_ms,
             memory_mb: t.limits.memory_mb,
@@ -1057,12 +1098,33 @@ fn grant_override(
     if l.max_concurrent == Some(0) {
         return Err(invalid("limits.max_concurrent must be at least 1".into()));
     }
+    let keyvalue = match g.keyvalue {
+        None => None,
+        Some(KeyValueToml::Granted(false)) => Some(None),
+        Some(KeyValueToml::Granted(true)) => Some(Some(KeyValueQuota::default())),
+        Some(KeyValueToml::Quota(q)) => {
+            let d = KeyValueQuota::default();
+            let quota = KeyValueQuota {
+                max_keys: q.max_keys.unwrap_or(d.max_keys),
+                max_value_bytes: q.max_value_bytes.unwrap_or(d.max_value_bytes),
+                max_total_bytes: q.max_total_bytes.unwrap_or(d.max_total_bytes),
+            };
+            if quota.max_keys == 0 || quota.max_value_bytes == 0 || quota.max_total_bytes == 0 {
+                return Err(invalid(
+                    "keyvalue quotas must be positive (keyvalue = false takes the store away)"
+                        .into(),
+                ));
+            }
+            Some(Some(quota))
+        }
+    };
     Ok(GrantOverride {
         inject,
         mounts: g.mounts,
         env: g.env,
         network,
         terminal: g.terminal,
+        keyvalue,
         clock,
         limits: LimitOverride {
             default_timeout_ms: l.timeout_ms,

@@ -48,6 +48,10 @@ pub struct RegistryOptions {
     /// `Err` says why it is refused (e.g. not signed by a trusted key). `None`: files
     /// load as they are.
     pub file_check: Option<crate::catalog::FileCheck>,
+    /// Where tools granted a key-value store keep their data: the host's file (the
+    /// CLI's `keyvalue` setting), the cluster's Redis, … `None`: a store in this
+    /// process's memory, gone when it ends.
+    pub keyvalue: Option<Arc<dyn crate::KeyValueBackend>>,
 }
 
 impl RegistryOptions {
@@ -67,6 +71,7 @@ impl RegistryOptions {
             clock: Arc::new(SystemClock),
             terminal: None,
             file_check: None,
+            keyvalue: None,
         }
     }
 
@@ -107,6 +112,7 @@ impl Registry {
             clock,
             terminal,
             file_check,
+            keyvalue,
         } = options;
         let catalog = Arc::new(Catalog::new(CatalogOptions {
             engine,
@@ -117,7 +123,15 @@ impl Registry {
             clock,
             file_check,
         })?);
-        let dispatcher = Arc::new(Dispatcher::new(Arc::clone(&catalog), terminal));
+        let keyvalue = match keyvalue {
+            Some(backend) => backend,
+            None => Arc::new(crate::sandbox::capability::keyvalue::backend::Embedded::in_memory()?),
+        };
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&catalog),
+            terminal,
+            Some(keyvalue),
+        ));
         Ok(Self {
             catalog,
             dispatcher,

@@ -94,6 +94,7 @@ impl HookPolicy {
         };
         let mut own = self.grants.clone();
         own.terminal = Some(false);
+        own.keyvalue = Some(None);
         own.inject = Vec::new();
         let alone = OperatorPolicy {
             mounts: operator.mounts.clone(),

@@ -305,6 +305,7 @@ fn operator() -> impl Strategy<Value = OperatorPolicy> {
                     env: env.into_iter().map(str::to_owned).collect(),
                     network: net.into_iter().map(dest).collect(),
                     terminal,
+                    keyvalue: None,
                     clock: ClockPolicy::Real,
                     limits: LimitPolicy {
                         max_timeout_ms: max_t,
@@ -355,6 +356,7 @@ fn tenant() -> impl Strategy<Value = Option<TenantPolicy>> {
                 env: env.map(|e| e.into_iter().map(str::to_owned).collect()),
                 network: net.map(|n| n.into_iter().map(dest).collect()),
                 terminal,
+                keyvalue: None,
                 limits: TenantLimits {
                     timeout_ms: t,
                     memory_mb: m,

@@ -56,6 +56,7 @@ impl Dispatcher {
             timeout: None,
             cancel: options.cancel.clone(),
             terminal: None,
+            keyvalue: None,
             turn: Some(
                 self.catalog
                     .runtime()

@@ -11,6 +11,8 @@ use crate::bindings::CallContext;
 use crate::catalog::{Catalog, Resolved};
 use crate::component::{CallFailure, LoadedTool};
 use crate::outcome::{CallOutcome, LimitKind};
+use crate::sandbox::capability::keyvalue::KeyValueAccess;
+use crate::sandbox::capability::keyvalue::backend::KeyValueBackend;
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
 use crate::slots::{Share, Slot, SlotStats, Slots};
@@ -148,6 +150,8 @@ pub struct Dispatcher {
     /// The hooks around calls, in the order they run (empty: the common case, one
     /// read per call).
     hooks: parking_lot::RwLock<Arc<[Arc<crate::hooks::Hook>]>>,
+    /// Where granted tools' key-value data lives.
+    keyvalue: Option<Arc<dyn KeyValueBackend>>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -162,7 +166,11 @@ impl std::fmt::Debug for Dispatcher {
 impl Dispatcher {
     /// A dispatcher for `catalog`'s tools, with a concurrency budget per tenant of its
     /// policy, and `terminal` for tools granted it.
-    pub(crate) fn new(catalog: Arc<Catalog>, terminal: Option<Arc<dyn TerminalService>>) -> Self {
+    pub(crate) fn new(
+        catalog: Arc<Catalog>,
+        terminal: Option<Arc<dyn TerminalService>>,
+        keyvalue: Option<Arc<dyn KeyValueBackend>>,
+    ) -> Self {
         let tenant_slots = catalog
             .policy()
             .tenants
@@ -187,6 +195,7 @@ impl Dispatcher {
             tenant_slots,
             shares,
             hooks: parking_lot::RwLock::new(Arc::from(Vec::new())),
+            keyvalue,
         }
     }
 
@@ -565,6 +574,16 @@ impl Dispatcher {
                     .turns()
                     .turn(self.share(&options.tenant)),
             ),
+            keyvalue: grants.keyvalue.and_then(|grant| {
+                let backend = self.keyvalue.as_ref()?;
+                Some(KeyValueAccess::new(
+                    Arc::clone(backend),
+                    Arc::clone(&tool.tool().name),
+                    &options.tenant,
+                    &options.session,
+                    grant,
+                ))
+            }),
         };
         Ok(Prepared {
             args,

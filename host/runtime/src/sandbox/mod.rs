@@ -108,6 +108,8 @@ pub struct CallState {
     /// The secret values a hook granted `secret_scan` may ask the positions of (`None`
     /// for every other call).
     scanned: Option<Arc<[String]>>,
+    /// The key-value store, for a tool granted it (`None` otherwise).
+    keyvalue: Option<capability::keyvalue::KeyValueAccess>,
 }
 
 impl WasiView for CallState {
@@ -528,6 +530,8 @@ pub struct CallSetup {
     /// The call's place in the engine's CPU turns (`None`: it takes none, as
     /// `schema()` and `check()` runs, which have sandboxes of their own).
     pub turn: Option<crate::slots::Turn>,
+    /// The key-value store for this call, built only when the grants include it.
+    pub keyvalue: Option<capability::keyvalue::KeyValueAccess>,
 }
 
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
@@ -552,7 +556,7 @@ pub fn store(
 /// host calls that return at once, or waits (a sleep) that suspend the fiber.
 pub fn runs_on_fiber(declaration: &Declaration) -> bool {
     let asks = &declaration.capabilities;
-    asks.fs.is_empty() && asks.network.is_empty() && !asks.terminal
+    asks.fs.is_empty() && asks.network.is_empty() && !asks.terminal && asks.keyvalue.is_none()
 }
 
 /// [`store`] for a call on a fiber, instantiated through [`Linkers::fiber`]: the
@@ -622,6 +626,7 @@ fn build_store(
         http: http::state(tool, grants, secrets, deadline, setup.cancel.clone()),
         redact: redact_values(grants, secrets),
         scanned: None,
+        keyvalue: setup.keyvalue,
         turn: setup.turn,
     };
     let mut store = Store::new(runtime.engine(), state);

@@ -12,9 +12,11 @@
 //! is used again without a restart.
 
 pub mod allowlists;
+mod keyvalue;
 mod nonces;
 mod redis;
 
+pub use keyvalue::RedisKeyValue;
 pub use nonces::RedisNonces;
 pub(crate) use redis::BlockingRedis;
 pub use redis::RedisState;

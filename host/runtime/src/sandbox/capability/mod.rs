@@ -21,6 +21,7 @@ pub(crate) mod env;
 pub(crate) mod fs;
 pub use fs::mounts::{create_beneath, open_beneath};
 pub mod http;
+pub mod keyvalue;
 pub(crate) mod secrets;
 pub mod terminal;
 
@@ -39,6 +40,8 @@ pub struct LinkedCapabilities {
     pub terminal: bool,
     /// The host `secrets` interface (a hook declares `secret_scan`).
     pub secrets: bool,
+    /// `wasi:keyvalue` (the tool declares a key-value store).
+    pub keyvalue: bool,
 }
 
 impl LinkedCapabilities {
@@ -48,6 +51,7 @@ impl LinkedCapabilities {
             http: !declaration.capabilities.network.is_empty(),
             terminal: declaration.capabilities.terminal,
             secrets: declaration.capabilities.secret_scan,
+            keyvalue: declaration.capabilities.keyvalue.is_some(),
         }
     }
 
@@ -64,6 +68,9 @@ impl LinkedCapabilities {
         }
         if self.secrets {
             secrets::link(linker)?;
+        }
+        if self.keyvalue {
+            keyvalue::link(linker)?;
         }
         Ok(())
     }
