@@ -86,7 +86,17 @@ pub struct Capabilities {
     /// A key-value store (`wasi:keyvalue`), and whose data it holds: `"tenant"` (one
     /// per tenant, across its sessions) or `"session"`.
     #[serde(default)]
-    pub keyvalue: Option<crate::grants::keyvalue::KeyValueScope>,
+    pub keyvalue: Option<KeyValueScope>,
+}
+
+/// Whose data a tool's key-value store holds: each tenant's own, or each session's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyValueScope {
+    /// One store per tool and tenant, across its sessions (Hermes's memory).
+    Tenant,
+    /// One store per tool, tenant and session (Hermes's todo list).
+    Session,
 }
 
 /// A request for one mount.

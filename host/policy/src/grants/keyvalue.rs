@@ -2,17 +2,9 @@
 //! `"session"` under `[capabilities]`), what the operator grants (`keyvalue = true`,
 //! or a table of quotas), and what the sandbox enforces.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// Whose data a tool's key-value store holds: each tenant's own, or each session's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyValueScope {
-    /// One store per tool and tenant, across its sessions (Hermes's memory).
-    Tenant,
-    /// One store per tool, tenant and session (Hermes's todo list).
-    Session,
-}
+pub use crate::declaration::KeyValueScope;
 
 /// How much one store (one tool × tenant × session, as its scope says) may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
