@@ -24,6 +24,8 @@ const BUNDLED: &[&str] = &[
     "terminal",
     "process",
     "web_extract",
+    "todo",
+    "memory",
 ];
 
 fn main() {

@@ -454,20 +454,21 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
     Ok(build_host(global, None)?.0)
 }
 
-/// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`,
-/// else `$XDG_DATA_HOME/hermetic`, else `~/.local/share/hermetic`, then
-/// `keyvalue.redb`. `None` without a home: the store is kept in memory.
-fn default_keyvalue_file() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("HERMETIC_DATA_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_DATA_HOME").map(|d| std::path::PathBuf::from(d).join("hermetic"))
-        })
+/// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`
+/// (the operator's word: `true`), else `$XDG_DATA_HOME/hermetic`, else
+/// `~/.local/share/hermetic` (a default: `false`), then `keyvalue.redb`. `None` without
+/// a home: the store is kept in memory.
+fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
+    if let Some(dir) = std::env::var_os("HERMETIC_DATA_DIR") {
+        return Some((std::path::PathBuf::from(dir).join("keyvalue.redb"), true));
+    }
+    let dir = std::env::var_os("XDG_DATA_HOME")
+        .map(|d| std::path::PathBuf::from(d).join("hermetic"))
         .or_else(|| {
             std::env::var_os("HOME")
                 .map(|h| std::path::PathBuf::from(h).join(".local/share/hermetic"))
         })?;
-    Some(dir.join("keyvalue.redb"))
+    Some((dir.join("keyvalue.redb"), false))
 }
 
 /// The tool host the options describe, and the policy file's `[server]` settings
@@ -525,27 +526,21 @@ fn build_host(
     if let Some(cache) = &options.engine.cache_dir {
         options.policy.terminal.protected.push(cache.clone());
     }
-    // Tools' key-value data: in the cluster's Redis, else in a file of this host's.
-    match redis_url.or(server.redis_url.as_deref()) {
+    // Tools' key-value data: in the cluster's Redis, else in a file of this host's
+    // (said where: the policy, HERMETIC_DATA_DIR; or the default place).
+    let keyvalue_file = match redis_url.or(server.redis_url.as_deref()) {
         Some(url) => {
             options.keyvalue = Some(std::sync::Arc::new(
                 hermetic_server::store::RedisKeyValue::new(url)?,
             ));
+            None
         }
-        None => {
-            if let Some(file) = keyvalue_file.or_else(default_keyvalue_file) {
-                options.policy.terminal.protected.push(file.clone());
-                if !state_files.iter().any(|f| f.path == file) {
-                    state_files.push(hermetic::StateFile {
-                        what: "the key-value store".to_owned(),
-                        path: file.clone(),
-                    });
-                }
-                options.keyvalue = Some(std::sync::Arc::new(hermetic::EmbeddedKeyValueFile::new(
-                    file,
-                )));
-            }
-        }
+        None => keyvalue_file
+            .map(|f| (f, true))
+            .or_else(default_keyvalue_file),
+    };
+    if let Some((file, _)) = &keyvalue_file {
+        options.policy.terminal.protected.push(file.clone());
     }
     // The tool store, when the policy names tools by source.
     let store = if trust.sources.is_empty() {
@@ -556,6 +551,30 @@ fn build_host(
         Some(dir)
     };
     let mut options = hermetic_terminal::attach(options)?;
+    if let Some((file, said)) = keyvalue_file {
+        // The default place under tools' reach (hermetic run in one's home directory):
+        // kept in memory instead, said so; a place the operator named is checked
+        // like every other host file, and refused there.
+        let reachable = hermetic::ToolReach::of(&options.policy)
+            .check("the key-value store", &file)
+            .is_err();
+        if reachable && !said {
+            eprintln!(
+                "warning: tools' key-value data is kept in memory this time: {} is where tools reach (set [keyvalue] file or HERMETIC_DATA_DIR outside every mount)",
+                file.display()
+            );
+        } else {
+            if !state_files.iter().any(|f| f.path == file) {
+                state_files.push(hermetic::StateFile {
+                    what: "the key-value store".to_owned(),
+                    path: file.clone(),
+                });
+            }
+            options.keyvalue = Some(std::sync::Arc::new(hermetic::EmbeddedKeyValueFile::new(
+                file,
+            )));
+        }
+    }
     // Under require_signature, a component file (--tools-dir, reloads) must be signed
     // by a trusted key too: FILE.sig beside it.
     if trust.require_signature || !trust.tenants_requiring.is_empty() {

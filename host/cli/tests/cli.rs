@@ -300,15 +300,18 @@ fn definitions_filter_by_toolsets_and_disable() {
             .map(|d| d["function"]["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    // Without a policy file the bundled terminal tools are available too.
+    // Without a policy file the bundled terminal tools are available too, and todo
+    // and memory (the embedded defaults grant the key-value store).
     assert_eq!(
         names(&[]),
         [
+            "memory",
             "patch",
             "process",
             "read_file",
             "search_files",
             "terminal",
+            "todo",
             "write_file"
         ]
     );
@@ -323,7 +326,11 @@ fn definitions_filter_by_toolsets_and_disable() {
             "--disable",
             "weather",
             "--disable",
-            "terminal"
+            "terminal",
+            "--disable",
+            "todo",
+            "--disable",
+            "memory"
         ]),
         ["patch", "read_file", "search_files", "write_file"]
     );

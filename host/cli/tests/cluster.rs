@@ -209,11 +209,13 @@ fn cluster_dir() -> TempDir {
     let dir = TempDir::new().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::create_dir_all(dir.path().join("tools")).unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        dir.path().join("tools/echo.wasm"),
-    )
-    .unwrap();
+    for tool in ["echo", "kvprobe"] {
+        std::fs::copy(
+            Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
+            dir.path().join(format!("tools/{tool}.wasm")),
+        )
+        .unwrap();
+    }
     std::fs::write(
         dir.path().join("policy.toml"),
         format!(
@@ -225,6 +227,7 @@ fn cluster_dir() -> TempDir {
              [secrets]\nfile = \"secrets.toml\"\n\n\
              [cluster]\nstate_key = \"HERMETIC_STATE_KEY\"\n\n\
              [tools.terminal]\nterminal = true\n\n\
+             [tools.kvprobe]\nkeyvalue = {{ max_keys = 5 }}\n\n\
              [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\nheadless = \"allow\"\n\n\
              [terminal.tenants.initech.approval]\napprover = \"client\"\n",
             sha256(ACME),
@@ -547,6 +550,55 @@ fn a_2026_07_28_approval_round_may_end_on_any_node_once() {
         "{answer}"
     );
     assert!(dir.path().join("ws/round").exists());
+}
+
+/// Tools' key-value data is one store across the nodes (the cluster's Redis): a value
+/// written through node A is read through node B, increments from every node add up,
+/// and the quota counts every node's keys.
+#[test]
+fn a_tool_s_key_value_store_is_one_store_across_nodes() {
+    let redis = Redis::start();
+    let dir = cluster_dir();
+    let nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(dir.path(), &redis.url()))
+        .collect();
+    let probe = |node: &Node, args: serde_json::Value| -> serde_json::Value {
+        let (status, answer) = node.call_tool(GLOBEX, "kvprobe", &args);
+        assert_eq!(status, 200, "{answer}");
+        let text = result_of(&answer)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str(&text).unwrap()
+    };
+    probe(
+        &nodes[0],
+        json!({"op": "set", "key": "plan", "value": "ship it"}),
+    );
+    assert_eq!(
+        probe(&nodes[1], json!({"op": "get", "key": "plan"}))["value"],
+        "ship it"
+    );
+    for i in 0..9 {
+        probe(&nodes[i % 3], json!({"op": "incr", "key": "n"}));
+    }
+    assert_eq!(
+        probe(&nodes[2], json!({"op": "get", "key": "n"}))["value"],
+        "9"
+    );
+    // Quota of 5 keys, counted across the nodes: plan, n, and three more.
+    let flood = probe(&nodes[1], json!({"op": "flood", "n": 10}));
+    assert_eq!(flood["written"], 3, "{flood}");
+    assert!(
+        flood["refused"]
+            .as_str()
+            .unwrap()
+            .contains("holds its 5 keys"),
+        "{flood}"
+    );
+    // Another tenant's store is another store.
+    let (_, answer) = nodes[0].call_tool(ACME, "kvprobe", &json!({"op": "get", "key": "plan"}));
+    assert!(answer.contains(r#"\"value\":null"#), "{answer}");
 }
 
 /// The Kubernetes manifests probe the paths the server answers and point the nodes at

@@ -125,8 +125,9 @@ impl Toolsets {
     /// The built-in toolsets, modelled on Hermes's `TOOLSETS` dict.
     ///
     /// Only the groups that make sense for a sandboxed tool host are kept:
-    /// the agent-loop tools (`todo`, `memory`, `session_search`, `clarify`,
-    /// `delegation`), desktop/GUI affordances, single-platform integrations
+    /// the agent-loop tools that need the agent itself (`session_search`, `clarify`,
+    /// `delegation`) — `todo` and `memory` are kept: here they are bundled tools on the
+    /// key-value store —, desktop/GUI affordances, single-platform integrations
     /// (discord, feishu, yuanbao, spotify, kanban) and the `hermes-*`
     /// platform bundles are left out. Names, tools and descriptions follow
     /// Hermes so configs written for Hermes resolve the same way here.
@@ -150,6 +151,22 @@ impl Toolsets {
             ToolsetDef::new(
                 "Web search only (no content extraction/scraping)",
                 &["web_search"],
+                &[],
+            ),
+        );
+        add(
+            "todo",
+            ToolsetDef::new(
+                "Task planning and tracking for multi-step work",
+                &["todo"],
+                &[],
+            ),
+        );
+        add(
+            "memory",
+            ToolsetDef::new(
+                "Persistent memory across sessions (personal notes + user profile)",
+                &["memory"],
                 &[],
             ),
         );
