@@ -15,11 +15,13 @@ fn bundled_tools_load_out_of_the_box() {
     assert_eq!(
         names,
         [
+            "memory",
             "patch",
             "process",
             "read_file",
             "search_files",
             "terminal",
+            "todo",
             "weather",
             "web_extract",
             "write_file"
@@ -30,6 +32,8 @@ fn bundled_tools_load_out_of_the_box() {
             "weather" => "weather",
             "terminal" | "process" => "terminal",
             "web_extract" => "web",
+            "todo" => "todo",
+            "memory" => "memory",
             _ => "file",
         };
         assert_eq!(t.toolset, expected, "{}", t.name);
@@ -284,12 +288,14 @@ fn definitions_are_openai_functions_sorted_by_name() {
         names,
         [
             "echo",
+            "memory",
             "patch",
             "process",
             "read_file",
             "search_files",
             "spin",
             "terminal",
+            "todo",
             "write_file"
         ]
     );
@@ -322,21 +328,23 @@ fn definitions_follow_toolset_selection_enabled_first_then_disabled() {
     // The bundled terminal tools are available without a policy file.
     assert_eq!(
         names(Some(&["all"]), &["file"]),
-        ["echo", "process", "terminal"]
+        ["echo", "memory", "process", "terminal", "todo"]
     );
     assert_eq!(
         names(Some(&["*"]), &["test"]),
         [
+            "memory",
             "patch",
             "process",
             "read_file",
             "search_files",
             "terminal",
+            "todo",
             "write_file"
         ]
     );
     assert_eq!(
-        names(None, &["file", "test", "terminal"]),
+        names(None, &["file", "test", "terminal", "todo", "memory"]),
         Vec::<String>::new()
     );
     assert_eq!(names(Some(&["no_such_toolset"]), &[]), Vec::<String>::new());

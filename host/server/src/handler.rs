@@ -645,10 +645,10 @@ fn readable_title(name: &str) -> String {
 
 /// MCP tool annotations from what a tool declares it may touch — an upper bound on
 /// what it can do, since undeclared capabilities are denied:
-/// - **read-only** when it declares no read-write mount, no terminal and no network
-///   (it can only read mounts and compute);
-/// - **destructive** when it declares a read-write mount or the terminal (it may
-///   overwrite or delete);
+/// - **read-only** when it declares no read-write mount, no terminal, no network and
+///   no key-value store (it can only read mounts and compute);
+/// - **destructive** when it declares a read-write mount, the terminal or a key-value
+///   store (it may overwrite or delete);
 /// - **open-world** when it declares network destinations, and also with the terminal:
 ///   a shell command reaches whatever its backend can, often the network.
 ///
@@ -660,6 +660,7 @@ fn annotations(declaration: &Declaration, title: String) -> ToolAnnotations {
         .fs
         .iter()
         .any(|fs| fs.access == hermetic::Access::Rw);
+    let writes = writes || capabilities.keyvalue.is_some();
     let network = !capabilities.network.is_empty();
     let terminal = capabilities.terminal;
     ToolAnnotations::with_title(title)

@@ -82,6 +82,15 @@ fn bundled_tools_are_listed_with_titles_and_the_annotations_their_declarations_i
         ),
         ("terminal", "Terminal", false, true, true, "the terminal"),
         ("process", "Process", false, true, true, "the terminal"),
+        ("todo", "Todo", false, true, false, "its key-value store"),
+        (
+            "memory",
+            "Memory",
+            false,
+            true,
+            false,
+            "its key-value store",
+        ),
     ];
     for (name, title, read_only, destructive, open_world, why) in rows {
         let tool = tools
