@@ -144,8 +144,16 @@ fn run_connection(addr: &str, calls: usize) -> Vec<Duration> {
             body.len()
         )
         .unwrap();
-        let (head, _) = read_message(&mut reader).expect("an answer");
+        let (head, body) = read_message(&mut reader).expect("an answer");
         assert!(head[0].contains(" 200"), "{head:?}");
+        // A call that failed (a tool the build cannot load) would measure the error.
+        if i == 0 {
+            let body = String::from_utf8_lossy(&body);
+            assert!(
+                body.contains(r#"\"echo\":\"hi\""#),
+                "not echo's result: {body}"
+            );
+        }
         times.push(started.elapsed());
     }
     times

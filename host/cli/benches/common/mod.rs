@@ -13,14 +13,16 @@ pub fn calls(default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// A tools directory holding only the `echo` test tool.
+/// A tools directory holding only the `echo` test tool (this build's, or the file
+/// `HERMETIC_BENCH_ECHO` names).
 pub fn echo_tools() -> tempfile::TempDir {
     let tools = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        tools.path().join("echo.wasm"),
-    )
-    .unwrap();
+    // Another build (HERMETIC_BENCH_BIN) may need its own: HERMETIC_BENCH_ECHO.
+    let echo = std::env::var_os("HERMETIC_BENCH_ECHO").map_or_else(
+        || Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
+        std::path::PathBuf::from,
+    );
+    std::fs::copy(echo, tools.path().join("echo.wasm")).unwrap();
     tools
 }
 
