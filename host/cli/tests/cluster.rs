@@ -670,6 +670,7 @@ fn metrics_count_calls_refusals_and_approvals_behind_the_admin_token() {
     );
     // The pool and its queues: the waiting call was counted, with its wait.
     assert!(text.contains("hermetic_sandbox_pool_capacity "), "{text}");
+    assert!(text.contains("hermetic_sessions 0"), "{text}");
     assert!(text.contains("hermetic_sandbox_pool_in_use 0"), "{text}");
     assert!(
         text.contains("hermetic_queue_waits_total{queue=\"tenant\",tenant=\"initech\"} 1"),

@@ -58,7 +58,7 @@ impl Waits {
     }
 }
 
-/// What a [`Slots`] holds now and how its queue has done so far.
+/// What a set of slots holds now and how its queue has done so far.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SlotStats {
     /// The number of slots.

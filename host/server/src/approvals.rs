@@ -267,8 +267,8 @@ impl Approver for ElicitationApprover {
 /// survives a restart, so a state from before one does not verify: the call is simply
 /// asked again. Nodes of a cluster with `[cluster] state_key` seal with a key derived
 /// from that shared secret, on the wall clock, and keep used nonces in Redis: the
-/// retry may reach any node, and is honoured once across all of them
-/// ([`RoundSeal`]).
+/// retry may reach any node, and is honoured once across all of them (the seal:
+/// `approvals/seal.rs`).
 pub struct InputRound {
     binding: Vec<u8>,
     seal: Arc<RoundSeal>,

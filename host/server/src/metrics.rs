@@ -143,7 +143,15 @@ pub struct Metrics {
     approvals: Family<EventLabels, Counter>,
     store_errors: Counter,
     in_flight: Gauge<i64, std::sync::atomic::AtomicI64>,
+    sessions: Gauge<i64, std::sync::atomic::AtomicI64>,
+    denials: Family<RuleLabels, Counter>,
     tenants: BTreeSet<String>,
+}
+
+/// A detector rule (a bounded set: the detector's own ids).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    rule: String,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -200,6 +208,18 @@ impl Metrics {
             "Tool calls running now",
             in_flight.clone(),
         );
+        let sessions = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        registry.register(
+            "sessions",
+            "Live legacy (pre-2026-07-28) MCP sessions on this node",
+            sessions.clone(),
+        );
+        let denials = Family::<RuleLabels, Counter>::default();
+        registry.register(
+            "denials",
+            "Commands the approval gate did not run, by the rule they hit",
+            denials.clone(),
+        );
         let mut tenants: BTreeSet<String> = tenants.into_iter().collect();
         tenants.insert(String::new());
         Self {
@@ -210,6 +230,8 @@ impl Metrics {
             approvals,
             store_errors,
             in_flight,
+            sessions,
+            denials,
             tenants,
         }
     }
@@ -259,10 +281,23 @@ impl Metrics {
             .inc();
     }
 
-    /// The text exposition, with `in_flight` calls running now.
-    pub fn encode(&self, in_flight: usize) -> String {
+    /// A command the gate did not run, with the rules it hit.
+    pub fn denied(&self, rules: &[hermetic::approval::RuleId]) {
+        for rule in rules {
+            self.denials
+                .get_or_create(&RuleLabels {
+                    rule: rule.as_str().to_owned(),
+                })
+                .inc();
+        }
+    }
+
+    /// The text exposition, with `in_flight` calls running now and `sessions` live.
+    pub fn encode(&self, in_flight: usize, sessions: usize) -> String {
         self.in_flight
             .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+        self.sessions
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -285,6 +320,20 @@ impl hermetic::approval::ApprovalObserver for ApprovalMetrics {
         verdict: &hermetic::approval::Verdict,
     ) {
         self.0.approval(verdict.outcome.as_str());
+        if !verdict.approved {
+            self.0.denied(&verdict.rules);
+        }
+    }
+
+    fn decided(
+        &self,
+        _key: &hermetic::approval::SessionKey,
+        _command: &str,
+        verdict: &hermetic::approval::Verdict,
+    ) {
+        if !verdict.approved {
+            self.0.denied(&verdict.rules);
+        }
     }
 }
 
@@ -300,7 +349,9 @@ mod tests {
         m.call("intruder", "made-up-name-2", false, "unknown_tool", 0.0001);
         m.refused("rate_limited");
         m.approval("asked");
-        let text = m.encode(3);
+        let rule = hermetic::approval::RuleId::from_name("fs.rm_root").unwrap();
+        m.denied(&[rule]);
+        let text = m.encode(3, 2);
         assert!(
             text.contains("hermetic_calls_total{tenant=\"acme\",tool=\"echo\",outcome=\"ok\"} 1"),
             "{text}"
@@ -321,6 +372,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("hermetic_calls_in_flight 3"), "{text}");
+        assert!(text.contains("hermetic_sessions 2"), "{text}");
+        assert!(
+            text.contains("hermetic_denials_total{rule=\"fs.rm_root\"} 1"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -97,7 +97,7 @@ impl Front {
         }
         let mut response = text(
             StatusCode::OK,
-            &metrics.encode(self.server.calls_in_flight()),
+            &metrics.encode(self.server.calls_in_flight(), self.sessions.live()),
         );
         response.headers_mut().insert(
             header::CONTENT_TYPE,

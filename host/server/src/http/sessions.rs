@@ -328,6 +328,11 @@ impl SessionOwners {
         None
     }
 
+    /// Live legacy sessions on this node (for `/metrics`).
+    pub(super) fn live(&self) -> usize {
+        self.lock().owner.len()
+    }
+
     /// Records `tenant` as the owner of session `id`, admitted by [`Self::admit`]
     /// with `opening`, whose lease it now holds.
     pub(super) fn bind(&self, id: &str, tenant: Arc<str>, opening: Option<&mut Opening<'_>>) {
