@@ -45,8 +45,10 @@ struct HostArgs {
 
     /// Operator policy file (TOML; see policy.example.toml). Without one, the
     /// embedded defaults apply: workspace = the current directory (read-write), no
-    /// network, no env, and the terminal (local backend, approval mode manual) only for
-    /// the bundled terminal and process tools.
+    /// network, no env, the terminal (local backend, approval mode manual) only for
+    /// the bundled terminal and process tools, and a key-value store for tools that
+    /// declare one (todo, memory), kept in $HERMETIC_DATA_DIR/keyvalue.redb (default
+    /// ~/.local/share/hermetic; in memory when that is inside the workspace).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
 
