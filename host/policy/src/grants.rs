@@ -44,8 +44,10 @@ impl OperatorPolicy {
     /// The embedded default: a read-write `workspace` mount at `workspace` that every
     /// tool may use, no env, no network, default limits, no tenants; the terminal only
     /// for the *bundled* `terminal` and `process` tools (local backend, approval mode
-    /// manual — Hermes's defaults), never for other tools. The terminal's `cwd` stays
-    /// unset: commands start in the `workspace` mount, wherever it is moved later.
+    /// manual — Hermes's defaults), never for other tools; a key-value store with the
+    /// default quota for every tool that declares one (each tool's data its own). The
+    /// terminal's `cwd` stays unset: commands start in the `workspace` mount, wherever
+    /// it is moved later.
     pub fn with_workspace(workspace: PathBuf) -> Self {
         let mut mounts = BTreeMap::new();
         let terminal = crate::terminal::TerminalSettings {
