@@ -69,6 +69,7 @@ pub use registry::{
 pub use sandbox::capability::keyvalue::backend::{
     Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile, KeyValueBackend,
     KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
+    incremented as keyvalue_incremented,
 };
 /// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
 pub use sandbox::capability::{create_beneath, open_beneath};

@@ -9,7 +9,6 @@
 use super::BlockingRedis;
 use hermetic::policy::keyvalue::KeyValueQuota;
 use hermetic::{KeyValueBackend, KeyValueError, KeyValueNamespace as Namespace};
-use parking_lot::Mutex;
 
 /// Writes `ARGV[2]` at field `ARGV[1]` if the field's value is still `ARGV[6]` (when
 /// `ARGV[7]` is "1"; "0": whatever it is), within the quota (`ARGV[3..5]`: max keys,
@@ -56,7 +55,6 @@ const INCREMENT_TRIES: usize = 16;
 /// Key-value data in Redis.
 pub struct RedisKeyValue {
     redis: BlockingRedis,
-    idle: Mutex<Vec<redis::Connection>>,
     set: redis::Script,
     delete: redis::Script,
 }
@@ -83,33 +81,20 @@ impl RedisKeyValue {
     pub fn new(url: &str) -> Result<Self, super::StoreError> {
         Ok(Self {
             redis: BlockingRedis::open(url)?,
-            idle: Mutex::new(Vec::new()),
             set: redis::Script::new(SET),
             delete: redis::Script::new(DELETE),
         })
     }
 
-    fn error(&self, e: impl std::fmt::Display) -> KeyValueError {
-        KeyValueError::Backend(self.redis.error(e).to_string())
-    }
-
-    /// Runs `op` on a kept connection (or a new one); a failed connection is dropped.
+    /// Runs `op` on one of the kept connections ([`BlockingRedis::with`]: every
+    /// operation here is safe to repeat).
     fn with<T>(
         &self,
-        op: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        op: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, KeyValueError> {
-        let kept = self.idle.lock().pop();
-        let mut connection = match kept {
-            Some(c) => c,
-            None => self.redis.connect().map_err(|e| self.error(e))?,
-        };
-        match op(&mut connection) {
-            Ok(out) => {
-                self.idle.lock().push(connection);
-                Ok(out)
-            }
-            Err(e) => Err(self.error(e)),
-        }
+        self.redis
+            .with(op)
+            .map_err(|e| KeyValueError::Backend(e.to_string()))
     }
 
     fn keys(ns: &Namespace) -> (String, String) {
@@ -145,25 +130,16 @@ impl RedisKeyValue {
                 .arg(quota.max_keys)
                 .arg(quota.max_value_bytes)
                 .arg(quota.max_total_bytes)
-                .arg(expect)
+                .arg(&expect)
                 .arg(check);
             invocation.invoke(c)
         })?;
         match answer.as_slice() {
             [0] => Ok(Written::Done),
             [1] => Ok(Written::Changed),
-            [2, n] => Err(KeyValueError::Quota(format!(
-                "a value of {n} bytes is over the {}-byte limit of one value",
-                quota.max_value_bytes
-            ))),
-            [3, _] => Err(KeyValueError::Quota(format!(
-                "the store holds its {} keys: delete some first",
-                quota.max_keys
-            ))),
-            [4, n] => Err(KeyValueError::Quota(format!(
-                "this write would make the store {n} bytes, over its {}-byte limit",
-                quota.max_total_bytes
-            ))),
+            [2, n] => Err(KeyValueError::value_too_large(*n, quota)),
+            [3, _] => Err(KeyValueError::too_many_keys(quota)),
+            [4, n] => Err(KeyValueError::over_total(*n, quota)),
             other => Err(KeyValueError::Backend(format!(
                 "unexpected answer from the store: {other:?}"
             ))),
@@ -219,20 +195,7 @@ impl KeyValueBackend for RedisKeyValue {
         // Read, add in u64 (Lua's numbers are doubles), write if unchanged.
         for _ in 0..INCREMENT_TRIES {
             let old = self.get(ns, key)?;
-            let current = match &old {
-                None => 0,
-                Some(bytes) => std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .ok_or_else(|| {
-                        KeyValueError::Value(format!(
-                            "the value at {key:?} is not a decimal number to increment"
-                        ))
-                    })?,
-            };
-            let sum = current.checked_add(delta).ok_or_else(|| {
-                KeyValueError::Value(format!("incrementing {key:?} would overflow"))
-            })?;
+            let sum = hermetic::keyvalue_incremented(key, old.as_deref(), delta)?;
             let text = sum.to_string();
             match self.write(ns, key, text.as_bytes(), quota, Some(old.as_deref()))? {
                 Written::Done => return Ok(sum),

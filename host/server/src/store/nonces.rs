@@ -4,7 +4,6 @@
 
 use super::BlockingRedis;
 use hermetic::approval::{NonceStore, StoreError};
-use parking_lot::Mutex;
 use std::time::Duration;
 
 /// Longest nonce taken: the host makes them (32 hex digits); a sealed state is
@@ -14,9 +13,6 @@ const MAX_NONCE_BYTES: usize = 64;
 /// Used nonces in Redis.
 pub struct RedisNonces {
     redis: BlockingRedis,
-    /// A connection kept between uses (taken out while in use, so two calls never
-    /// wait on one another's round trip).
-    idle: Mutex<Option<redis::Connection>>,
 }
 
 impl std::fmt::Debug for RedisNonces {
@@ -35,14 +31,7 @@ impl RedisNonces {
     pub fn new(url: &str) -> Result<Self, super::StoreError> {
         Ok(Self {
             redis: BlockingRedis::open(url)?,
-            idle: Mutex::new(None),
         })
-    }
-}
-
-impl RedisNonces {
-    fn connect(&self) -> Result<redis::Connection, StoreError> {
-        self.redis.connect().map_err(|e| StoreError(e.to_string()))
     }
 }
 
@@ -59,27 +48,13 @@ impl NonceStore for RedisNonces {
             .arg("NX")
             .arg("PX")
             .arg(millis);
-        // A kept connection may have died with a Redis restart: then once more on a
-        // new one. (Had the first attempt reached Redis, the second finds the nonce
-        // taken and refuses: the safe side.)
-        let kept = self.idle.lock().take();
-        let reused = kept.is_some();
-        let mut connection = match kept {
-            Some(c) => c,
-            None => self.connect()?,
-        };
-        let mut set: redis::RedisResult<Option<String>> = command.query(&mut connection);
-        if set.is_err() && reused {
-            connection = self.connect()?;
-            set = command.query(&mut connection);
-        }
-        match set {
-            Ok(answer) => {
-                *self.idle.lock() = Some(connection);
-                Ok(answer.is_some())
-            }
-            // The connection is dropped: the next use connects again.
-            Err(e) => Err(StoreError(self.redis.error(e).to_string())),
-        }
+        // Repeated on a new connection if a kept one died (`with`): had the first
+        // attempt reached Redis, the second finds the nonce taken and refuses — the
+        // safe side.
+        let set: Option<String> = self
+            .redis
+            .with(|c| command.query(c))
+            .map_err(|e| StoreError(e.to_string()))?;
+        Ok(set.is_some())
     }
 }

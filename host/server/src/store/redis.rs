@@ -240,6 +240,9 @@ pub(crate) struct BlockingRedis {
     client: redis::Client,
     /// The URL without credentials, for messages.
     pub(crate) shown: String,
+    /// Connections kept between operations ([`BlockingRedis::with`]); one is taken out
+    /// while in use, so two callers never wait on each other's round trip.
+    idle: parking_lot::Mutex<Vec<redis::Connection>>,
 }
 
 /// How long one blocking operation may take.
@@ -256,7 +259,35 @@ impl BlockingRedis {
             store: shown.clone(),
             reason: format!("not a Redis URL: {e}"),
         })?;
-        Ok(Self { client, shown })
+        Ok(Self {
+            client,
+            shown,
+            idle: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs `op` on a kept connection, else a new one. A kept connection may have died
+    /// with a Redis restart: then `op` runs once more on a new one, so callers' `op`s
+    /// must be safe to repeat (a script that reached Redis before its answer was lost
+    /// runs twice). A failed connection is dropped; the next use connects again.
+    pub(crate) fn with<T>(
+        &self,
+        mut op: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        let kept = self.idle.lock().pop();
+        let reused = kept.is_some();
+        let mut connection = match kept {
+            Some(c) => c,
+            None => self.connect()?,
+        };
+        let mut answer = op(&mut connection);
+        if answer.is_err() && reused {
+            connection = self.connect()?;
+            answer = op(&mut connection);
+        }
+        let out = answer.map_err(|e| self.error(e))?;
+        self.idle.lock().push(connection);
+        Ok(out)
     }
 
     /// The client, for async connections.

@@ -48,6 +48,55 @@ pub enum KeyValueError {
     Backend(String),
 }
 
+impl KeyValueError {
+    /// A value over the quota's limit of one value.
+    pub fn value_too_large(len: u64, quota: &KeyValueQuota) -> Self {
+        Self::Quota(format!(
+            "a value of {len} bytes is over the {}-byte limit of one value",
+            quota.max_value_bytes
+        ))
+    }
+
+    /// One key more than the quota allows.
+    pub fn too_many_keys(quota: &KeyValueQuota) -> Self {
+        Self::Quota(format!(
+            "the store holds its {} keys: delete some first",
+            quota.max_keys
+        ))
+    }
+
+    /// A store that would grow to `bytes`, over the quota's total.
+    pub fn over_total(bytes: u64, quota: &KeyValueQuota) -> Self {
+        Self::Quota(format!(
+            "this write would make the store {bytes} bytes, over its {}-byte limit",
+            quota.max_total_bytes
+        ))
+    }
+}
+
+/// What `increment` makes of `old` (the value at `key`, absent: 0): the decimal
+/// number plus `delta` — the rule every backend follows (`wasmtime-wasi-keyvalue`
+/// stores counters as decimal text too).
+///
+/// # Errors
+/// [`KeyValueError::Value`] for a value that is not a decimal `u64`, or an overflow.
+pub fn incremented(key: &str, old: Option<&[u8]>, delta: u64) -> Result<u64, KeyValueError> {
+    let current = match old {
+        None => 0,
+        Some(bytes) => std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| {
+                KeyValueError::Value(format!(
+                    "the value at {key:?} is not a decimal number to increment"
+                ))
+            })?,
+    };
+    current
+        .checked_add(delta)
+        .ok_or_else(|| KeyValueError::Value(format!("incrementing {key:?} would overflow")))
+}
+
 /// Keys listed per `list-keys` page.
 pub const PAGE: usize = 1000;
 
@@ -184,22 +233,13 @@ impl Embedded {
                 .saturating_add(entry(value.len()));
             let value_len = u64::try_from(value.len()).unwrap_or(u64::MAX);
             if value_len > quota.max_value_bytes {
-                return Err(KeyValueError::Quota(format!(
-                    "a value of {value_len} bytes is over the {}-byte limit of one value",
-                    quota.max_value_bytes
-                )));
+                return Err(KeyValueError::value_too_large(value_len, quota));
             }
             if keys_after > quota.max_keys {
-                return Err(KeyValueError::Quota(format!(
-                    "the store holds its {} keys: delete some first",
-                    quota.max_keys
-                )));
+                return Err(KeyValueError::too_many_keys(quota));
             }
             if bytes_after > quota.max_total_bytes {
-                return Err(KeyValueError::Quota(format!(
-                    "this write would make the store {bytes_after} bytes, over its {}-byte limit",
-                    quota.max_total_bytes
-                )));
+                return Err(KeyValueError::over_total(bytes_after, quota));
             }
             data.insert((ns.as_str(), key), value.as_slice())
                 .map_err(backend)?;
@@ -289,20 +329,7 @@ impl KeyValueBackend for Embedded {
         quota: &KeyValueQuota,
     ) -> Result<u64, KeyValueError> {
         self.update(ns, key, quota, |old| {
-            let current = match old {
-                None => 0,
-                Some(bytes) => std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .ok_or_else(|| {
-                        KeyValueError::Value(format!(
-                            "the value at {key:?} is not a decimal number to increment"
-                        ))
-                    })?,
-            };
-            let sum = current.checked_add(delta).ok_or_else(|| {
-                KeyValueError::Value(format!("incrementing {key:?} would overflow"))
-            })?;
+            let sum = incremented(key, old, delta)?;
             Ok((sum.to_string().into_bytes(), sum))
         })
     }
