@@ -8,9 +8,11 @@
     reason = "tests"
 )]
 
+mod common;
+
 use hermetic::KeyValueBackend as _;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -31,40 +33,27 @@ fn a_kill_during_writes_loses_no_acknowledged_write() {
          [keyvalue]\nfile = \"state/kv.redb\"\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
-        .current_dir(dir)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
-        .args([
-            "--policy",
-            "policy.toml",
-            "--no-bundled",
-            "--tools-dir",
-            "tools",
-        ])
-        .args(["serve", "--stdio", "--no-watch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    // (The closure borrows stdin until its last use, before the writer takes it.)
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "crash-test", "version": "1"}}}),
+    let common::stdio::Session {
+        mut child,
+        mut stdin,
+        mut lines,
+    } = common::stdio::open(
+        Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            .current_dir(dir)
+            .env(
+                "HERMETIC_CACHE_DIR",
+                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+            )
+            .args([
+                "--policy",
+                "policy.toml",
+                "--no-bundled",
+                "--tools-dir",
+                "tools",
+            ])
+            .args(["serve", "--stdio", "--no-watch"])
+            .stderr(Stdio::null()),
     );
-    let init = lines.next().unwrap().unwrap();
-    assert!(init.contains("serverInfo"), "{init}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     const WRITES: u64 = 3000;
     // Sent from a thread: the server's answers must be read while the requests go in
     // (a full pipe each way would stop both).
