@@ -130,11 +130,7 @@ pub fn __post<H: Hook>(call: wit::Call, result: String) -> wit::PostVerdict {
 macro_rules! export_hook {
     ($hook:ty, $declaration:literal) => {
         const _: () = {
-            const __HERMETIC_DECLARATION: &str = $declaration;
-            #[used]
-            #[unsafe(link_section = "hermetic:declaration")]
-            static __HERMETIC_DECLARATION_SECTION: [u8; __HERMETIC_DECLARATION.len()] =
-                $crate::__declaration_bytes(__HERMETIC_DECLARATION);
+            $crate::__embed_declaration!($declaration);
 
             struct __HermeticHookExport;
             impl $crate::hook::bindings::exports::hermetic::tool::hook::Guest

@@ -186,6 +186,20 @@ pub const fn __declaration_bytes<const N: usize>(text: &str) -> [u8; N] {
     out
 }
 
+/// Embeds a declaration (TOML) as the `hermetic:declaration` custom section, which the
+/// host reads without running the component (`export_tool!` and `export_hook!` use it).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __embed_declaration {
+    ($declaration:literal) => {
+        const __HERMETIC_DECLARATION: &str = $declaration;
+        #[used]
+        #[unsafe(link_section = "hermetic:declaration")]
+        static __HERMETIC_DECLARATION_SECTION: [u8; __HERMETIC_DECLARATION.len()] =
+            $crate::__declaration_bytes(__HERMETIC_DECLARATION);
+    };
+}
+
 /// Exports a [`Tool`] as the component's `tool` interface and embeds its declaration.
 ///
 /// The declaration is TOML; the host documents every key (`hermetic inspect` shows how
@@ -194,11 +208,7 @@ pub const fn __declaration_bytes<const N: usize>(text: &str) -> [u8; N] {
 macro_rules! export_tool {
     ($tool:ty, $declaration:literal) => {
         const _: () = {
-            const __HERMETIC_DECLARATION: &str = $declaration;
-            #[used]
-            #[unsafe(link_section = "hermetic:declaration")]
-            static __HERMETIC_DECLARATION_SECTION: [u8; __HERMETIC_DECLARATION.len()] =
-                $crate::__declaration_bytes(__HERMETIC_DECLARATION);
+            $crate::__embed_declaration!($declaration);
 
             struct __HermeticExport;
             impl $crate::bindings::exports::hermetic::tool::tool::Guest for __HermeticExport {
