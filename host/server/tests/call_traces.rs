@@ -14,7 +14,6 @@
 
 mod common;
 
-use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::audit::AuditLog;
 use hermetic_server::{McpServer, ServeOptions};
 use serde_json::{Value, json};
@@ -26,21 +25,6 @@ const HANG_GUARD: Duration = Duration::from_secs(45);
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
-fn registry(workspace: &Path) -> Registry {
-    let policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
-    let mut options = RegistryOptions::new(policy);
-    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
-    let registry = Registry::new(options).unwrap();
-    let dir = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        dir.path().join("echo.wasm"),
-    )
-    .unwrap();
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
-    registry
-}
-
 /// A server with an audit log (and spans sent to `otlp_endpoint`, when given).
 fn start(dir: &Path, otlp_endpoint: Option<String>) -> (common::Serving, Arc<AuditLog>) {
     let audit = Arc::new(AuditLog::open(&dir.join("audit.jsonl")).unwrap());
@@ -49,7 +33,7 @@ fn start(dir: &Path, otlp_endpoint: Option<String>) -> (common::Serving, Arc<Aud
         otlp_endpoint,
         ..ServeOptions::default()
     };
-    let server = McpServer::new(Arc::new(registry(dir)), options);
+    let server = McpServer::new(Arc::new(common::echo_registry(dir)), options);
     (common::serve_http(server, HANG_GUARD), audit)
 }
 

@@ -16,7 +16,9 @@
     reason = "tests"
 )]
 
-use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+mod common;
+
+use hermetic::Registry;
 use hermetic_server::{McpServer, ServeOptions, http};
 use std::path::Path;
 use std::sync::Arc;
@@ -29,17 +31,7 @@ const CALLS: usize = 20_000;
 const CONNECTIONS: usize = 64;
 
 fn registry(workspace: &Path) -> Registry {
-    let mut options = RegistryOptions::new(OperatorPolicy::with_workspace(workspace.to_path_buf()));
-    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
-    let registry = Registry::new(options).unwrap();
-    let dir = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        dir.path().join("echo.wasm"),
-    )
-    .unwrap();
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
-    registry
+    common::echo_registry(workspace)
 }
 
 fn request(addr: &str, id: usize) -> Vec<u8> {

@@ -51,6 +51,7 @@ pub struct Serving {
 
 /// Serves `server` on a free loopback port (its own two-worker runtime); waits at most
 /// `hang_guard` for the port.
+#[allow(dead_code, reason = "each suite uses the helpers it needs")]
 pub fn serve_http(server: McpServer, hang_guard: Duration) -> Serving {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -159,4 +160,23 @@ impl Serving {
         self.shutdown.cancel();
         self.done.take().unwrap().join().unwrap();
     }
+}
+
+/// A registry over `workspace` (the embedded default policy) with the `echo` test
+/// tool, on the suites' compiled-code cache.
+#[allow(dead_code, reason = "each suite uses the helpers it needs")]
+pub fn echo_registry(workspace: &std::path::Path) -> hermetic::Registry {
+    let policy = hermetic::OperatorPolicy::with_workspace(workspace.to_path_buf());
+    let mut options = hermetic::RegistryOptions::new(policy);
+    options.engine.cache_dir =
+        Some(std::path::Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
+    let registry = hermetic::Registry::new(options).unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::copy(
+        std::path::Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
+        dir.path().join("echo.wasm"),
+    )
+    .unwrap();
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    registry
 }
