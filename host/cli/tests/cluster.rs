@@ -112,14 +112,26 @@ impl Node {
             "io.modelcontextprotocol/clientInfo": {"name": "cluster", "version": "0"}});
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
             .to_string();
+        self.request(
+            "POST /mcp",
+            token,
+            &format!(
+                "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+                 Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+            ),
+            &body,
+        )
+    }
+
+    /// One request (`METHOD PATH`) as `token`, with `headers` (each ending in CRLF) and
+    /// `body`, on a fresh connection: the status and the whole answer.
+    fn request(&self, line: &str, token: &str, headers: &str, body: &str) -> (u16, String) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         write!(
             s,
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n\
-             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            "{line} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n{headers}\
+             Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
             self.addr,
             body.len()
         )
@@ -134,18 +146,12 @@ impl Node {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "cluster", "version": "0"}}})
         .to_string();
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(
-            s,
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let (status, answer) = read_answer(s);
+        let (status, answer) = self.request(
+            "POST /mcp",
+            token,
+            "Accept: application/json, text/event-stream\r\n",
+            &body,
+        );
         let id = answer.lines().find_map(|l| {
             l.to_ascii_lowercase()
                 .starts_with("mcp-session-id:")
@@ -156,32 +162,18 @@ impl Node {
 
     /// Ends legacy session `id` (DELETE).
     fn end_session(&self, token: &str, id: &str) -> u16 {
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(
-            s,
-            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-             Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n\
-             Connection: close\r\nContent-Length: 0\r\n\r\n",
-            self.addr,
+        self.request(
+            "DELETE /mcp",
+            token,
+            &format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"),
+            "",
         )
-        .unwrap();
-        read_answer(s).0
+        .0
     }
 
     /// The operator's approvals endpoint: `GET /approvals` or `POST /approvals/{id}`.
     fn admin(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {ADMIN}\r\n\
-             Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        read_answer(s)
+        self.request(&format!("{method} {path}"), ADMIN, "", body)
     }
 }
 
