@@ -127,11 +127,7 @@ impl Registry {
             Some(backend) => backend,
             None => Arc::new(crate::sandbox::capability::keyvalue::backend::Embedded::in_memory()?),
         };
-        let dispatcher = Arc::new(Dispatcher::new(
-            Arc::clone(&catalog),
-            terminal,
-            Some(keyvalue),
-        ));
+        let dispatcher = Arc::new(Dispatcher::new(Arc::clone(&catalog), terminal, keyvalue));
         Ok(Self {
             catalog,
             dispatcher,

@@ -334,11 +334,6 @@ impl Rounds {
             nonces,
         }
     }
-
-    /// Whether another node may open this server's rounds.
-    pub fn is_shared(&self) -> bool {
-        self.seal.as_ref().is_some_and(|s| s.is_shared())
-    }
 }
 
 /// What a verified `requestState` says.

@@ -151,7 +151,7 @@ pub struct Dispatcher {
     /// read per call).
     hooks: parking_lot::RwLock<Arc<[Arc<crate::hooks::Hook>]>>,
     /// Where granted tools' key-value data lives.
-    keyvalue: Option<Arc<dyn KeyValueBackend>>,
+    keyvalue: Arc<dyn KeyValueBackend>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -169,7 +169,7 @@ impl Dispatcher {
     pub(crate) fn new(
         catalog: Arc<Catalog>,
         terminal: Option<Arc<dyn TerminalService>>,
-        keyvalue: Option<Arc<dyn KeyValueBackend>>,
+        keyvalue: Arc<dyn KeyValueBackend>,
     ) -> Self {
         let tenant_slots = catalog
             .policy()
@@ -574,15 +574,14 @@ impl Dispatcher {
                     .turns()
                     .turn(self.share(&options.tenant)),
             ),
-            keyvalue: grants.keyvalue.and_then(|grant| {
-                let backend = self.keyvalue.as_ref()?;
-                Some(KeyValueAccess::new(
-                    Arc::clone(backend),
+            keyvalue: grants.keyvalue.map(|grant| {
+                KeyValueAccess::new(
+                    Arc::clone(&self.keyvalue),
                     Arc::clone(&tool.tool().name),
                     &options.tenant,
                     &options.session,
                     grant,
-                ))
+                )
             }),
         };
         Ok(Prepared {

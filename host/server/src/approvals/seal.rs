@@ -68,11 +68,6 @@ impl RoundSeal {
         }
     }
 
-    /// Whether this seal's rounds may be opened by other nodes.
-    pub(crate) fn is_shared(&self) -> bool {
-        self.clock == Clock::Wall
-    }
-
     /// `deadline` as written in a state.
     pub(crate) fn write_deadline(&self, deadline: Instant) -> u128 {
         match self.clock {
