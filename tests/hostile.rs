@@ -250,21 +250,39 @@ fn a_tool_sees_exactly_the_env_it_declared_and_was_granted() {
     drop(ws);
 }
 
+/// wasi:sockets is linked (interpreters import it whether or not a tool uses it) with
+/// every use refused: the tool loads, its connection is denied before any socket
+/// exists, and the listener it aimed at never sees it.
 #[test]
-fn a_component_importing_raw_sockets_is_refused_at_load() {
-    let f = hostile(&[]);
-    let bytes = std::fs::read(guest("socket")).unwrap();
-    let err = f
-        .registry
-        .load(&bytes, ToolSource::File(guest("socket")))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.starts_with("does not fit the hermetic:tool world"),
-        "{err}"
+fn a_component_using_raw_sockets_loads_and_every_socket_is_refused() {
+    // Granted its declared HTTP destination: no grant turns into a raw socket.
+    let root = tempfile::tempdir().unwrap();
+    let registry = hermetic_tests::policy_registry(
+        root.path(),
+        "[tools.socket]\nnetwork = [\"http://127.0.0.1:1\"]\n",
+        false,
     );
-    assert!(err.contains("wasi:sockets"), "{err}");
-    assert_healthy(&f.registry);
+    let tools = tools_dir(&["socket", "echo"]);
+    assert_eq!(registry.add_dir(tools.path()).unwrap(), vec![]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    for target in [addr.as_str(), "localhost:80", "[::1]:22", "10.0.0.1:443"] {
+        let err = error_of(&call(&registry, "socket", json!({"addr": target})));
+        assert!(err.starts_with("[TOOL_ERROR]"), "{target}: {err}");
+        // An address: the socket is refused; a name: its lookup is.
+        let refused = if target.starts_with("localhost") {
+            err.contains("lookup")
+        } else {
+            err.contains("denied") || err.contains("not allowed") || err.contains("ermission")
+        };
+        assert!(refused, "{target}: {err}");
+    }
+    assert!(
+        listener.accept().is_err(),
+        "a guest's socket reached the host's listener"
+    );
+    assert_healthy(&registry);
 }
 
 #[test]
@@ -375,4 +393,44 @@ fn a_thousand_calls_from_ten_tenants_complete_while_one_tenants_tool_spins() {
     let grown_mib = rss_kib().saturating_sub(before) / 1024;
     assert!(grown_mib < 512, "resident memory grew by {grown_mib} MiB");
     assert_healthy(&registry);
+}
+
+/// The canonical ABI's post-return frees `handle`'s result; `scribble` overwrites what
+/// it frees (as Python's and JavaScript's allocators reuse it at once). The host copies
+/// the result and the error out before that: both come back exactly, multi-byte
+/// characters and all, long and short.
+#[test]
+fn results_and_errors_are_copied_out_before_the_guest_frees_them() {
+    let f = hostile(&["scribble"]);
+    for text in [
+        "short".to_owned(),
+        "héllo wörld ✓ 🌤️".repeat(3),
+        "ü".repeat(60_000),
+        "x".repeat(90_000),
+    ] {
+        let ok = call(&f.registry, "scribble", json!({"mode": "ok", "text": text}));
+        assert_eq!(
+            ok["echo"].as_str(),
+            Some(text.as_str()),
+            "{:.80}",
+            ok.to_string()
+        );
+        let err = error_of(&call(
+            &f.registry,
+            "scribble",
+            json!({"mode": "error", "text": text}),
+        ));
+        let head: String = text.chars().take(20).collect();
+        assert!(err.contains(&head), "{err:.200}");
+        assert!(!err.contains('\u{FFFD}'), "{err:.200}");
+    }
+    // Over the cap (100,000 characters by default): refused, measured in characters.
+    let over = call(
+        &f.registry,
+        "scribble",
+        json!({"mode": "ok", "text": "é".repeat(100_001)}),
+    );
+    let err = error_of(&over);
+    assert!(err.contains("100012 characters"), "{err}");
+    assert_healthy(&f.registry);
 }

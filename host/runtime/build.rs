@@ -177,10 +177,20 @@ fn watch(dir: &Path) -> Result<(), String> {
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
-        if name == "target" || name.to_string_lossy().starts_with('.') {
+        // Not Rust guests: the Python and JavaScript SDKs (built by their own
+        // toolchains, their node_modules thousands of files) and build leftovers.
+        if matches!(
+            name.to_str(),
+            Some("target" | "python" | "js" | "node_modules" | "__pycache__")
+        ) || name.to_string_lossy().starts_with('.')
+        {
             continue;
         }
         if path.is_dir() {
+            // Cargo scans a watched directory whole, so a crate added under
+            // `test-tools/` or `hooks/` reruns the build (the root is not watched
+            // whole: it holds the SDKs skipped above).
+            println!("cargo::rerun-if-changed={}", path.display());
             watch(&path)?;
         } else {
             println!("cargo::rerun-if-changed={}", path.display());

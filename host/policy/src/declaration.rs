@@ -41,6 +41,11 @@ pub struct Declaration {
     /// Linear memory the tool wishes, in MiB (capped by the operator).
     #[serde(default)]
     pub memory_mb: Option<u64>,
+    /// Core wasm instances the tool's sandbox needs (default 8, capped by the
+    /// operator's `max_core_instances`): a component built by an interpreter's
+    /// toolchain (componentize-py) has more than a Rust one.
+    #[serde(default)]
+    pub core_instances: Option<u32>,
     /// Capabilities the tool asks for. Anything not listed is denied.
     #[serde(default)]
     pub capabilities: Capabilities,
@@ -203,6 +208,7 @@ impl Declaration {
             max_result_chars: None,
             timeout_ms: None,
             memory_mb: None,
+            core_instances: None,
             capabilities: Capabilities::default(),
             hook: None,
         }
@@ -292,6 +298,9 @@ impl Declaration {
         }
         if self.timeout_ms == Some(0) {
             return bad("timeout_ms", "0", "must be positive");
+        }
+        if self.core_instances == Some(0) {
+            return bad("core_instances", "0", "must be positive");
         }
         if self.memory_mb == Some(0) {
             return bad("memory_mb", "0", "must be positive");

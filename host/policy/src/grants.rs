@@ -104,6 +104,16 @@ impl OperatorPolicy {
         set
     }
 
+    /// The most core instances any tool's sandbox may be granted: what the engine's
+    /// pool must allow per sandbox.
+    pub fn max_core_instances(&self) -> u32 {
+        let base = self.defaults.limits.max_core_instances;
+        self.tools
+            .values()
+            .filter_map(|t| t.limits.max_core_instances)
+            .fold(base, u32::max)
+    }
+
     /// Whether any limit sets a fuel budget (the engine must then meter every call).
     pub fn uses_fuel(&self) -> bool {
         self.defaults.limits.fuel.is_some()
@@ -237,6 +247,12 @@ pub struct LimitPolicy {
     pub default_memory_mb: u64,
     /// Most memory any tool gets.
     pub max_memory_mb: u64,
+    /// Core wasm instances a sandbox of a tool that declares no `core_instances` may
+    /// create (a Rust tool has 3; an interpreter's component more).
+    pub default_core_instances: u32,
+    /// Most core instances any tool's sandbox may create. The engine's pool allows
+    /// this many per sandbox (a count, not reserved memory).
+    pub max_core_instances: u32,
     /// Result cap for a tool that declares no `max_result_chars`.
     pub default_result_chars: usize,
     /// Largest result cap any tool gets.
@@ -312,7 +328,8 @@ impl HttpLimitOverride {
 }
 
 impl Default for LimitPolicy {
-    /// 30 s (max 300 s) per call, 64 MiB (max 512 MiB) of memory, 100,000 (max
+    /// 30 s (max 300 s) per call, 64 MiB (max 512 MiB) of memory, 8 (max 64) core
+    /// instances, 100,000 (max
     /// 1,000,000) result characters, unmetered fuel, 64 concurrent calls per tool with
     /// a 5 s queue, 64 KiB of captured output.
     fn default() -> Self {
@@ -321,6 +338,8 @@ impl Default for LimitPolicy {
             max_timeout_ms: 300_000,
             default_memory_mb: 64,
             max_memory_mb: 512,
+            default_core_instances: 8,
+            max_core_instances: 64,
             default_result_chars: 100_000,
             max_result_chars: 1_000_000,
             fuel: None,
@@ -343,6 +362,10 @@ pub struct LimitOverride {
     pub default_memory_mb: Option<u64>,
     /// See [`LimitPolicy::max_memory_mb`].
     pub max_memory_mb: Option<u64>,
+    /// See [`LimitPolicy::default_core_instances`].
+    pub default_core_instances: Option<u32>,
+    /// See [`LimitPolicy::max_core_instances`].
+    pub max_core_instances: Option<u32>,
     /// See [`LimitPolicy::default_result_chars`].
     pub default_result_chars: Option<usize>,
     /// See [`LimitPolicy::max_result_chars`].
@@ -367,6 +390,10 @@ impl LimitOverride {
             max_timeout_ms: self.max_timeout_ms.unwrap_or(base.max_timeout_ms),
             default_memory_mb: self.default_memory_mb.unwrap_or(base.default_memory_mb),
             max_memory_mb: self.max_memory_mb.unwrap_or(base.max_memory_mb),
+            default_core_instances: self
+                .default_core_instances
+                .unwrap_or(base.default_core_instances),
+            max_core_instances: self.max_core_instances.unwrap_or(base.max_core_instances),
             default_result_chars: self
                 .default_result_chars
                 .unwrap_or(base.default_result_chars),
@@ -489,6 +516,8 @@ pub struct EffectiveLimits {
     pub timeout_ms: u64,
     /// Linear memory cap, in bytes.
     pub memory_bytes: u64,
+    /// Core wasm instances the call's sandbox may create.
+    pub core_instances: u32,
     /// Result cap, in characters.
     pub result_chars: usize,
     /// Fuel per call (`None` = unmetered).
@@ -767,6 +796,10 @@ impl Narrowing<'_> {
                 t.memory_mb,
             )
             .saturating_mul(1024 * 1024),
+            core_instances: decl
+                .core_instances
+                .unwrap_or(l.default_core_instances)
+                .min(l.max_core_instances),
             result_chars: decl
                 .max_result_chars
                 .unwrap_or(l.default_result_chars)

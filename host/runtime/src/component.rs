@@ -9,11 +9,14 @@ use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxEr
 use crate::sanitize::MAX_INPUT_CHARS;
 use crate::secrets::Secrets;
 use crate::wasm_error::{Cause, WasmtimeError};
+use lifted::Lifted;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::{ComponentExportIndex, WasmStr};
+use wasmtime::component::ComponentExportIndex;
+
+mod lifted;
 
 /// Deadline for `schema()` at load: metadata calls must be quick.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
@@ -80,6 +83,11 @@ pub enum LoadError {
     /// or a start function that traps).
     #[error("cannot be instantiated: {0}")]
     Instantiate(#[source] WasmtimeError),
+    /// It creates more core instances than its sandbox may hold.
+    #[error(
+        "cannot be instantiated: it creates more than {0} core wasm instances, its sandbox's limit: declare `core_instances = N` (the operator allows up to `max_core_instances`; componentize-py tools need 14)"
+    )]
+    TooManyInstances(u32),
     /// The component imports something the host does not provide, or does not export
     /// the `tool` interface.
     #[error("does not fit the hermetic:tool world: {reason}")]
@@ -311,7 +319,9 @@ impl std::fmt::Debug for LoadedTool {
 
 /// Loads a component: declaration, compile, pre-link, and its schema.
 ///
-/// `metadata_grants` are the grants `schema()` runs with (none: no mounts, no env).
+/// `metadata_grants` are the grants `schema()` runs with (none: no mounts, no env),
+/// with the sandbox the declaration asks for (core instances, memory) within the
+/// engine's ceilings: an interpreter's component needs them just to start.
 ///
 /// # Errors
 /// See [`LoadError`]; every variant says what is wrong with the component.
@@ -340,6 +350,23 @@ pub fn load(
         })
     })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
+    let sized;
+    let metadata_grants = if declaration.core_instances.is_some() || declaration.memory_mb.is_some()
+    {
+        let mut grants = metadata_grants.clone();
+        let ceiling = runtime.config();
+        if let Some(n) = declaration.core_instances {
+            grants.limits.core_instances = n.min(ceiling.max_core_instances);
+        }
+        if let Some(mb) = declaration.memory_mb {
+            let cap = u64::try_from(ceiling.max_memory_bytes).unwrap_or(u64::MAX);
+            grants.limits.memory_bytes = mb.saturating_mul(1 << 20).min(cap);
+        }
+        sized = grants;
+        &sized
+    } else {
+        metadata_grants
+    };
 
     let raw = {
         // Declared before the store, so it is given back after the store is dropped.
@@ -361,9 +388,13 @@ pub fn load(
             },
         )
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
-        let instance = pre
-            .instantiate(&mut store)
-            .map_err(|e| LoadError::Instantiate(e.into()))?;
+        let instance = pre.instantiate(&mut store).map_err(|e| {
+            if over_instances(&e) {
+                LoadError::TooManyInstances(metadata_grants.limits.core_instances)
+            } else {
+                LoadError::Instantiate(e.into())
+            }
+        })?;
         instance
             .hermetic_tool_tool()
             .call_schema(&mut store)
@@ -516,6 +547,11 @@ pub enum CallFailure {
         /// The cap.
         cap: u64,
     },
+    /// The component creates more core instances than its sandbox may hold.
+    #[error(
+        "instance limit exceeded: the component creates more than {0} core wasm instances, its sandbox's limit (a tool asks for more with `core_instances` in its declaration, up to the operator's `max_core_instances`)"
+    )]
+    Instances(u32),
     /// The fuel budget ran out.
     #[error("fuel limit exceeded: the call used more than {0} units of fuel")]
     Fuel(u64),
@@ -541,13 +577,13 @@ pub enum CallFailure {
     Sandbox(#[from] SandboxError),
 }
 
-/// What `handle` returned, still in guest memory.
-type Returned = wasmtime::Result<Result<WasmStr, WasmStr>>;
+/// What `handle` returned: copied out when within the result cap, else measured.
+type Returned = wasmtime::Result<Result<Lifted, Lifted>>;
 
 /// The `handle` export: arguments and context in, the result or the tool's error out
-/// (both left in guest memory until measured).
+/// (each lifted under the call's result cap, before the guest's post-return frees it).
 type HandleFunc<'a> =
-    wasmtime::component::TypedFunc<(&'a str, &'a CallContext), (Result<WasmStr, WasmStr>,)>;
+    wasmtime::component::TypedFunc<(&'a str, &'a CallContext), (Result<Lifted, Lifted>,)>;
 
 impl LoadedTool {
     /// Runs `handle` in a fresh sandbox. `Ok(Err(msg))` is the tool's own error.
@@ -575,7 +611,9 @@ impl LoadedTool {
             .instantiate(&mut store)
             .and_then(|instance| {
                 let handle = self.handle_func(&mut store, &instance)?;
-                Ok(handle.call(&mut store, (args, ctx))?.0)
+                lifted::with_cap(grants.limits.result_chars, || {
+                    Ok(handle.call(&mut store, (args, ctx))?.0)
+                })
             });
         self.conclude(returned, store, grants, timeout_ms, cancel.as_ref())
     }
@@ -617,11 +655,11 @@ impl LoadedTool {
         let timeout_ms = timeout_ms(grants, &setup);
         let mut store = sandbox::fiber_store(runtime, &self.name, grants, secrets, setup)?;
         let stop = store.data().stop().clone();
-        let guest = async {
+        let guest = lifted::Capped::new(grants.limits.result_chars, async {
             let instance = pre.instantiate_async(&mut store).await?;
             let handle = self.handle_func(&mut store, &instance)?;
             Ok(handle.call_async(&mut store, (args, ctx)).await?.0)
-        };
+        });
         let raced = tokio::select! {
             biased;
             returned = guest => Ok(returned),
@@ -657,28 +695,26 @@ impl LoadedTool {
         timeout_ms: u64,
         cancel: Option<&CancelToken>,
     ) -> Result<Result<String, String>, CallFailure> {
-        // The result is measured where the guest left it and copied only when it fits:
-        // a guest may return up to its whole memory cap, which the host need not hold a
-        // second time just to refuse it. (`to_str` borrows guest memory for UTF-8.)
-        let result = returned.and_then(|returned| match returned {
-            Ok(text) => {
-                let text = text.to_str(&store)?;
+        // The result was measured where the guest left it and copied only when it
+        // fit (`Lifted`): a guest may return up to its whole memory cap, which the
+        // host need not hold a second time just to refuse it.
+        let result = returned.map(|returned| match returned {
+            Ok(Lifted::Text(text)) => {
                 if text.len() > grants.limits.result_chars {
                     let chars = text.chars().count();
                     if chars > grants.limits.result_chars {
-                        return Ok(Err(CallFailure::ResultSize { chars }));
+                        return Err(CallFailure::ResultSize { chars });
                     }
                 }
-                Ok(Ok(Ok(text.into_owned())))
+                Ok(Ok(text))
             }
-            Err(message) => {
-                let message = message.to_str(&store)?;
-                // Only what the sanitizer reads: the rest of a huge error is never copied.
-                let kept = match message.char_indices().nth(MAX_INPUT_CHARS + 1) {
-                    Some((end, _)) => &message[..end],
-                    None => &message,
-                };
-                Ok(Ok(Err(kept.to_owned())))
+            Ok(Lifted::Over { chars, .. }) => Err(CallFailure::ResultSize { chars }),
+            // Only what the sanitizer reads: the rest of a huge error is never kept.
+            Err(Lifted::Text(message) | Lifted::Over { head: message, .. }) => {
+                Ok(Err(match message.char_indices().nth(MAX_INPUT_CHARS + 1) {
+                    Some((end, _)) => message[..end].to_owned(),
+                    None => message,
+                }))
             }
         });
         let result = match result {
@@ -774,6 +810,9 @@ pub(crate) fn classify(
     if state.stdout.overflowed() || state.stderr.overflowed() {
         return CallFailure::Output(grants.limits.output_bytes);
     }
+    if over_instances(&error) {
+        return CallFailure::Instances(grants.limits.core_instances);
+    }
     // The trap's own words ("call stack exhausted", "unreachable executed"), not the
     // wasm backtrace, which can be thousands of frames long; that goes to the log.
     tracing::debug!(target: "hermetic::guest", "trap: {error:?}");
@@ -796,6 +835,15 @@ pub(crate) fn classify(
     } else {
         CallFailure::Trap(format!("{reason}; stderr: {tail}"))
     }
+}
+
+/// Whether instantiating failed on the sandbox's core instance limit: the store's
+/// count (`ResourceLimiter::instances`) or the pool's per-component ceiling. wasmtime
+/// says so only in words (pinned version; `tests/polyglot.rs` checks them).
+fn over_instances(error: &wasmtime::Error) -> bool {
+    let text = error.root_cause().to_string();
+    text.contains("instance count too high")
+        || (text.contains("core module instances") && text.contains("pooling allocator"))
 }
 
 /// Frames of one function in a row that make an out-of-bounds access a stack

@@ -16,6 +16,8 @@ pub enum LimitKind {
     Time,
     /// The memory cap.
     Memory,
+    /// The sandbox's core instance count (`core_instances`).
+    Instances,
     /// The fuel budget.
     Fuel,
     /// stdout/stderr volume.
@@ -32,6 +34,7 @@ impl LimitKind {
         match self {
             Self::Time => "time",
             Self::Memory => "memory",
+            Self::Instances => "instances",
             Self::Fuel => "fuel",
             Self::Output => "output",
             Self::ResultSize => "result_size",

@@ -60,6 +60,7 @@ impl RegistryOptions {
     pub fn new(policy: OperatorPolicy) -> Self {
         let engine = EngineConfig {
             fuel: policy.uses_fuel(),
+            max_core_instances: policy.max_core_instances(),
             ..EngineConfig::default()
         };
         Self {

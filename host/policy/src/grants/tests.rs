@@ -125,6 +125,26 @@ fn a_tenant_subdirectory_cannot_leave_the_mount() {
 }
 
 #[test]
+fn core_instances_are_the_declaration_s_within_the_operator_s_ceiling() {
+    let mut op = op();
+    let of = |d: &str, op: &OperatorPolicy| effective(&decl(d), op, None).limits.core_instances;
+    assert_eq!(of("name='t'\ntoolset='x'", &op), 8);
+    assert_eq!(of("name='t'\ntoolset='x'\ncore_instances=16", &op), 16);
+    assert_eq!(of("name='t'\ntoolset='x'\ncore_instances=1000", &op), 64);
+    assert_eq!(op.max_core_instances(), 64);
+    // One tool's ceiling raised: the engine's pool must allow it, the others keep 64.
+    let mut big = GrantOverride::default();
+    big.limits.max_core_instances = Some(100);
+    op.tools.insert("big".into(), big);
+    assert_eq!(op.max_core_instances(), 100);
+    assert_eq!(op.grants_for("big").limits.max_core_instances, 100);
+    assert_eq!(op.grants_for("t").limits.max_core_instances, 64);
+    op.defaults.limits.max_core_instances = 10;
+    assert_eq!(of("name='t'\ntoolset='x'\ncore_instances=16", &op), 10);
+    assert!(Declaration::parse(b"name='t'\ntoolset='x'\ncore_instances=0").is_err());
+}
+
+#[test]
 fn limits_are_wishes_capped_by_operator_and_tenant() {
     let op = op();
     let g = effective(

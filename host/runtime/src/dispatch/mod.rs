@@ -741,6 +741,7 @@ pub(crate) fn outcome_of_failure(failure: CallFailure) -> CallOutcome {
     let kind = match &failure {
         CallFailure::Timeout(_) => LimitKind::Time,
         CallFailure::Memory { .. } => LimitKind::Memory,
+        CallFailure::Instances(_) => LimitKind::Instances,
         CallFailure::Fuel(_) => LimitKind::Fuel,
         CallFailure::Output(_) => LimitKind::Output,
         CallFailure::ResultSize { .. } => LimitKind::ResultSize,

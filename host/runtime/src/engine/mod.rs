@@ -26,6 +26,11 @@ pub struct EngineConfig {
     /// Largest linear memory any instance may have, in bytes (default 512 MiB). Must be
     /// at least the operator's `max_memory_mb`.
     pub max_memory_bytes: usize,
+    /// Most core wasm instances one sandbox may hold (default
+    /// [`CORE_INSTANCES_PER_COMPONENT`]): the pool's per-component ceiling, which each
+    /// call's own limit (`EffectiveLimits::core_instances`) stays under. A count, not
+    /// reserved memory.
+    pub max_core_instances: u32,
     /// Tool calls whose sandboxes may exist at once, across all tenants (default
     /// 1000). A call past it waits for one to end, as long as its tool's queue timeout,
     /// then fails with a concurrency limit. `schema()` and `check()` runs have
@@ -67,6 +72,7 @@ impl Default for EngineConfig {
         Self {
             pooling: true,
             max_memory_bytes: 512 << 20,
+            max_core_instances: CORE_INSTANCES_PER_COMPONENT,
             max_instances: 1000,
             metadata_sandboxes: METADATA_SANDBOXES,
             epoch_tick: Duration::from_millis(5),
@@ -129,14 +135,19 @@ pub fn pagemap_scan_is_safe() -> bool {
 /// run.
 pub const METADATA_SANDBOXES: u32 = 64;
 
-/// Most core instances one component may hold: the pool reserves this many, and
-/// [`MEMORIES_PER_COMPONENT`] memories and [`TABLES_PER_COMPONENT`] tables, for each
-/// sandbox, so [`EngineConfig::max_instances`] sandboxes always fit. A Rust
-/// `wasm32-wasip2` tool has 3 core instances (its module and the two that wire its
-/// imports), 1 memory and 2 tables; the headroom is for components built from more
-/// modules (a WASI adapter, composition). A component over any of the three is refused
-/// at load, with wasmtime's words for which.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+/// Default of [`EngineConfig::max_core_instances`] (the operator's default
+/// `max_core_instances`). The pool counts [`EngineConfig::max_core_instances`] core
+/// instances and reserves [`MEMORIES_PER_COMPONENT`] memories and
+/// [`TABLES_PER_COMPONENT`] tables for each sandbox, so
+/// [`EngineConfig::max_instances`] sandboxes always fit. A Rust `wasm32-wasip2` tool
+/// has 3 core instances (its module and the two that wire its imports), 1 memory and 2
+/// tables; a componentize-py one 14 instances, a componentize-js one 7; every one of
+/// them fits 2 memories and 4 tables. Core instances are only counted (raising them
+/// reserves nothing), so each tool's sandbox gets its own limit under this ceiling
+/// (its declaration's `core_instances`, default 8); memories and tables are reserved
+/// address space, the same for every sandbox. A component over any of them is refused
+/// at load, with the limit named.
+pub const CORE_INSTANCES_PER_COMPONENT: u32 = 64;
 /// See [`CORE_INSTANCES_PER_COMPONENT`].
 const MEMORIES_PER_COMPONENT: u32 = 2;
 /// See [`CORE_INSTANCES_PER_COMPONENT`].
@@ -224,10 +235,10 @@ impl Runtime {
                 .max_instances
                 .saturating_add(config.metadata_sandboxes);
             pool.total_component_instances(sandboxes)
-                .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+                .max_core_instances_per_component(config.max_core_instances)
                 .max_memories_per_component(MEMORIES_PER_COMPONENT)
                 .max_tables_per_component(TABLES_PER_COMPONENT)
-                .total_core_instances(sandboxes.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+                .total_core_instances(sandboxes.saturating_mul(config.max_core_instances))
                 .total_memories(sandboxes.saturating_mul(MEMORIES_PER_COMPONENT))
                 .total_tables(sandboxes.saturating_mul(TABLES_PER_COMPONENT))
                 // Pooled stacks are fiber stacks, for wasmtime's async calls: only the

@@ -128,6 +128,8 @@ impl WasiView for CallState {
 #[derive(Debug)]
 pub struct MemoryLimiter {
     cap: usize,
+    /// Core instances the call's sandbox may create (wasmtime refuses the next one).
+    core_instances: usize,
     /// Bytes the call's memories hold together, as this limiter allowed them.
     used: usize,
     /// The total a guest tried to reach past the cap, if it did.
@@ -135,9 +137,10 @@ pub struct MemoryLimiter {
 }
 
 impl MemoryLimiter {
-    fn new(cap: usize) -> Self {
+    fn new(cap: usize, core_instances: u32) -> Self {
         Self {
             cap,
+            core_instances: usize::try_from(core_instances).unwrap_or(usize::MAX),
             used: 0,
             denied: None,
         }
@@ -145,6 +148,10 @@ impl MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
+    fn instances(&self) -> usize {
+        self.core_instances
+    }
+
     fn memory_growing(
         &mut self,
         current: usize,
@@ -455,12 +462,12 @@ impl HasData for HasIo {
 }
 
 /// Links the WASI interfaces a tool may use — io, clocks, random, filesystem, cli —
-/// and deliberately *not* wasi:sockets: a component that imports sockets fails to load
-/// ("… matching implementation was not found in the linker"), so no HTTP grant can ever
-/// be turned into raw sockets (wasi:http, linked only for tools that declare network
-/// destinations, sends requests through [`egress`] and nothing else). What each linked
-/// interface may reach is decided per call by the [`WasiCtx`] (no preopens, no env
-/// unless granted): the fs, env and clock capabilities link their own interfaces.
+/// and wasi:sockets with every use refused ([`capability::sockets`]: interpreters
+/// import it whether or not a tool uses it), so no HTTP grant can ever be turned into
+/// raw sockets (wasi:http, linked only for tools that declare network destinations,
+/// sends requests through [`egress`] and nothing else). What each linked interface may
+/// reach is decided per call by the [`WasiCtx`] (no preopens, no env unless granted, no
+/// socket ever): the fs, env, clock and sockets capabilities link their own interfaces.
 fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::p2::bindings::sync;
 
@@ -469,6 +476,7 @@ fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     sync::io::poll::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
     sync::io::streams::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
     fs::link(l)?;
+    capability::sockets::link(l)?;
     link_wasi_rest(l)
 }
 
@@ -487,6 +495,7 @@ fn link_wasi_fiber(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     io::streams::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
     filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
     filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    capability::sockets::link_fiber(l)?;
     link_wasi_rest(l)
 }
 
@@ -537,7 +546,7 @@ pub struct CallSetup {
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
 /// mounts as preopens, the granted env vars (values from `secrets`, else the host
 /// environment), the clock policy, capped stdout/stderr, memory and time limits, and
-/// fuel when the engine meters it. Nothing else: no sockets, no other files, no env.
+/// fuel when the engine meters it. Nothing else: no socket, no other files, no env.
 ///
 /// # Errors
 /// [`SandboxError::Mount`] if a granted mount cannot be opened.
@@ -596,6 +605,7 @@ fn build_store(
     fs::configure(&mut wasi, grants)?;
     env::configure(&mut wasi, grants, secrets);
     clock::configure(&mut wasi, grants.clock);
+    capability::sockets::configure(&mut wasi);
     let timeout = setup
         .timeout
         .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
@@ -609,6 +619,7 @@ fn build_store(
         table: ResourceTable::new(),
         limiter: MemoryLimiter::new(
             usize::try_from(grants.limits.memory_bytes).unwrap_or(usize::MAX),
+            grants.limits.core_instances,
         ),
         tool: tool.clone(),
         call_id: setup.call_id,
@@ -691,7 +702,7 @@ mod tests {
 
     #[test]
     fn the_memory_limit_counts_every_memory_of_the_call_together() {
-        let mut limiter = MemoryLimiter::new(4 * MIB);
+        let mut limiter = MemoryLimiter::new(4 * MIB, 8);
         // Two memories created at 1 MiB each, then each grown to 2 MiB: 4 MiB in all.
         assert!(limiter.memory_growing(0, MIB, None).unwrap());
         assert!(limiter.memory_growing(0, MIB, None).unwrap());

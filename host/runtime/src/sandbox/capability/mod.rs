@@ -8,7 +8,7 @@
 //!    call's grants into what that call gets (preopens, env vars, a clock, an egress
 //!    state, a terminal access), and nothing more;
 //! 3. **link** — the module's `link` adds the host interfaces it serves to a linker.
-//!    WASI's own interfaces (fs, env, clock) are in every tool's linker, their content
+//!    WASI's own interfaces (fs, env, clock, [`sockets`]: refused) are in every tool's linker, their content
 //!    decided per call; interfaces beyond WASI (http, terminal) are linked only into
 //!    tools that declare them ([`LinkedCapabilities`]), one linker per distinct set,
 //!    built on first use.
@@ -23,6 +23,7 @@ pub use fs::mounts::{create_beneath, open_beneath};
 pub mod http;
 pub mod keyvalue;
 pub(crate) mod secrets;
+pub(crate) mod sockets;
 pub mod terminal;
 
 use super::{CallState, SandboxError};
