@@ -208,6 +208,23 @@ enum Command {
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
     },
+    /// Make a new tool project (Rust, Python or JavaScript) that builds with one
+    /// command into NAME.wasm.
+    ///
+    /// The project holds everything it needs (SDK, WIT, a build script): `cd NAME &&
+    /// ./build.sh`, then `hermetic inspect NAME/NAME.wasm`. Python projects install
+    /// componentize-py into a venv in the project, JavaScript ones componentize-js with
+    /// npm (both pinned); Rust ones need cargo and the wasm32-wasip2 target.
+    New {
+        /// The tool's language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: crate::new::Lang,
+        /// The tool's name (letters, digits, `_`, `-`; starting with a letter).
+        name: String,
+        /// Where to write it (default: ./NAME; must not exist or be empty).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
     Approval(crate::approval::ApprovalCommand),
@@ -637,6 +654,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         && matches!(
             cli.command,
             Command::Approval(_)
+                | Command::New { .. }
                 | Command::Token(_)
                 | Command::Audit(_)
                 | Command::Push { .. }
@@ -654,6 +672,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Approval(command) => return crate::approval::run(command),
         Command::Token(command) => return token(command),
+        Command::New { lang, name, dir } => {
+            let made = crate::new::create(lang, &name, dir.as_deref())?;
+            out!("{}", crate::new::next_steps(lang, &name, &made));
+        }
         Command::Audit(AuditCommand::Verify {
             file,
             head,

@@ -16,6 +16,7 @@ macro_rules! out {
 mod approval;
 mod cli;
 mod community;
+mod new;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -336,7 +336,14 @@ pub fn load(
         return Err(LoadError::TooLarge(bytes.len()));
     }
     let declaration = read_declaration(bytes)?;
-    let compiled = runtime.compile(bytes)?;
+    let compiled = runtime.compile(bytes).map_err(|e| match &e {
+        // Over the engine's ceiling (the operator's `max_core_instances`): wasmtime
+        // refuses to compile it for this pool.
+        EngineError::Compile(cause) if over_instances_text(&cause.to_string()) => {
+            LoadError::TooManyInstances(runtime.config().max_core_instances)
+        }
+        _ => LoadError::Compile(e),
+    })?;
     let component = &compiled.component;
     // The host's linker failing is a host fault, reported as a misfit all the same.
     let linker = linkers
@@ -841,7 +848,11 @@ pub(crate) fn classify(
 /// count (`ResourceLimiter::instances`) or the pool's per-component ceiling. wasmtime
 /// says so only in words (pinned version; `tests/polyglot.rs` checks them).
 fn over_instances(error: &wasmtime::Error) -> bool {
-    let text = error.root_cause().to_string();
+    over_instances_text(&error.root_cause().to_string())
+}
+
+/// [`over_instances`], from the error's words.
+fn over_instances_text(text: &str) -> bool {
     text.contains("instance count too high")
         || (text.contains("core module instances") && text.contains("pooling allocator"))
 }
