@@ -278,3 +278,19 @@ fn the_example_policy_loads() {
     assert_eq!(loaded.policy.tenants.len(), 2);
     assert!(loaded.policy.mounts["data"].host_path.is_dir());
 }
+
+#[test]
+fn core_instance_limits_are_read_and_zero_is_refused() {
+    let dir = std::path::Path::new("/nonexistent");
+    let parse = |text: &str| hermetic::policy_file::parse(text, &dir.join("p.toml"), dir, dir);
+    let loaded =
+        parse("[defaults.limits]\ncore_instances = 16\nmax_core_instances = 100\n").unwrap();
+    assert_eq!(loaded.policy.defaults.limits.default_core_instances, 16);
+    assert_eq!(loaded.policy.max_core_instances(), 100);
+    for zero in ["core_instances = 0", "max_core_instances = 0"] {
+        let err = parse(&format!("[defaults.limits]\n{zero}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least 1"), "{zero}: {err}");
+    }
+}

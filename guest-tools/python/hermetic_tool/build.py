@@ -13,6 +13,7 @@ componentize-py (or pass --componentize-py).
 import argparse
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,9 @@ def load_declaration(project: Path):
     for key in ("name", "toolset"):
         if not isinstance(parsed.get(key), str) or not parsed[key]:
             raise BuildError(f"{path}: `{key}` must be a non-empty string")
+    # What the host accepts; also the default output file's name, never a path.
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", parsed["name"]):
+        raise BuildError(f"{path}: `name` must be 1-64 of [A-Za-z0-9_-], got {parsed['name']!r}")
     try:
         world.needs(parsed)
     except ValueError as e:

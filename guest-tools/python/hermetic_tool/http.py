@@ -101,7 +101,8 @@ def resolve(base: str, location: str):
 def get(url: str, headers=None, max_bytes: int = DEFAULT_MAX_BYTES) -> Response:
     """GETs `url`, following up to MAX_REDIRECTS redirects and reading at most
     `max_bytes` of body (more is HttpError kind `too_large`). `headers`: a dict or
-    (name, value) pairs added to the request."""
+    (name, value) pairs added to the request; credentials among them (`Authorization`,
+    `Cookie`, `Proxy-Authorization`) are not sent on to a redirect's other origin."""
     for _ in range(MAX_REDIRECTS + 1):
         response = _send_once(url, headers, max_bytes)
         if response.status in (301, 302, 303, 307, 308):
@@ -109,10 +110,25 @@ def get(url: str, headers=None, max_bytes: int = DEFAULT_MAX_BYTES) -> Response:
             nxt = resolve(url, location) if location else None
             if not nxt:
                 raise HttpError("redirects", f"too many or broken redirects from {url}")
+            if headers and _origin(nxt) != _origin(url):
+                headers = [(n, v) for n, v in (headers.items() if isinstance(headers, dict) else headers)
+                           if n.lower() not in _CREDENTIALS]
             url = nxt
             continue
         return response
     raise HttpError("redirects", f"too many or broken redirects from {url}")
+
+
+_CREDENTIALS = ("authorization", "cookie", "proxy-authorization")
+
+
+def _origin(url: str):
+    """(scheme, host, port) of an absolute URL, lower-cased; None when it has none."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1]
+    return scheme.lower(), authority.lower()
 
 
 def _bindings():

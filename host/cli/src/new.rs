@@ -139,9 +139,13 @@ pub fn create(lang: Lang, name: &str, dir: Option<&Path>) -> anyhow::Result<Path
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        let text = text
-            .replace("{{name}}", name)
-            .replace("{{crate_name}}", &crate_name);
+        // npm refuses capitals in a package's name.
+        let text = if path.starts_with("package") {
+            text.replace("{{name}}", &name.to_ascii_lowercase())
+        } else {
+            text.replace("{{name}}", name)
+                .replace("{{crate_name}}", &crate_name)
+        };
         std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
         if path.ends_with(".sh") {
             use std::os::unix::fs::PermissionsExt;

@@ -19,6 +19,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tempfile::TempDir;
 
 /// Where `.ci/run` puts the built Python and JavaScript components.
@@ -73,13 +75,17 @@ fn hermetic(root: &Path, policy: &str, tools: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// A loopback HTTP server answering every request with `body`, on its own thread.
-fn http_server(body: &'static str) -> u16 {
+/// A loopback HTTP server answering every request with `body`, on its own thread: its
+/// port, and how many connections it took.
+fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
             let mut request = [0u8; 4096];
             let _ = stream.read(&mut request);
             let _ = write!(
@@ -89,7 +95,7 @@ fn http_server(body: &'static str) -> u16 {
             );
         }
     });
-    port
+    (port, connections)
 }
 
 /// `tools/call` in an open session: (the result's text parsed as JSON, or as a string;
@@ -148,8 +154,11 @@ fn python_and_javascript_tools_are_served_over_mcp_with_exactly_their_grants() {
     let notes = root.path().join("notes");
     std::fs::create_dir(&notes).unwrap();
     std::fs::write(notes.join("hello.txt"), "a note from the mount\n").unwrap();
-    let port = http_server("hello from loopback");
+    let (port, _) = http_server("hello from loopback");
     let url = format!("http://127.0.0.1:{port}/x");
+    // Listening, never granted: what a refused request would have reached.
+    let (other, other_connections) = http_server("not granted");
+    let other_url = format!("http://127.0.0.1:{other}/x");
 
     // Granted: the notes mount, the loopback server for both probes.
     let granting = format!(
@@ -181,15 +190,17 @@ fn python_and_javascript_tools_are_served_over_mcp_with_exactly_their_grants() {
         assert!(!error, "{probe}: {fetched}");
         assert_eq!(fetched["status"], 200, "{probe}: {fetched}");
         assert_eq!(fetched["body"], "hello from loopback", "{probe}: {fetched}");
-        // Another port of the same host is not granted.
+        // Another port of the same host, listening, is not granted: refused before
+        // any connection.
         let (refused, error) = call(
             &mut s,
             id + 10,
             probe,
-            json!({"mode": "fetch", "url": "http://127.0.0.1:1/"}),
+            json!({"mode": "fetch", "url": other_url}),
         );
         assert!(error, "{probe}: {refused}");
     }
+    assert_eq!(other_connections.load(Ordering::SeqCst), 0);
     let (stats, error) = call(
         &mut s,
         6,
@@ -200,26 +211,40 @@ fn python_and_javascript_tools_are_served_over_mcp_with_exactly_their_grants() {
     assert!(stats.to_string().contains('4'), "four words: {stats}");
     close(s);
 
-    // Nothing granted: the mount and network tools are unavailable, the pure one works.
+    // Not granted: no mount, so read_notes is unavailable; the probes are granted only
+    // the other server, so a request to a third is refused; the pure tool works.
+    let narrow = format!(
+        "[tools.py_probe]\nnetwork = [\"http://127.0.0.1:{other}\"]\n\
+         [tools.js_probe]\nnetwork = [\"http://127.0.0.1:{other}\"]\n"
+    );
+    let (third, connections) = http_server("hello from loopback");
+    let url = format!("http://127.0.0.1:{third}/x");
     let mut s = stdio::open(&mut hermetic(
         root.path(),
-        "",
+        &narrow,
         tools.path(),
         &["serve", "--stdio"],
     ));
     let names = listed(&mut s);
-    for name in ["read_notes", "py_probe", "js_probe"] {
-        assert!(!names.contains(&name.to_owned()), "{name} in {names:?}");
+    assert!(!names.contains(&"read_notes".to_owned()), "{names:?}");
+    for name in ["py_probe", "js_probe", "text_stats_js"] {
+        assert!(names.contains(&name.to_owned()), "{name} not in {names:?}");
     }
-    assert!(names.contains(&"text_stats_js".to_owned()), "{names:?}");
     let (refused, error) = call(&mut s, 2, "read_notes", json!({"path": "hello.txt"}));
     assert!(error, "{refused}");
     assert!(!refused.to_string().contains("a note"), "{refused}");
-    let (refused, error) = call(&mut s, 3, "py_probe", json!({"mode": "fetch", "url": url}));
-    assert!(error, "{refused}");
-    assert!(
-        !refused.to_string().contains("hello from loopback"),
-        "{refused}"
+    for (id, probe) in [(3, "py_probe"), (4, "js_probe")] {
+        let (refused, error) = call(&mut s, id, probe, json!({"mode": "fetch", "url": url}));
+        assert!(error, "{probe}: {refused}");
+        assert!(
+            !refused.to_string().contains("hello from loopback"),
+            "{refused}"
+        );
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "a refused request connected"
     );
     close(s);
 }
@@ -229,7 +254,7 @@ fn python_and_javascript_tools_are_contained_like_rust_ones() {
     let Some(built) = artifacts() else { return };
     let tools = tools(&built, &["py_probe", "js_probe"]);
     let root = TempDir::new().unwrap();
-    let port = http_server("unused");
+    let (port, _) = http_server("unused");
     let policy = format!(
         "[tools.py_probe]\nnetwork = [\"http://127.0.0.1:{port}\"]\n\
          [tools.js_probe]\nnetwork = [\"http://127.0.0.1:{port}\"]\n"
@@ -244,7 +269,10 @@ fn python_and_javascript_tools_are_contained_like_rust_ones() {
     for probe in ["py_probe", "js_probe"] {
         let (out, error) = call(&mut s, id, probe, json!({"mode": "alloc"}));
         assert!(error, "{probe}: {out}");
-        assert!(out.to_string().contains("memory"), "{probe} alloc: {out}");
+        assert!(
+            out.to_string().contains("memory limit exceeded"),
+            "{probe} alloc: {out}"
+        );
         let (out, error) = call(&mut s, id + 1, probe, json!({"mode": "spin"}));
         assert!(error, "{probe}: {out}");
         assert!(
@@ -377,7 +405,8 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
         let mut build = Command::new(dir.join("build.sh"));
         match lang {
             "python" => std::os::unix::fs::symlink(
-                workspace.join("target/venv-componentize"),
+                std::env::var_os("COMPONENTIZE_VENV")
+                    .map_or_else(|| workspace.join("target/venv-componentize"), PathBuf::from),
                 dir.join(".venv"),
             )
             .unwrap(),
@@ -387,6 +416,8 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
             )
             .unwrap(),
             _ => {
+                // The guests' target already holds the SDK's dependencies, built
+                // with the same profile.
                 build
                     .env("CARGO_TARGET_DIR", workspace.join("target/guest-tools"))
                     .env("CARGO_NET_OFFLINE", "true");

@@ -104,12 +104,13 @@ impl OperatorPolicy {
         set
     }
 
-    /// The most core instances any tool's sandbox may be granted: what the engine's
-    /// pool must allow per sandbox.
+    /// The most core instances any tool's or hook's sandbox may be granted: what the
+    /// engine's pool must allow per sandbox.
     pub fn max_core_instances(&self) -> u32 {
         let base = self.defaults.limits.max_core_instances;
         self.tools
             .values()
+            .chain(self.hooks.iter().map(|h| &h.grants))
             .filter_map(|t| t.limits.max_core_instances)
             .fold(base, u32::max)
     }

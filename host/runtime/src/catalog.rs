@@ -383,6 +383,10 @@ impl Catalog {
             bytes,
             source,
             &self.metadata_grants,
+            &|declaration| {
+                let limits = policy::effective(declaration, &self.policy, None).limits;
+                (limits.core_instances, limits.memory_bytes)
+            },
         )
     }
 

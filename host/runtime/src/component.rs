@@ -6,7 +6,6 @@ use crate::declaration::{self, Declaration, DeclarationError};
 use crate::engine::{EngineError, Runtime};
 use crate::policy::EffectiveGrants;
 use crate::sandbox::{self, CallSetup, CallState, CancelToken, Linkers, SandboxError};
-use crate::sanitize::MAX_INPUT_CHARS;
 use crate::secrets::Secrets;
 use crate::wasm_error::{Cause, WasmtimeError};
 use lifted::Lifted;
@@ -320,8 +319,8 @@ impl std::fmt::Debug for LoadedTool {
 /// Loads a component: declaration, compile, pre-link, and its schema.
 ///
 /// `metadata_grants` are the grants `schema()` runs with (none: no mounts, no env),
-/// with the sandbox the declaration asks for (core instances, memory) within the
-/// engine's ceilings: an interpreter's component needs them just to start.
+/// in the sandbox the tool's calls get: `sandbox_size` says its core instances and
+/// memory bytes from its declaration (the operator's limits for it).
 ///
 /// # Errors
 /// See [`LoadError`]; every variant says what is wrong with the component.
@@ -331,6 +330,7 @@ pub fn load(
     bytes: &[u8],
     source: ToolSource,
     metadata_grants: &EffectiveGrants,
+    sandbox_size: &dyn Fn(&Declaration) -> (u32, u64),
 ) -> Result<LoadedTool, LoadError> {
     if bytes.len() > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge(bytes.len()));
@@ -357,23 +357,15 @@ pub fn load(
         })
     })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
-    let sized;
-    let metadata_grants = if declaration.core_instances.is_some() || declaration.memory_mb.is_some()
-    {
-        let mut grants = metadata_grants.clone();
-        let ceiling = runtime.config();
-        if let Some(n) = declaration.core_instances {
-            grants.limits.core_instances = n.min(ceiling.max_core_instances);
-        }
-        if let Some(mb) = declaration.memory_mb {
-            let cap = u64::try_from(ceiling.max_memory_bytes).unwrap_or(u64::MAX);
-            grants.limits.memory_bytes = mb.saturating_mul(1 << 20).min(cap);
-        }
-        sized = grants;
-        &sized
-    } else {
-        metadata_grants
-    };
+    // The sandbox this tool's calls get (core instances, memory), within the engine's
+    // ceilings: an interpreter's component needs it just to start.
+    let mut sized = metadata_grants.clone();
+    let (core_instances, memory_bytes) = sandbox_size(&declaration);
+    let ceiling = runtime.config();
+    sized.limits.core_instances = core_instances.min(ceiling.max_core_instances);
+    sized.limits.memory_bytes =
+        memory_bytes.min(u64::try_from(ceiling.max_memory_bytes).unwrap_or(u64::MAX));
+    let metadata_grants = &sized;
 
     let raw = {
         // Declared before the store, so it is given back after the store is dropped.
@@ -585,12 +577,14 @@ pub enum CallFailure {
 }
 
 /// What `handle` returned: copied out when within the result cap, else measured.
-type Returned = wasmtime::Result<Result<Lifted, Lifted>>;
+type Returned = wasmtime::Result<Result<Lifted<false>, Lifted<true>>>;
 
 /// The `handle` export: arguments and context in, the result or the tool's error out
 /// (each lifted under the call's result cap, before the guest's post-return frees it).
-type HandleFunc<'a> =
-    wasmtime::component::TypedFunc<(&'a str, &'a CallContext), (Result<Lifted, Lifted>,)>;
+type HandleFunc<'a> = wasmtime::component::TypedFunc<
+    (&'a str, &'a CallContext),
+    (Result<Lifted<false>, Lifted<true>>,),
+>;
 
 impl LoadedTool {
     /// Runs `handle` in a fresh sandbox. `Ok(Err(msg))` is the tool's own error.
@@ -716,15 +710,19 @@ impl LoadedTool {
                 Ok(Ok(text))
             }
             Ok(Lifted::Over { chars, .. }) => Err(CallFailure::ResultSize { chars }),
-            // Only what the sanitizer reads: the rest of a huge error is never kept.
-            Err(Lifted::Text(message) | Lifted::Over { head: message, .. }) => {
-                Ok(Err(match message.char_indices().nth(MAX_INPUT_CHARS + 1) {
-                    Some((end, _)) => message[..end].to_owned(),
-                    None => message,
-                }))
-            }
+            // Only what the sanitizer reads (`lifted::HEAD_CHARS`): the rest of a
+            // huge error was never copied.
+            Err(Lifted::Text(message) | Lifted::Over { head: message, .. }) => Ok(Err(message)),
         });
+        let denied = store.data().limiter.denied;
         let result = match result {
+            // An error after the host refused the guest memory (an interpreter's
+            // MemoryError, caught and returned): the memory cap, as when a guest traps
+            // on it. A result is the tool's, whatever it ran into on the way.
+            Ok(Ok(Err(_))) if denied.is_some() => Err(CallFailure::Memory {
+                tried: denied.unwrap_or_default(),
+                cap: grants.limits.memory_bytes,
+            }),
             Ok(Ok(value)) => Ok(value),
             Ok(Err(failure)) => Err(failure),
             Err(e) => Err(classify(e, store.data(), grants, timeout_ms)),

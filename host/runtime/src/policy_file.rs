@@ -1097,6 +1097,12 @@ fn grant_override(
         inject.push(binding);
     }
     let l = g.limits;
+    if l.core_instances == Some(0) || l.max_core_instances == Some(0) {
+        return Err(invalid(
+            "limits.core_instances and max_core_instances must be at least 1 (a Rust tool needs 3)"
+                .into(),
+        ));
+    }
     if l.max_concurrent == Some(0) {
         return Err(invalid("limits.max_concurrent must be at least 1".into()));
     }

@@ -3,8 +3,9 @@
 //! Interpreters import it whether or not a tool uses it (libpython's `socket` module
 //! does), so refusing such components at load would refuse every Python tool. The
 //! interfaces are wasmtime-wasi's own, given a context that allows nothing: creating a
-//! TCP or UDP socket and looking up a name answer `access-denied` before any socket
-//! exists on the host, and without a socket no other function has anything to act on.
+//! TCP or UDP socket answers `access-denied` and looking up a name
+//! `permanent-resolver-failure`, before any socket or query exists on the host; without
+//! a socket no other function has anything to act on.
 //! Outbound HTTP stays wasi:http's, through the host's egress checks, for tools that
 //! declare and are granted destinations; no grant ever turns into a raw socket.
 
