@@ -26,8 +26,8 @@ pub struct EngineConfig {
     /// Largest linear memory any instance may have, in bytes (default 512 MiB). Must be
     /// at least the operator's `max_memory_mb`.
     pub max_memory_bytes: usize,
-    /// Most core wasm instances one sandbox may hold (default
-    /// [`CORE_INSTANCES_PER_COMPONENT`]): the pool's per-component ceiling, which each
+    /// Most core wasm instances one sandbox may hold (default 64, the operator's
+    /// default `max_core_instances`): the pool's per-component ceiling, which each
     /// call's own limit (`EffectiveLimits::core_instances`) stays under. A count, not
     /// reserved memory.
     pub max_core_instances: u32,
@@ -147,7 +147,7 @@ pub const METADATA_SANDBOXES: u32 = 64;
 /// (its declaration's `core_instances`, default 8); memories and tables are reserved
 /// address space, the same for every sandbox. A component over any of them is refused
 /// at load, with the limit named.
-pub const CORE_INSTANCES_PER_COMPONENT: u32 = 64;
+const CORE_INSTANCES_PER_COMPONENT: u32 = 64;
 /// See [`CORE_INSTANCES_PER_COMPONENT`].
 const MEMORIES_PER_COMPONENT: u32 = 2;
 /// See [`CORE_INSTANCES_PER_COMPONENT`].

@@ -1,7 +1,7 @@
 //! The network capability: wasi:http for tools that declare destinations (grant:
 //! `EffectiveGrants::network`), every request sent through [`egress`] — the granted
 //! destinations only, public addresses only, bounded in size and time. Never raw
-//! sockets: wasi:sockets is linked for no tool.
+//! sockets: wasi:sockets refuses every use (`capability::sockets`).
 
 pub mod egress;
 
