@@ -30,6 +30,7 @@ fn artifacts() -> Option<PathBuf> {
         PathBuf::from,
     );
     if dir.join("py_probe.wasm").is_file() && dir.join("js_probe.wasm").is_file() {
+        warm(&dir);
         return Some(dir);
     }
     if std::env::var_os("HERMETIC_SKIP_POLYGLOT").is_some() {
@@ -42,6 +43,25 @@ fn artifacts() -> Option<PathBuf> {
          python3-venv and node)",
         dir.display()
     );
+}
+
+/// Compiles every built component into the shared cache once, before any test loads
+/// them: tests run in parallel, and each compiling the same 20 MB components at once
+/// (seconds each) would only repeat the work.
+fn warm(dir: &Path) {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let all = tools(dir, TOOLS);
+        let root = TempDir::new().unwrap();
+        let out = hermetic(root.path(), "", all.path(), &["tools"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
 }
 
 /// A tools directory holding copies of the built components `names`.

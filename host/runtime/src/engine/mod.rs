@@ -419,6 +419,13 @@ impl Runtime {
                     });
                 }
                 Ok(None) => {}
+                // Over the pool's core-instance ceiling: compiling again (seconds of
+                // Cranelift for an interpreter's component) would be refused the same.
+                Err(e)
+                    if e.contains("core module instances") && e.contains("pooling allocator") =>
+                {
+                    return Err(EngineError::Compile(wasmtime::format_err!("{e}").into()));
+                }
                 Err(e) => {
                     tracing::warn!(
                         entry,
