@@ -213,7 +213,7 @@ export function buildPlan(decl) {
   const network = caps.network ?? [];
   if (!Array.isArray(network)) throw new Error('declaration.toml: capabilities.network must be a list');
   const terminal = caps.terminal === true;
-  const keyvalue = caps.keyvalue != null;
+  const keyvalue = caps.keyvalue != null && caps.keyvalue !== false;
   const disableFeatures = ['stdio', 'fetch-event'];
   // wasi:http is linked only into tools that declare network destinations; a tool
   // importing it without is refused at load, so fetch() is compiled in only then.

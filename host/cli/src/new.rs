@@ -130,6 +130,17 @@ pub fn create(lang: Lang, name: &str, dir: Option<&Path>) -> anyhow::Result<Path
             );
         }
     }
+    let made = !dir.exists();
+    let written = write_files(lang, name, &dir);
+    // A project half written would be refused as "not empty" by the next try.
+    if written.is_err() && made {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    written.map(|()| dir)
+}
+
+/// Writes the files of a `lang` project for tool `name` into `dir`.
+fn write_files(lang: Lang, name: &str, dir: &Path) -> anyhow::Result<()> {
     // Rust crate names take `_` where the tool's may have `-`; the file cargo writes
     // is named after the crate.
     let crate_name = name.replace('-', "_");
@@ -153,7 +164,7 @@ pub fn create(lang: Lang, name: &str, dir: Option<&Path>) -> anyhow::Result<Path
                 .with_context(|| format!("making {} executable", target.display()))?;
         }
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// What to tell the user after [`create`].
