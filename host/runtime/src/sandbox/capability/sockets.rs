@@ -14,12 +14,13 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 
-/// Refuses every socket use in the call's context (whatever the builder's defaults).
+/// Refuses every socket use in the call's context: no TCP, no UDP, no name lookup
+/// (the builder's address check already refuses every address; setting it again would
+/// allocate on every call).
 pub(crate) fn configure(wasi: &mut WasiCtxBuilder) {
     wasi.allow_tcp(false)
         .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .socket_addr_check(|_, _| Box::pin(async { false }));
+        .allow_ip_name_lookup(false);
 }
 
 /// Links wasi:sockets for calls on a thread of their own (the blocking bindings).
