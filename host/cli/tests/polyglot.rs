@@ -401,7 +401,9 @@ fn a_python_tool_is_compiled_once_and_then_loaded_from_the_cache() {
 /// nothing is downloaded or compiled twice).
 #[test]
 fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
-    let workspace = Path::new(hermetic::GUEST_BUILD_DIR).join("../../../..");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // GUEST_BUILD_DIR is TARGET/guest-tools/wasm32-wasip2/release.
+    let guest_target = Path::new(hermetic::GUEST_BUILD_DIR).join("../..");
     let mut langs = vec!["rust"];
     if artifacts().is_some() {
         langs.extend(["python", "js"]);
@@ -439,7 +441,7 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
                 // The guests' target already holds the SDK's dependencies, built
                 // with the same profile.
                 build
-                    .env("CARGO_TARGET_DIR", workspace.join("target/guest-tools"))
+                    .env("CARGO_TARGET_DIR", &guest_target)
                     .env("CARGO_NET_OFFLINE", "true");
             }
         }
