@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Build a hermetic tool component from a JavaScript project:
 //
-//   node build.mjs PROJECT_DIR -o OUT.wasm [--entry app.js] [--keep-temp]
+//   node build.mjs PROJECT_DIR -o OUT.wasm [--entry app.js|app.ts] [--typecheck] [--keep-temp]
 //
 // PROJECT_DIR holds app.js (an ES module exporting `tool`, see hermetic-tool.js) and
 // declaration.toml (the tool's declaration, embedded as the `hermetic:declaration`
@@ -13,12 +13,17 @@
 //
 // The WIT comes from `wit/` beside this script (a project made by `hermetic new
 // --lang js`) or from the repository's `wit/` two levels up; HERMETIC_WIT_DIR overrides.
+//
+// TypeScript: a project with app.ts and no app.js has every .ts file of its copy
+// transpiled to .js (typescript's transpileModule: no type check, ESNext modules,
+// ES2022) before the build; `--typecheck` first runs a strict full check and fails on
+// errors. `typescript` is loaded only then, so plain JavaScript builds never need it.
 
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const SECTION = 'hermetic:declaration';
@@ -265,6 +270,128 @@ export function declarationToEmbed(text, plan, coreInstances) {
   return `# added by build.mjs: the component creates ${coreInstances} core instances\ncore_instances = ${coreInstances}\n${text}`;
 }
 
+// ---------------------------------------------------------------- TypeScript
+
+/** The typescript release build.mjs uses (pinned exactly in package.json). */
+export const TYPESCRIPT_VERSION = '5.9.3';
+export const TYPESCRIPT_INSTALL = `npm install --save-exact typescript@${TYPESCRIPT_VERSION}`;
+
+/**
+ * The typescript compiler API, loaded on demand. `spec` is for tests. typescript 7
+ * (the native compiler, which jco pulls in) has no JavaScript API, so only 5.x is taken.
+ */
+export async function loadTypeScript(spec = 'typescript') {
+  const fix = `run \`${TYPESCRIPT_INSTALL}\` in ${HERE}`;
+  let mod;
+  try {
+    mod = await import(spec);
+  } catch (e) {
+    if (e.code === 'ERR_MODULE_NOT_FOUND') {
+      throw new Error(`a TypeScript project (app.ts) needs the \`typescript\` package, which is not installed: ${fix}`);
+    }
+    throw e;
+  }
+  const ts = mod.default ?? mod;
+  if (typeof ts.transpileModule !== 'function' || typeof ts.createProgram !== 'function' || !/^5\./.test(String(ts.version))) {
+    throw new Error(`the installed \`typescript\` (${ts.version ?? 'unknown version'}) has no usable compiler API (5.x is needed): ${fix}`);
+  }
+  return ts;
+}
+
+const TS_SOURCE = /(?<!\.d)\.(m?)ts$/; // app.ts, lib.mts; not types.d.ts
+
+/** Relative paths (with `/`) of the TypeScript sources under `dir`; `.d.ts` too when `declarations`. */
+export async function tsFiles(dir, { declarations = false } = {}) {
+  const out = [];
+  const walk = async (d) => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      if (SKIP.has(e.name)) continue;
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (TS_SOURCE.test(e.name) || (declarations && /\.d\.m?ts$/.test(e.name))) out.push(relative(dir, p).split('\\').join('/'));
+    }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+/** The transpile step's options: modules stay ES modules, `./x.ts` specifiers become `./x.js`. */
+export function transpileOptions(ts) {
+  return {
+    module: ts.ModuleKind.ESNext,
+    target: ts.ScriptTarget.ES2022,
+    rewriteRelativeImportExtensions: true,
+    sourceMap: false,
+    inlineSourceMap: false,
+  };
+}
+
+/** The `--typecheck` options: strict, no emit, resolution as the build resolves imports. */
+export function typecheckOptions(ts) {
+  return {
+    ...transpileOptions(ts),
+    strict: true,
+    noEmit: true,
+    isolatedModules: true, // what transpileModule (one file at a time) can compile
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    allowImportingTsExtensions: true,
+    forceConsistentCasingInFileNames: true,
+    // The engine's globals: the language plus fetch, URL, TextEncoder, performance, …
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+    types: [],
+  };
+}
+
+function formatDiagnostics(ts, diags, dir) {
+  return ts.formatDiagnostics(diags, {
+    getCanonicalFileName: (f) => f,
+    getCurrentDirectory: () => dir,
+    getNewLine: () => '\n',
+  }).trimEnd();
+}
+
+/**
+ * Transpiles every .ts (.mts) file under `dir` in place: `x.ts` becomes `x.js` (`x.mts`,
+ * `x.mjs`) and the source is removed. Types are not checked; a syntax error fails.
+ * Returns the relative paths of the files written.
+ */
+export async function transpileProject(ts, dir, { shown = dir } = {}) {
+  const written = [];
+  for (const rel of await tsFiles(dir)) {
+    const src = join(dir, rel);
+    const outRel = rel.replace(TS_SOURCE, '.$1js');
+    const out = join(dir, outRel);
+    if (existsSync(out)) throw new Error(`${join(shown, rel)}: ${outRel} exists too; keep only one of them`);
+    const r = ts.transpileModule(await readFile(src, 'utf8'), {
+      compilerOptions: transpileOptions(ts),
+      fileName: rel,
+      reportDiagnostics: true,
+    });
+    if (r.diagnostics?.length) {
+      throw new Error(`TypeScript syntax errors in ${shown}:\n${formatDiagnostics(ts, r.diagnostics, dir)}`);
+    }
+    await writeFile(out, r.outputText);
+    await rm(src);
+    written.push(outRel);
+  }
+  return written;
+}
+
+/** A strict type check of every .ts file under `dir`: the formatted errors ('' when none). */
+export async function typecheckProject(ts, dir) {
+  const roots = (await tsFiles(dir, { declarations: true })).map((f) => join(dir, f));
+  const program = ts.createProgram(roots, typecheckOptions(ts));
+  const diags = ts.getPreEmitDiagnostics(program);
+  return diags.length ? formatDiagnostics(ts, diags, dir) : '';
+}
+
+/** The entry module: `entry` when given, else app.js, else app.ts. */
+export function chooseEntry(project, entry) {
+  if (entry) return entry;
+  if (!existsSync(join(project, 'app.js')) && existsSync(join(project, 'app.ts'))) return 'app.ts';
+  return 'app.js';
+}
+
 // ---------------------------------------------------------------- the build
 
 async function need(spec, what) {
@@ -305,11 +432,14 @@ async function checkSyntax(dir, shown = dir) {
   }
 }
 
-export async function build({ project, out, entry = 'app.js', keepTemp = false, say = console.error }) {
+export async function build({ project, out, entry, typecheck = false, keepTemp = false, say = console.error }) {
   const t0 = Date.now();
   project = resolve(project);
   const declPath = join(project, 'declaration.toml');
+  entry = chooseEntry(project, entry);
+  const typescript = TS_SOURCE.test(entry);
   if (!existsSync(join(project, entry))) throw new Error(`${join(project, entry)}: not found (the tool's ES module)`);
+  if (typecheck && !typescript) throw new Error(`--typecheck is for TypeScript projects (app.ts); the entry is ${entry}`);
   if (!existsSync(declPath)) throw new Error(`${declPath}: not found (every tool needs a declaration)`);
   const { parse } = await need('smol-toml', 'smol-toml');
   const declText = await readFile(declPath, 'utf8');
@@ -320,6 +450,7 @@ export async function build({ project, out, entry = 'app.js', keepTemp = false, 
     throw new Error(`${declPath}: ${e.message}`);
   }
   const plan = buildPlan(decl);
+  const ts = typescript ? await loadTypeScript() : null;
   const { componentize } = await need('@bytecodealliance/componentize-js', 'componentize-js');
   const witDir = findWitDir();
 
@@ -328,8 +459,21 @@ export async function build({ project, out, entry = 'app.js', keepTemp = false, 
   try {
     const src = join(tmp, 'src');
     await copyProject(project, src);
+    for (const f of ['hermetic-tool.js', 'hermetic-tool.d.ts']) {
+      if (!existsSync(join(src, f)) && existsSync(join(HERE, f))) await cp(join(HERE, f), join(src, f));
+    }
+    if (ts) {
+      if (typecheck) {
+        const t = Date.now();
+        const errors = await typecheckProject(ts, src);
+        if (errors) throw new Error(`type errors (typescript ${ts.version}, strict):\n${errors.replaceAll(src, project)}`);
+        say(`[build] typecheck: no errors (typescript ${ts.version}, ${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      }
+      const written = await transpileProject(ts, src, { shown: project });
+      say(`[build] transpiled ${written.length} TypeScript file(s) with typescript ${ts.version}${typecheck ? '' : ' (types not checked; --typecheck checks them)'}`);
+      entry = entry.replace(TS_SOURCE, '.$1js');
+    }
     await checkSyntax(src, project);
-    if (!existsSync(join(src, 'hermetic-tool.js'))) await cp(join(HERE, 'hermetic-tool.js'), join(src, 'hermetic-tool.js'));
     const wit = join(tmp, 'wit');
     await writeWitDir(wit, witDir, plan);
     say(`[build] ${plan.name}: componentize-js (disabled: ${plan.disableFeatures.join(', ')}${plan.terminal ? '; + terminal' : ''}${plan.keyvalue ? '; + keyvalue' : ''})…`);
@@ -369,7 +513,7 @@ export async function build({ project, out, entry = 'app.js', keepTemp = false, 
 }
 
 function usage() {
-  return 'usage: node build.mjs PROJECT_DIR -o OUT.wasm [--entry app.js] [--keep-temp]';
+  return 'usage: node build.mjs PROJECT_DIR -o OUT.wasm [--entry app.js|app.ts] [--typecheck] [--keep-temp]';
 }
 
 async function main(argv) {
@@ -379,6 +523,7 @@ async function main(argv) {
     if (a === '-o' || a === '--out') opts.out = argv[++i];
     else if (a === '--entry') opts.entry = argv[++i];
     else if (a === '--keep-temp') opts.keepTemp = true;
+    else if (a === '--typecheck') opts.typecheck = true;
     else if (a === '-h' || a === '--help') {
       console.log(usage());
       return;

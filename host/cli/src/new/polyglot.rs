@@ -77,6 +77,10 @@ pub(super) const JS: &[File] = &[
         include_str!("../../../../guest-tools/js/hermetic-tool.js"),
     ),
     (
+        "hermetic-tool.d.ts",
+        include_str!("../../../../guest-tools/js/hermetic-tool.d.ts"),
+    ),
+    (
         "build.mjs",
         include_str!("../../../../guest-tools/js/build.mjs"),
     ),
