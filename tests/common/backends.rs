@@ -21,7 +21,21 @@ pub fn require(program: &str, package: &str) {
 
 /// Whether a process whose command line contains `token` is alive (not a zombie),
 /// anywhere on this machine (containers and ssh sessions share its kernel).
+///
+/// Looked for in three scans 20 ms apart, alive if any finds it: a process in the
+/// middle of `execve` (bash exec-ing its last command, `sleep …`) has an empty
+/// command line for a moment, and one scan landing there would call a running
+/// process dead (a false "kill reached it", or a false "it is gone").
 pub fn alive(token: &str) -> bool {
+    (0..3).any(|i| {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        seen_once(token)
+    })
+}
+
+fn seen_once(token: &str) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return false;
     };
