@@ -78,6 +78,10 @@ def load_declaration(project: Path):
     # What the host accepts; also the default output file's name, never a path.
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", parsed["name"]):
         raise BuildError(f"{path}: `name` must be 1-64 of [A-Za-z0-9_-], got {parsed['name']!r}")
+    if "hook" in parsed:
+        # A hook exports the `hook` interface, which this SDK does not build: the host
+        # would find no hook exports and refuse the component at load.
+        raise BuildError(f"{path}: hooks are not supported by this build (tools only; write hooks in Rust)")
     try:
         world.needs(parsed)
     except ValueError as e:

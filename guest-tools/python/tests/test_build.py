@@ -31,6 +31,9 @@ class Build(unittest.TestCase):
         self.write("declaration.toml", 'name = "x"\ntoolset = "t"\n[capabilities]\nnetwork = "https://x"\n')
         with self.assertRaisesRegex(build.BuildError, "network"):
             build.load_declaration(self.dir)
+        self.write("declaration.toml", 'name = "x"\ntoolset = "t"\n[hook]\nevents = ["pre_tool_call"]\n')
+        with self.assertRaisesRegex(build.BuildError, "hooks are not supported"):
+            build.load_declaration(self.dir)
 
     def test_core_instances_added_at_the_top(self):
         text = 'name = "x"\ntoolset = "t"\n[capabilities]\nenv = ["A"]\n'

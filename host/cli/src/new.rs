@@ -174,13 +174,16 @@ pub fn next_steps(lang: Lang, name: &str, dir: &Path) -> String {
         Lang::Python => "python3 with venv (it installs componentize-py into .venv)",
         Lang::Js => "node and npm (it runs npm ci for componentize-js)",
     };
+    // `name` is checked to be shell-safe; the directory is whatever the user gave.
+    let shown = dir.display().to_string();
+    let quoted = shell_word(&shown);
+    let wasm = shell_word(&format!("{shown}/{name}.wasm"));
     format!(
-        "made {dir}: a {lang:?} tool `{name}`.\n\
-         build:   cd {dir} && ./build.sh        (needs {toolchain})\n\
-         inspect: hermetic inspect {dir}/{name}.wasm\n\
-         try it:  hermetic --tools-dir {dir} call {name} '{{\"name\": \"world\"}}'\n\
+        "made {shown}: a {lang:?} tool `{name}`.\n\
+         build:   cd {quoted} && ./build.sh        (needs {toolchain})\n\
+         inspect: hermetic inspect {wasm}\n\
+         try it:  hermetic --tools-dir {quoted} call {name} '{{\"name\": \"world\"}}'\n\
          Edit the declaration (what the tool may reach) in {decl}.",
-        dir = dir.display(),
         decl = match lang {
             Lang::Rust => "src/lib.rs (export_tool!)",
             Lang::Python | Lang::Js => "declaration.toml",
@@ -188,9 +191,42 @@ pub fn next_steps(lang: Lang, name: &str, dir: &Path) -> String {
     )
 }
 
+/// `s` as one shell word for the commands [`next_steps`] prints, so a directory with a
+/// space or a quote can be pasted as shown; quoted only when it needs to be.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_steps_quote_what_the_shell_would_split() {
+        let plain = next_steps(Lang::Python, "t", Path::new("/tmp/t"));
+        assert!(plain.contains("cd /tmp/t && ./build.sh"), "{plain}");
+        assert!(plain.contains("hermetic inspect /tmp/t/t.wasm"), "{plain}");
+        let odd = next_steps(Lang::Js, "t", Path::new("/tmp/my tools/it's"));
+        assert!(
+            odd.contains(r"cd '/tmp/my tools/it'\''s' && ./build.sh"),
+            "{odd}"
+        );
+        assert!(
+            odd.contains(r"inspect '/tmp/my tools/it'\''s/t.wasm'"),
+            "{odd}"
+        );
+        assert!(
+            odd.contains(r"--tools-dir '/tmp/my tools/it'\''s' call t"),
+            "{odd}"
+        );
+    }
 
     #[test]
     fn names_are_checked() {
