@@ -313,6 +313,17 @@ fn invalid_json_and_a_mismatched_schema_name_are_contained() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("differs from the declared name"), "{err}");
+    // 2 Mi characters, 4 MiB: measured where the guest left it, refused by its size.
+    let bytes = std::fs::read(guest("huge_schema")).unwrap();
+    let err = f
+        .registry
+        .load(&bytes, ToolSource::File(guest("huge_schema")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("2097") && err.contains("characters, over the 262144-byte limit"),
+        "{err}"
+    );
     assert_healthy(&f.registry);
 }
 

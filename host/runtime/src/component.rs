@@ -387,17 +387,38 @@ pub fn load(
             },
         )
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
-        let instance = pre.instantiate(&mut store).map_err(|e| {
+        let instance = pre.instance_pre().instantiate(&mut store).map_err(|e| {
             if over_instances(&e) {
                 LoadError::TooManyInstances(metadata_grants.limits.core_instances)
             } else {
                 LoadError::Instantiate(e.into())
             }
         })?;
-        instance
-            .hermetic_tool_tool()
-            .call_schema(&mut store)
-            .map_err(|e| LoadError::schema_from("schema() failed", WasmtimeError::from(e)))?
+        // Lifted, not a `String`: a schema over the limit is measured where the guest
+        // left it (it may be as large as the tool's memory), never copied.
+        let failed =
+            |e: wasmtime::Error| LoadError::schema_from("schema() failed", WasmtimeError::from(e));
+        let schema_export = component
+            .get_export_index(None, TOOL_INTERFACE)
+            .and_then(|tool| component.get_export_index(Some(&tool), "schema"))
+            .ok_or_else(|| LoadError::Link {
+                reason: format!("no `schema` export in {TOOL_INTERFACE}"),
+                source: None,
+            })?;
+        let schema_func: wasmtime::component::TypedFunc<(), (Lifted<false>,)> = instance
+            .get_typed_func(&mut store, schema_export)
+            .map_err(failed)?;
+        match lifted::with_cap(MAX_SCHEMA_BYTES, || schema_func.call(&mut store, ()))
+            .map_err(failed)?
+            .0
+        {
+            Lifted::Text(text) => text,
+            Lifted::Over { chars, .. } => {
+                return Err(LoadError::schema(format!(
+                    "{chars} characters, over the {MAX_SCHEMA_BYTES}-byte limit"
+                )));
+            }
+        }
     };
     if raw.len() > MAX_SCHEMA_BYTES {
         return Err(LoadError::schema(format!(
