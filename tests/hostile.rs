@@ -445,3 +445,29 @@ fn results_and_errors_are_copied_out_before_the_guest_frees_them() {
     assert!(err.contains("100012 characters"), "{err}");
     assert_healthy(&f.registry);
 }
+
+/// A component that creates more core instances than its sandbox holds is refused
+/// before anything is compiled, with the count it would create: here the operator's
+/// default for tools that ask for no number is under what any Rust tool needs.
+#[test]
+fn a_component_over_its_core_instances_is_refused_before_compiling() {
+    let (_ws, mut options) = options();
+    options.policy.defaults.limits.default_core_instances = 1;
+    let registry = Registry::new(options).unwrap();
+    let bytes = std::fs::read(guest("echo")).unwrap();
+    let err = registry
+        .load(&bytes, ToolSource::File(guest("echo")))
+        .unwrap_err()
+        .to_string();
+    let found = err
+        .strip_prefix("cannot be instantiated: it creates ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(found > 1, "{err}");
+    assert!(
+        err.contains("core wasm instances, over 1, its sandbox's limit"),
+        "{err}"
+    );
+    assert!(err.contains("core_instances = N"), "{err}");
+}

@@ -342,7 +342,8 @@ fn an_operator_ceiling_under_what_a_python_tool_needs_refuses_it_by_name() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("py_probe.wasm") && stderr.contains("more than 10 core wasm instances"),
+        stderr.contains("py_probe.wasm")
+            && stderr.contains("creates 14 core wasm instances, over 10"),
         "{stderr}"
     );
     assert!(stderr.contains("core_instances"), "{stderr}");

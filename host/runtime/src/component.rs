@@ -84,9 +84,16 @@ pub enum LoadError {
     Instantiate(#[source] WasmtimeError),
     /// It creates more core instances than its sandbox may hold.
     #[error(
-        "cannot be instantiated: it creates more than {0} core wasm instances, its sandbox's limit: declare `core_instances = N` (the operator allows up to `max_core_instances`; componentize-py tools need 14)"
+        "cannot be instantiated: it creates {} core wasm instances, over {limit}, its sandbox's limit: declare `core_instances = N` (the operator allows up to `max_core_instances`; componentize-py tools need 14)",
+        found.map_or_else(|| format!("more than {limit}"), |n| n.to_string())
     )]
-    TooManyInstances(u32),
+    TooManyInstances {
+        /// The sandbox's limit.
+        limit: u32,
+        /// How many it creates, when counted before compiling (else wasmtime found
+        /// it over the limit and did not say by how much).
+        found: Option<u32>,
+    },
     /// The component imports something the host does not provide, or does not export
     /// the `tool` interface.
     #[error("does not fit the hermetic:tool world: {reason}")]
@@ -193,6 +200,14 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, LoadError> {
 /// [`LoadError::NotAComponent`] for malformed bytes or a core module, and
 /// [`LoadError::Declaration`] for a missing, duplicated or invalid declaration.
 pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
+    scan(bytes).map(|(declaration, _)| declaration)
+}
+
+/// The declaration, and the core instances the component's top level creates: a lower
+/// bound of what wasmtime counts (a nested component's are not added, as it may be
+/// instantiated any number of times), so a component it finds over a limit is over it,
+/// known before compiling (seconds of Cranelift for an interpreter's component).
+fn scan(bytes: &[u8]) -> Result<(Declaration, u32), LoadError> {
     if bytes.is_empty() {
         return Err(LoadError::not_a_component("empty file"));
     }
@@ -207,6 +222,7 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
         source: Some(Box::new(e)),
     };
     let mut found: Option<&[u8]> = None;
+    let mut core_instances = 0u32;
     let mut first = true;
     // `Parser::parse_all` would do, but it walks every function body of the nested core
     // modules, which reads (and faults in) every page of the bundled tools' embedded
@@ -247,6 +263,15 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
                 }
                 found = Some(section.data());
             }
+            wasmparser::Payload::InstanceSection(section) if outer.is_empty() => {
+                for instance in section {
+                    if let wasmparser::Instance::Instantiate { .. } =
+                        instance.map_err(not_a_component)?
+                    {
+                        core_instances = core_instances.saturating_add(1);
+                    }
+                }
+            }
             wasmparser::Payload::CodeSectionStart { size, .. } => {
                 parser.skip_section();
                 data = usize::try_from(size)
@@ -265,7 +290,8 @@ pub fn read_declaration(bytes: &[u8]) -> Result<Declaration, LoadError> {
             _ => {}
         }
     }
-    Ok(Declaration::parse(found.ok_or(DeclarationError::Missing)?)?)
+    let declaration = Declaration::parse(found.ok_or(DeclarationError::Missing)?)?;
+    Ok((declaration, core_instances))
 }
 
 /// A compiled, pre-linked tool with its schema.
@@ -335,12 +361,27 @@ pub fn load(
     if bytes.len() > MAX_COMPONENT_BYTES {
         return Err(LoadError::TooLarge(bytes.len()));
     }
-    let declaration = read_declaration(bytes)?;
+    let (declaration, creates) = scan(bytes)?;
+    // The sandbox this tool's calls get (core instances, memory), within the engine's
+    // ceilings: an interpreter's component needs it just to start.
+    let ceiling = runtime.config();
+    let (core_instances, memory_bytes) = sandbox_size(&declaration);
+    let core_instances = core_instances.min(ceiling.max_core_instances);
+    // Refused before compiling when it is known to be over that size.
+    if creates > core_instances {
+        return Err(LoadError::TooManyInstances {
+            limit: core_instances,
+            found: Some(creates),
+        });
+    }
     let compiled = runtime.compile(bytes).map_err(|e| match &e {
         // Over the engine's ceiling (the operator's `max_core_instances`): wasmtime
         // refuses to compile it for this pool.
         EngineError::Compile(cause) if over_instances_text(&cause.to_string()) => {
-            LoadError::TooManyInstances(runtime.config().max_core_instances)
+            LoadError::TooManyInstances {
+                limit: runtime.config().max_core_instances,
+                found: None,
+            }
         }
         _ => LoadError::Compile(e),
     })?;
@@ -357,12 +398,8 @@ pub fn load(
         })
     })?;
     let name: Arc<str> = Arc::from(declaration.name.as_str());
-    // The sandbox this tool's calls get (core instances, memory), within the engine's
-    // ceilings: an interpreter's component needs it just to start.
     let mut sized = metadata_grants.clone();
-    let (core_instances, memory_bytes) = sandbox_size(&declaration);
-    let ceiling = runtime.config();
-    sized.limits.core_instances = core_instances.min(ceiling.max_core_instances);
+    sized.limits.core_instances = core_instances;
     sized.limits.memory_bytes =
         memory_bytes.min(u64::try_from(ceiling.max_memory_bytes).unwrap_or(u64::MAX));
     let metadata_grants = &sized;
@@ -389,7 +426,10 @@ pub fn load(
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
         let instance = pre.instance_pre().instantiate(&mut store).map_err(|e| {
             if over_instances(&e) {
-                LoadError::TooManyInstances(metadata_grants.limits.core_instances)
+                LoadError::TooManyInstances {
+                    limit: metadata_grants.limits.core_instances,
+                    found: None,
+                }
             } else {
                 LoadError::Instantiate(e.into())
             }
