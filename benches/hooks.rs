@@ -2,6 +2,7 @@
 //! hook that does nothing (the test hook with no settings: `pre-call` allows,
 //! `post-call` keeps) — two more fresh sandboxes per call, each instantiated and
 //! called once. The gap is the overhead of an empty hook per call (README "Hooks").
+//! And with the bundled `secret_scan` (redact mode), the hook most hosts would run.
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented public fn"
@@ -36,11 +37,20 @@ fn benches(c: &mut Criterion) {
         ),
     );
     assert!(hooked.call("echo", args, &options).contains("hello"));
+    let scanned_dir = tempfile::TempDir::new().unwrap();
+    let scanned = registry(
+        scanned_dir.path(),
+        "[hooks.secret_scan]\norder = 1\nsecret_scan = true\nconfig = { mode = \"redact\" }\n",
+    );
+    assert!(scanned.call("echo", args, &options).contains("hello"));
     c.bench_function("hooks/echo, no hook", |b| {
         b.iter(|| black_box(bare.call("echo", black_box(args), &options)))
     });
     c.bench_function("hooks/echo, one empty hook (pre + post)", |b| {
         b.iter(|| black_box(hooked.call("echo", black_box(args), &options)))
+    });
+    c.bench_function("hooks/echo, bundled secret_scan (pre + post)", |b| {
+        b.iter(|| black_box(scanned.call("echo", black_box(args), &options)))
     });
 }
 

@@ -280,6 +280,41 @@ fn secret_scan_denies_or_redacts_shapes_and_held_values() {
     let token = format!("ghp_{}", "a1B2".repeat(9));
     let (result, _) = call(&redact, "echo", &json!({"message": token}));
     assert_eq!(result["echo"], "[REDACTED:github_token]");
+    // Every shape (the hook compiles only the shapes whose words a text has: each
+    // must still be found), in a sentence, one message at a time.
+    let shapes = [
+        ("aws_access_key", format!("ASIA{}", "Q".repeat(16))),
+        ("github_token", format!("github_pat_{}", "a_1".repeat(8))),
+        ("slack_token", "xoxb-1234567890-abcdef".to_owned()),
+        (
+            "private_key",
+            "-----BEGIN OPENSSH PRIVATE KEY-----".to_owned(),
+        ),
+        ("api_key", format!("sk-proj-{}", "Ab3_".repeat(6))),
+        ("google_api_key", format!("AIza{}", "x9_-Z".repeat(7))),
+        ("stripe_key", format!("rk_live_{}", "0aZ".repeat(6))),
+        (
+            "jwt",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXZhbHVl".to_owned(),
+        ),
+    ];
+    for (kind, credential) in shapes {
+        let (result, _) = call(
+            &redact,
+            "echo",
+            &json!({"message": format!("use {credential} here")}),
+        );
+        assert_eq!(
+            result["echo"],
+            format!("use [REDACTED:{kind}] here"),
+            "{kind}: {result}"
+        );
+    }
+    // Words of shapes without a credential: untouched.
+    let prose = "through the high gate, a risk-averse ask: sk- eyJ xox";
+    let (result, notes) = call(&redact, "echo", &json!({"message": prose}));
+    assert_eq!(result["echo"], prose, "{result}");
+    assert!(notes.iter().all(|n| n["did"] != "rewrote"), "{notes:?}");
 }
 
 #[test]

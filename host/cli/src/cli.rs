@@ -13,8 +13,8 @@ use std::process::ExitCode;
 ///
 /// Every tool is a WebAssembly component; every call runs in a fresh sandbox that gets
 /// only what the tool declared and the operator granted. The bundled tools (read_file,
-/// write_file, patch, search_files, web_extract, weather, terminal, process) are loaded
-/// unless --no-bundled; add your own with --tools-dir.
+/// write_file, patch, search_files, web_extract, weather, terminal, process, todo,
+/// memory) are loaded unless --no-bundled; add your own with --tools-dir.
 #[derive(Parser, Debug)]
 #[command(name = "hermetic", version, propagate_version = true)]
 struct Cli {

@@ -452,6 +452,11 @@ fn version_and_help_explain_every_command() {
     }
     let (out, _) = run(hermetic(ws.path()).arg("frobnicate"));
     assert_eq!(out.status.code(), Some(2));
+    // The long help names every tool the binary bundles.
+    let (_, help) = run(hermetic(ws.path()).arg("--help"));
+    for (name, _) in hermetic::bundled_tools() {
+        assert!(help.contains(name), "--help does not name {name}: {help}");
+    }
 }
 
 #[test]
