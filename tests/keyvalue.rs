@@ -241,3 +241,71 @@ fn a_tool_not_granted_the_store_is_unavailable() {
         "{out}"
     );
 }
+
+/// `keyvalue-swap`: written only over the value expected (absent, or exactly these
+/// bytes); and read-change-swap loops from four sessions at once keep every change.
+#[test]
+fn swap_writes_only_over_the_expected_value_and_loses_no_concurrent_change() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let registry = Arc::new(host(dir.path(), POLICY));
+    let swap = |expected: Value, value: &str| {
+        probe(
+            &registry,
+            "acme",
+            json!({"op": "swap", "key": "k", "expected": expected, "value": value}),
+        )["swapped"]
+            .clone()
+    };
+    assert_eq!(swap(json!("anything"), "a"), false, "absent is not a value");
+    assert_eq!(swap(Value::Null, "a"), true);
+    assert_eq!(swap(Value::Null, "b"), false, "present now");
+    assert_eq!(swap(json!("b"), "c"), false);
+    assert_eq!(swap(json!("a"), ""), true);
+    assert_eq!(swap(json!(""), "d"), true, "empty is a value");
+    assert_eq!(
+        probe(&registry, "acme", json!({"op": "get", "key": "k"}))["value"],
+        "d"
+    );
+    // Another tenant's `k` is another key.
+    assert_eq!(
+        probe(
+            &registry,
+            "globex",
+            json!({"op": "swap", "key": "k", "expected": "d", "value": "x"})
+        )["swapped"],
+        false
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let registry = Arc::clone(&registry);
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    let out = call_as(
+                        &registry,
+                        "kvprobe",
+                        "acme",
+                        &format!("s{t}"),
+                        json!({"op": "append", "key": "log", "value": format!("{t}.{i}")}),
+                    );
+                    assert!(out["tries"].is_u64(), "{out}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let log = probe(&registry, "acme", json!({"op": "get", "key": "log"}));
+    let mut seen: Vec<&str> = log["value"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .collect();
+    seen.sort_unstable();
+    let mut want: Vec<String> = (0..4)
+        .flat_map(|t| (0..10).map(move |i| format!("{t}.{i}")))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(seen, want);
+}

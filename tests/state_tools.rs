@@ -311,3 +311,61 @@ fn memory_refuses_every_threat_pattern() {
     );
     assert_eq!(out["success"], true, "{out}");
 }
+
+/// Concurrent writers lose nothing: sixteen `add`s at once from sixteen sessions of one
+/// tenant (an agent's parallel tool calls, or several agents) all land. Each call reads
+/// the entries, changes them and writes them back; a write that finds the value changed
+/// since its read starts over, so none overwrites another's entry.
+#[test]
+fn concurrent_memory_adds_are_all_kept() {
+    let f = fixture(true, &[]);
+    let registry = &f.registry;
+    std::thread::scope(|s| {
+        for i in 0..16 {
+            s.spawn(move || {
+                let out = call(
+                    registry,
+                    "memory",
+                    &format!("s{i}"),
+                    json!({"action": "add", "target": "memory", "content": format!("fact number {i}")}),
+                );
+                assert_eq!(out["success"], true, "{out}");
+            });
+        }
+    });
+    let out = call(
+        registry,
+        "memory",
+        "s0",
+        json!({"action": "remove", "target": "memory", "old_text": "no such entry"}),
+    );
+    let entries = out["current_entries"].as_array().unwrap();
+    for i in 0..16 {
+        assert!(
+            entries.contains(&json!(format!("fact number {i}"))),
+            "fact {i} was lost: {entries:?}"
+        );
+    }
+}
+
+/// Parallel merges into one session's list (an agent's parallel tool calls) all land.
+#[test]
+fn concurrent_todo_merges_are_all_kept() {
+    let f = fixture(true, &[]);
+    let registry = &f.registry;
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            s.spawn(move || {
+                let out = call(
+                    registry,
+                    "todo",
+                    "s1",
+                    json!({"todos": [{"id": format!("{i}"), "content": format!("task {i}")}], "merge": true}),
+                );
+                assert!(out["todos"].is_array(), "{out}");
+            });
+        }
+    });
+    let out = call(registry, "todo", "s1", json!({}));
+    assert_eq!(out["summary"]["total"], 8, "{out}");
+}

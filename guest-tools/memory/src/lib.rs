@@ -215,7 +215,15 @@ struct Store {
     target: &'static str,
     limit: usize,
     entries: Vec<String>,
+    /// The value read, which a write expects still to be there.
+    read: Option<Vec<u8>>,
+    /// A write found the value changed since it was read: nothing was written, and the
+    /// call starts over on what is there now.
+    changed: bool,
 }
+
+/// How often a call starts over when other writers keep changing the store under it.
+const TRIES: usize = 32;
 
 fn object(pairs: Vec<(&str, Value)>) -> Value {
     let mut m = Map::new();
@@ -237,9 +245,10 @@ impl Store {
         } else {
             MEMORY_LIMIT
         };
-        let raw = bucket
-            .get(target)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
+        let read = bucket.get(target)?;
+        let raw = read
+            .as_deref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default();
         let mut entries: Vec<String> = Vec::new();
         for part in raw
@@ -256,6 +265,8 @@ impl Store {
             target,
             limit,
             entries,
+            read,
+            changed: false,
         })
     }
 
@@ -271,9 +282,16 @@ impl Store {
         )
     }
 
-    fn save(&self) -> hermetic_sdk::Result<()> {
-        self.bucket
-            .set(self.target, self.entries.join(DELIMITER).as_bytes())?;
+    /// Writes the entries if the store still holds what was read (else marks the call
+    /// to start over: another call wrote meanwhile, and its change must not be lost).
+    fn save(&mut self) -> hermetic_sdk::Result<()> {
+        let value = self.entries.join(DELIMITER);
+        self.changed = !kv::swap(
+            &self.bucket,
+            self.target,
+            self.read.as_deref(),
+            value.as_bytes(),
+        )?;
         Ok(())
     }
 
@@ -608,40 +626,54 @@ impl Tool for Memory {
                 )));
             }
         };
-        let mut store = Store::open(target)?;
-        if let Some(Value::Array(ops)) = args
-            .get("operations")
-            .filter(|o| o.as_array().is_some_and(|a| !a.is_empty()))
-        {
-            return store.batch(ops);
+        // Read, change, write if unchanged; start over on what another call wrote.
+        for _ in 0..TRIES {
+            let mut store = Store::open(target)?;
+            let answer = apply(&mut store, &args)?;
+            if !store.changed {
+                return Ok(answer);
+            }
         }
-        let text = |k: &str| {
-            args.get(k)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        };
-        let action = args.get("action").and_then(Value::as_str);
-        match action {
-            Some("add") => match text("content") {
-                None => Ok(tool_error("Content is required for 'add' action.".into())),
-                Some(content) => store.add(content),
-            },
-            Some("replace") => match (text("old_text"), text("content")) {
-                (None, _) => Ok(store.missing_old_text("replace")),
-                (Some(_), None) => Ok(tool_error(
-                    "content is required for 'replace' action.".into(),
-                )),
-                (Some(old), Some(content)) => store.replace(old, content),
-            },
-            Some("remove") => match text("old_text") {
-                None => Ok(store.missing_old_text("remove")),
-                Some(old) => store.remove(old),
-            },
-            other => Ok(tool_error(format!(
-                "Unknown action '{}'. Use: add, replace, remove",
-                other.unwrap_or("None")
-            ))),
-        }
+        Ok(tool_error(format!(
+            "The {target} store kept changing under this call ({TRIES} tries): other calls are writing it. Try again."
+        )))
+    }
+}
+
+/// The call's action on `store`: its answer (and the store written, or marked changed).
+fn apply(store: &mut Store, args: &Value) -> hermetic_sdk::Result<Value> {
+    if let Some(Value::Array(ops)) = args
+        .get("operations")
+        .filter(|o| o.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        return store.batch(ops);
+    }
+    let text = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let action = args.get("action").and_then(Value::as_str);
+    match action {
+        Some("add") => match text("content") {
+            None => Ok(tool_error("Content is required for 'add' action.".into())),
+            Some(content) => store.add(content),
+        },
+        Some("replace") => match (text("old_text"), text("content")) {
+            (None, _) => Ok(store.missing_old_text("replace")),
+            (Some(_), None) => Ok(tool_error(
+                "content is required for 'replace' action.".into(),
+            )),
+            (Some(old), Some(content)) => store.replace(old, content),
+        },
+        Some("remove") => match text("old_text") {
+            None => Ok(store.missing_old_text("remove")),
+            Some(old) => store.remove(old),
+        },
+        other => Ok(tool_error(format!(
+            "Unknown action '{}'. Use: add, replace, remove",
+            other.unwrap_or("None")
+        ))),
     }
 }
 

@@ -37,6 +37,31 @@ pub fn increment(bucket: &Bucket, key: &str, delta: u64) -> Result<u64, Error> {
     bindings::wasi::keyvalue::atomics::increment(bucket, key, delta)
 }
 
+/// Sets `key` to `value` if its value is still `expected` (`None`: absent), atomically;
+/// `false` (nothing written) when another writer changed it since. Read, change, then
+/// `swap` with what was read, and start over on `false`: no concurrent change is lost.
+///
+/// ```ignore
+/// loop {
+///     let old = bucket.get("list")?;
+///     let new = with_my_change(old.as_deref());
+///     if hermetic_sdk::kv::swap(&bucket, "list", old.as_deref(), &new)? {
+///         break;
+///     }
+/// }
+/// ```
+///
+/// # Errors
+/// [`Error`]: a quota (nothing written).
+pub fn swap(
+    bucket: &Bucket,
+    key: &str,
+    expected: Option<&[u8]>,
+    value: &[u8],
+) -> Result<bool, Error> {
+    bindings::hermetic::tool::keyvalue_swap::swap(bucket, key, expected, value)
+}
+
 /// Every key of `bucket`, page by page.
 ///
 /// # Errors

@@ -167,12 +167,16 @@ fn write(items: &mut Vec<Item>, todos: &[Value], merge: bool) {
     items.truncate(MAX_ITEMS);
 }
 
-fn load(bucket: &kv::Bucket) -> hermetic_sdk::Result<Vec<Item>> {
+/// How often a write starts over when other calls of the session keep changing the list.
+const TRIES: usize = 32;
+
+/// The stored list: its items and the bytes read (which a write expects still there).
+fn load(bucket: &kv::Bucket) -> hermetic_sdk::Result<(Vec<Item>, Option<Vec<u8>>)> {
     let Some(bytes) = bucket.get(KEY)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let stored: Vec<Value> = serde_json::from_slice(&bytes).unwrap_or_default();
-    Ok(stored.iter().map(validate).collect())
+    Ok((stored.iter().map(validate).collect(), Some(bytes)))
 }
 
 fn result(items: &[Item]) -> Value {
@@ -231,14 +235,23 @@ impl Tool for Todo {
 
     fn handle(args: Value, _ctx: &Context) -> hermetic_sdk::Result<Value> {
         let bucket = kv::open("")?;
-        let mut items = load(&bucket)?;
         match args.get("todos").filter(|t| !t.is_null()) {
-            None => {}
+            None => Ok(result(&load(&bucket)?.0)),
             Some(Value::Array(todos)) => {
                 let merge = args.get("merge").is_some_and(truthy);
-                write(&mut items, todos, merge);
-                let stored = Value::Array(items.iter().map(Item::to_json).collect());
-                bucket.set(KEY, stored.to_string().as_bytes())?;
+                // Read, change, write if unchanged (parallel calls of one session each
+                // keep their change); start over on what another call wrote.
+                for _ in 0..TRIES {
+                    let (mut items, read) = load(&bucket)?;
+                    write(&mut items, todos, merge);
+                    let stored = Value::Array(items.iter().map(Item::to_json).collect());
+                    if kv::swap(&bucket, KEY, read.as_deref(), stored.to_string().as_bytes())? {
+                        return Ok(result(&items));
+                    }
+                }
+                Ok(
+                    json!({"error": format!("the todo list kept changing under this call ({TRIES} tries): try again")}),
+                )
             }
             Some(other) => {
                 let kind = match other {
@@ -248,10 +261,9 @@ impl Tool for Todo {
                     Value::Number(n) if n.is_f64() => "float",
                     _ => "int",
                 };
-                return Ok(json!({"error": format!("todos must be a list, got {kind}")}));
+                Ok(json!({"error": format!("todos must be a list, got {kind}")}))
             }
         }
-        Ok(result(&items))
     }
 }
 

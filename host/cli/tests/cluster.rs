@@ -588,6 +588,43 @@ fn a_tool_s_key_value_store_is_one_store_across_nodes() {
             .contains("holds its 5 keys"),
         "{flood}"
     );
+    // Compare-and-swap is one step on Redis: read-append-swap loops on all three
+    // nodes at once keep every append.
+    assert_eq!(
+        probe(
+            &nodes[0],
+            json!({"op": "swap", "key": "plan", "expected": "ship it", "value": "shipped"})
+        )["swapped"],
+        true
+    );
+    assert_eq!(
+        probe(
+            &nodes[1],
+            json!({"op": "swap", "key": "plan", "expected": "ship it", "value": "again"})
+        )["swapped"],
+        false
+    );
+    std::thread::scope(|s| {
+        for (n, node) in nodes.iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..6 {
+                    let out = probe(
+                        node,
+                        json!({"op": "append", "key": "plan", "value": format!("{n}.{i}")}),
+                    );
+                    assert!(out["tries"].is_u64(), "{out}");
+                }
+            });
+        }
+    });
+    let plan = probe(&nodes[2], json!({"op": "get", "key": "plan"}));
+    let plan = plan["value"].as_str().unwrap();
+    assert!(plan.starts_with("shipped"), "{plan}");
+    for n in 0..3 {
+        for i in 0..6 {
+            assert!(plan.contains(&format!("{n}.{i},")), "{n}.{i} lost: {plan}");
+        }
+    }
     // Another tenant's store is another store.
     let (_, answer) = nodes[0].call_tool(ACME, "kvprobe", &json!({"op": "get", "key": "plan"}));
     assert!(answer.contains(r#"\"value\":null"#), "{answer}");

@@ -34,6 +34,26 @@ impl Tool for Probe {
             "exists" => json!({"exists": bucket.exists(&key)?}),
             "list" => json!({"keys": kv::keys(&bucket)?}),
             "incr" => json!({"value": kv::increment(&bucket, &key, args["by"].as_u64().unwrap_or(1))?}),
+            // Compare-and-swap: `expected` null is "absent".
+            "swap" => {
+                let expected = args["expected"].as_str().map(str::as_bytes);
+                let value = text(&args, "value");
+                json!({"swapped": kv::swap(&bucket, &key, expected, value.as_bytes())?})
+            }
+            // Read, append `value` and a comma, write if unchanged; again until it took.
+            "append" => {
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    let old = bucket.get(&key)?;
+                    let mut new = old.clone().unwrap_or_default();
+                    new.extend_from_slice(text(&args, "value").as_bytes());
+                    new.push(b',');
+                    if kv::swap(&bucket, &key, old.as_deref(), &new)? {
+                        break json!({"tries": tries});
+                    }
+                }
+            }
             // Writes keys k0, k1, … until the store refuses one: how many it took.
             "flood" => {
                 let n = args["n"].as_u64().unwrap_or(1_000_000);

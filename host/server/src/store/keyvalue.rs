@@ -206,4 +206,18 @@ impl KeyValueBackend for RedisKeyValue {
             "{key:?} kept changing under {INCREMENT_TRIES} increments: try again"
         )))
     }
+
+    fn swap(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<bool, KeyValueError> {
+        match self.write(ns, key, value, quota, Some(expected))? {
+            Written::Done => Ok(true),
+            Written::Changed => Ok(false),
+        }
+    }
 }

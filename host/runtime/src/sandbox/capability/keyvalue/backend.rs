@@ -146,6 +146,20 @@ pub trait KeyValueBackend: Send + Sync {
         delta: u64,
         quota: &KeyValueQuota,
     ) -> Result<u64, KeyValueError>;
+
+    /// Sets `key` to `value` if its value is still `expected` (`None`: absent), with
+    /// `set`'s quota check, in one step; `false` (nothing written) when it is not.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Quota`] as for `set` (nothing changed).
+    fn swap(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<bool, KeyValueError>;
 }
 
 /// (namespace, key) → value.
@@ -205,13 +219,13 @@ impl Embedded {
     }
 
     /// Writes `new` at `key` in one transaction with its quota check; `new` sees the
-    /// old value and returns the new one (and what to hand back).
+    /// old value and returns the new one (`None`: write nothing) and what to hand back.
     fn update<T>(
         &self,
         ns: &Namespace,
         key: &str,
         quota: &KeyValueQuota,
-        new: impl FnOnce(Option<&[u8]>) -> Result<(Vec<u8>, T), KeyValueError>,
+        new: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), KeyValueError>,
     ) -> Result<T, KeyValueError> {
         let txn = self.db.begin_write().map_err(backend)?;
         let out = {
@@ -222,6 +236,10 @@ impl Embedded {
                 .map_err(backend)?
                 .map(|v| v.value().to_vec());
             let (value, out) = new(old.as_deref())?;
+            let Some(value) = value else {
+                // Nothing to write: the transaction is dropped, aborted.
+                return Ok(out);
+            };
             let (keys, bytes) = usage
                 .get(ns.as_str())
                 .map_err(backend)?
@@ -270,7 +288,7 @@ impl KeyValueBackend for Embedded {
         value: &[u8],
         quota: &KeyValueQuota,
     ) -> Result<(), KeyValueError> {
-        self.update(ns, key, quota, |_| Ok((value.to_vec(), ())))
+        self.update(ns, key, quota, |_| Ok((Some(value.to_vec()), ())))
     }
 
     fn delete(&self, ns: &Namespace, key: &str) -> Result<(), KeyValueError> {
@@ -330,7 +348,24 @@ impl KeyValueBackend for Embedded {
     ) -> Result<u64, KeyValueError> {
         self.update(ns, key, quota, |old| {
             let sum = incremented(key, old, delta)?;
-            Ok((sum.to_string().into_bytes(), sum))
+            Ok((Some(sum.to_string().into_bytes()), sum))
+        })
+    }
+
+    fn swap(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<bool, KeyValueError> {
+        self.update(ns, key, quota, |old| {
+            Ok(if old == expected {
+                (Some(value.to_vec()), true)
+            } else {
+                (None, false)
+            })
         })
     }
 }
@@ -408,6 +443,17 @@ impl KeyValueBackend for EmbeddedFile {
     ) -> Result<u64, KeyValueError> {
         self.store()?.increment(ns, key, delta, quota)
     }
+
+    fn swap(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<bool, KeyValueError> {
+        self.store()?.swap(ns, key, expected, value, quota)
+    }
 }
 
 #[cfg(test)]
@@ -480,6 +526,19 @@ mod tests {
         );
         assert_eq!(kv.list(&ns, 2).unwrap().0, vec!["c".to_owned()]);
         kv.delete(&ns, "a").unwrap();
+        kv.delete(&ns, "a").unwrap();
+        // Swap: written only over the value expected (absent, empty or bytes), under
+        // the quota; a refused swap changes nothing.
+        assert!(!kv.swap(&ns, "a", Some(b"1235"), b"x", &quota).unwrap());
+        assert!(kv.swap(&ns, "a", None, b"", &quota).unwrap());
+        assert!(!kv.swap(&ns, "a", None, b"y", &quota).unwrap());
+        assert!(kv.swap(&ns, "a", Some(b""), b"zz", &quota).unwrap());
+        assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"zz");
+        assert!(matches!(
+            kv.swap(&ns, "a", Some(b"zz"), &[0; 11], &quota),
+            Err(KeyValueError::Quota(_))
+        ));
+        assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"zz");
         kv.delete(&ns, "a").unwrap();
         kv.set(&ns, "d", b"x", &quota).unwrap();
         assert_eq!(kv.list(&other, 0).unwrap().0, vec!["n".to_owned()]);

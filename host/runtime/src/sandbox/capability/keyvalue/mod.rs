@@ -1,5 +1,6 @@
 //! The key-value capability: `wasi:keyvalue` (store, atomics, batch — the WASI
-//! proposal, so tools written for it elsewhere work) for tools that declare it and are
+//! proposal, so tools written for it elsewhere work) and hermetic's `keyvalue-swap`
+//! (the compare-and-swap the proposal's draft lacks) for tools that declare it and are
 //! granted it. Each tool's data is its own, per tenant (and per session for a tool of
 //! session scope); quotas are the operator's. The guest names keys and buckets, never
 //! namespaces: [`backend::Namespace`] is built here from the call's tool, tenant and
@@ -217,6 +218,22 @@ impl atomics::Host for CallState {
         Ok(access
             .backend
             .increment(&ns, &key, delta, &access.grant.quota)?)
+    }
+}
+
+impl bindings::hermetic::tool::keyvalue_swap::Host for CallState {
+    fn swap(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+        expected: Option<Vec<u8>>,
+        value: Vec<u8>,
+    ) -> Result<bool, Error> {
+        check_key(&key)?;
+        let (access, ns) = self.bucket(&bucket)?;
+        Ok(access
+            .backend
+            .swap(&ns, &key, expected.as_deref(), &value, &access.grant.quota)?)
     }
 }
 
