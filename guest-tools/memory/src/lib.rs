@@ -156,8 +156,22 @@ const INVISIBLE: &[char] = &[
 
 const DESCRIPTION: &str = "Save durable facts to persistent memory that survive across sessions. Memory is injected into every future turn, so keep entries compact and high-signal.\n\nHOW: make ALL your changes in ONE call via an 'operations' array (each item: {action, content?, old_text?}). The batch applies atomically and the char limit is checked only on the FINAL result — so a single call can remove/replace stale entries to free room AND add new ones, even when an add alone would overflow. The response reports current/limit chars and confirms completion; one batch call finishes the update, so don't repeat it. Use the bare action/content/old_text fields only for a single lone change.\n\nWHEN: save proactively when the user states a preference, correction, or personal detail, or you learn a stable fact about their environment, conventions, or workflow. Priority: user preferences & corrections > environment facts > procedures. The best memory stops the user repeating themselves.\n\nIF FULL: an add is rejected with the current entries shown. Reissue as ONE batch that removes or shortens enough stale entries and adds the new one together.\n\nTARGETS: 'user' = who the user is (name, role, preferences, style). 'memory' = your notes (environment, conventions, tool quirks, lessons).\n\nSKIP: trivial/obvious info, easily re-discovered facts, raw data dumps, task progress, completed-work logs, temporary TODO state (use session_search for those). Reusable procedures belong in a skill, not memory.";
 
-/// The first threat in `content`, as Hermes words it, if any.
+/// The first threat in `content`, as Hermes words it, if any; each content scanned
+/// once per call, however often the call starts over on another writer's change.
 fn threat(content: &str) -> Option<String> {
+    thread_local! {
+        static SCANNED: std::cell::RefCell<std::collections::HashMap<String, Option<String>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    if let Some(known) = SCANNED.with(|s| s.borrow().get(content).cloned()) {
+        return known;
+    }
+    let found = scan(content);
+    SCANNED.with(|s| s.borrow_mut().insert(content.to_owned(), found.clone()));
+    found
+}
+
+fn scan(content: &str) -> Option<String> {
     let content: String = content.chars().take(SCAN_CHARS).collect();
     if let Some(c) = INVISIBLE.iter().find(|c| content.contains(**c)) {
         return Some(format!(

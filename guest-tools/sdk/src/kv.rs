@@ -38,7 +38,8 @@ pub fn increment(bucket: &Bucket, key: &str, delta: u64) -> Result<u64, Error> {
 }
 
 /// Sets `key` to `value` if its value is still `expected` (`None`: absent), atomically;
-/// `false` (nothing written) when another writer changed it since. Read, change, then
+/// `true` also when it already holds `value`; `false` (nothing written) when another
+/// writer changed it to something else since. Read, change, then
 /// `swap` with what was read, and start over on `false`: no concurrent change is lost.
 ///
 /// ```ignore

@@ -604,6 +604,14 @@ fn a_tool_s_key_value_store_is_one_store_across_nodes() {
         )["swapped"],
         false
     );
+    // Already holding the value: done (a repeat of a swap whose reply was lost).
+    assert_eq!(
+        probe(
+            &nodes[2],
+            json!({"op": "swap", "key": "plan", "expected": "ship it", "value": "shipped"})
+        )["swapped"],
+        true
+    );
     std::thread::scope(|s| {
         for (n, node) in nodes.iter().enumerate() {
             s.spawn(move || {

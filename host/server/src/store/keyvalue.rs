@@ -14,9 +14,15 @@ use hermetic::{KeyValueBackend, KeyValueError, KeyValueNamespace as Namespace};
 /// `ARGV[7]` is "1"; "0": whatever it is), within the quota (`ARGV[3..5]`: max keys,
 /// max value bytes, max total bytes). Returns `{0}` done, `{1}` changed meanwhile,
 /// `{2, n}` value too large, `{3, n}` too many keys, `{4, n}` over the total.
+///
+/// A compare that finds the value it would write already there answers done: the
+/// connection layer repeats a script whose reply was lost, and the repeat must not
+/// call a write that happened "changed" (a caller would start over on its own
+/// change, an increment would add twice).
 const SET: &str = r"
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if ARGV[7] == '1' then
+  if old == ARGV[2] then return {0} end
   local expected = ARGV[6]
   if (old == false) ~= (expected == '') then return {1} end
   if old ~= false and old ~= string.sub(expected, 2) then return {1} end

@@ -148,7 +148,9 @@ pub trait KeyValueBackend: Send + Sync {
     ) -> Result<u64, KeyValueError>;
 
     /// Sets `key` to `value` if its value is still `expected` (`None`: absent), with
-    /// `set`'s quota check, in one step; `false` (nothing written) when it is not.
+    /// `set`'s quota check, in one step; `true` too when it already holds `value`
+    /// (so a repeated swap whose first answer was lost still says done); `false`
+    /// (nothing written) when it holds neither.
     ///
     /// # Errors
     /// [`KeyValueError::Quota`] as for `set` (nothing changed).
@@ -361,7 +363,10 @@ impl KeyValueBackend for Embedded {
         quota: &KeyValueQuota,
     ) -> Result<bool, KeyValueError> {
         self.update(ns, key, quota, |old| {
-            Ok(if old == expected {
+            Ok(if old == Some(value) {
+                // Already there: nothing to write (as the Redis backend answers).
+                (None, true)
+            } else if old == expected {
                 (Some(value.to_vec()), true)
             } else {
                 (None, false)
@@ -532,6 +537,10 @@ mod tests {
         assert!(!kv.swap(&ns, "a", Some(b"1235"), b"x", &quota).unwrap());
         assert!(kv.swap(&ns, "a", None, b"", &quota).unwrap());
         assert!(!kv.swap(&ns, "a", None, b"y", &quota).unwrap());
+        assert!(
+            kv.swap(&ns, "a", Some(b"other"), b"", &quota).unwrap(),
+            "already holds the value"
+        );
         assert!(kv.swap(&ns, "a", Some(b""), b"zz", &quota).unwrap());
         assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"zz");
         assert!(matches!(
