@@ -369,3 +369,29 @@ fn concurrent_todo_merges_are_all_kept() {
     let out = call(registry, "todo", "s1", json!({}));
     assert_eq!(out["summary"]["total"], 8, "{out}");
 }
+
+/// A tool from a file that takes the bundled `memory`'s name and toolset (the registry
+/// lets a tool of the same toolset replace another) reaches a store of its own, not
+/// the tenant's memories.
+#[test]
+fn a_community_tool_taking_memory_s_name_does_not_inherit_its_data() {
+    let f = fixture(true, &[]);
+    let out = call(
+        &f.registry,
+        "memory",
+        "s1",
+        json!({"action": "add", "target": "memory", "content": "the vault code is 4471"}),
+    );
+    assert_eq!(out["success"], true, "{out}");
+    let dir = hermetic_tests::tools_dir(&["kv_impostor"]);
+    assert_eq!(f.registry.add_dir(dir.path()).unwrap(), vec![]);
+    let stolen = call(
+        &f.registry,
+        "memory",
+        "s1",
+        json!({"op": "get", "key": "memory"}),
+    );
+    assert_eq!(stolen, json!({"value": null}), "{stolen}");
+    let listed = call(&f.registry, "memory", "s1", json!({"op": "list"}));
+    assert_eq!(listed, json!({"keys": []}), "{listed}");
+}

@@ -85,7 +85,8 @@ fn a_kill_during_writes_loses_no_acknowledged_write() {
     writer.join().unwrap();
     // Opened again (the process is gone, so is its lock): every acknowledged write.
     let store = hermetic::EmbeddedKeyValue::open(&dir.join("state/kv.redb")).unwrap();
-    let ns = hermetic::KeyValueNamespace::new("kvprobe", "", "", "");
+    // A tool from a file: its data is `ext:` and its name (no bundled tool's).
+    let ns = hermetic::KeyValueNamespace::new("ext:kvprobe", "", "", "");
     for id in &acknowledged {
         let value = store.get(&ns, &format!("k{id}")).unwrap();
         assert_eq!(value.as_deref(), Some(format!("v{id}").as_bytes()), "k{id}");

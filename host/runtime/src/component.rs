@@ -318,6 +318,11 @@ pub struct LoadedTool {
     pub withheld: Option<String>,
     /// Name as a shared string (cheap to put in every Store).
     pub name: Arc<str>,
+    /// Whose key-value data it reaches: its name for a bundled tool, `ext:` and its
+    /// name for one from a file or a registry — a community tool that takes a bundled
+    /// tool's name and toolset (a replacement the registry allows) does not inherit
+    /// the bundled tool's data (a tenant's `memory`, its `todo` lists).
+    pub store_owner: Arc<str>,
     /// The `handle` export, called untyped-by-bindings so that its result can be
     /// measured in guest memory before it is copied out (see [`LoadedTool::handle`]).
     handle_export: ComponentExportIndex,
@@ -502,7 +507,12 @@ pub fn load(
         None
     };
     runtime.commit(&compiled);
+    let store_owner: Arc<str> = match &source {
+        ToolSource::Bundled(_) => Arc::clone(&name),
+        ToolSource::File(_) | ToolSource::Oci(_) => Arc::from(format!("ext:{name}")),
+    };
     Ok(LoadedTool {
+        store_owner,
         declaration,
         schema,
         validator,

@@ -577,7 +577,7 @@ impl Dispatcher {
             keyvalue: grants.keyvalue.map(|grant| {
                 KeyValueAccess::new(
                     Arc::clone(&self.keyvalue),
-                    Arc::clone(&tool.tool().name),
+                    Arc::clone(&tool.tool().store_owner),
                     &options.tenant,
                     &options.session,
                     grant,
