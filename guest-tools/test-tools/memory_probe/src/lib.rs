@@ -58,6 +58,7 @@ impl Tool for Probe {
 }
 
 /// `"secret-"` XOR 0x55: the prefix every secret the tests write starts with.
+#[cfg(target_arch = "wasm32")]
 const ENCODED_PREFIX: [u8; 7] = [
     b's' ^ 0x55,
     b'e' ^ 0x55,
