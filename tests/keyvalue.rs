@@ -263,7 +263,7 @@ fn swap_writes_only_over_the_expected_value_and_loses_no_concurrent_change() {
     assert_eq!(swap(json!("a"), ""), true);
     assert_eq!(swap(json!(""), "d"), true, "empty is a value");
     assert_eq!(swap(json!("zzz"), "d"), true, "already holds it");
-    // An expected value longer than any stored one (4,096 bytes here): not there.
+    // An expected value longer than the quota lets a value be (4,096 bytes): not there.
     assert_eq!(swap(json!("e".repeat(5000)), "f"), false);
     assert_eq!(
         probe(&registry, "acme", json!({"op": "get", "key": "k"}))["value"],

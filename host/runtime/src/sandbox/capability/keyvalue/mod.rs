@@ -231,12 +231,6 @@ impl bindings::hermetic::tool::keyvalue_swap::Host for CallState {
     ) -> Result<bool, Error> {
         check_key(&key)?;
         let (access, ns) = self.bucket(&bucket)?;
-        // No stored value is longer than the quota allows one: such an `expected`
-        // cannot be there, and need not travel to the backend.
-        let longest = usize::try_from(access.grant.quota.max_value_bytes).unwrap_or(usize::MAX);
-        if expected.as_ref().is_some_and(|e| e.len() > longest) {
-            return Ok(false);
-        }
         Ok(access
             .backend
             .swap(&ns, &key, expected.as_deref(), &value, &access.grant.quota)?)
