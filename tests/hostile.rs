@@ -8,6 +8,15 @@ use std::os::unix::fs::symlink;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+/// Why the test tool `name` does not load.
+fn load_error(registry: &Registry, name: &str) -> String {
+    let bytes = std::fs::read(guest(name)).unwrap();
+    registry
+        .load(&bytes, ToolSource::File(guest(name)))
+        .unwrap_err()
+        .to_string()
+}
+
 /// The next normal call works: the host is healthy.
 fn assert_healthy(registry: &Registry) {
     assert_eq!(
@@ -288,12 +297,7 @@ fn a_component_using_raw_sockets_loads_and_every_socket_is_refused() {
 #[test]
 fn a_component_importing_an_interface_the_host_lacks_is_refused_at_load() {
     let f = hostile(&[]);
-    let bytes = std::fs::read(guest("alien")).unwrap();
-    let err = f
-        .registry
-        .load(&bytes, ToolSource::File(guest("alien")))
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&f.registry, "alien");
     assert!(
         err.starts_with("does not fit the hermetic:tool world"),
         "{err}"
@@ -306,20 +310,10 @@ fn invalid_json_and_a_mismatched_schema_name_are_contained() {
     let f = hostile(&["fail"]);
     let err = error_of(&call(&f.registry, "fail", json!({"mode": "invalid_json"})));
     assert!(err.contains("not valid JSON"), "{err}");
-    let bytes = std::fs::read(guest("bad_schema")).unwrap();
-    let err = f
-        .registry
-        .load(&bytes, ToolSource::File(guest("bad_schema")))
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&f.registry, "bad_schema");
     assert!(err.contains("differs from the declared name"), "{err}");
     // 2 Mi characters, 4 MiB: measured where the guest left it, refused by its size.
-    let bytes = std::fs::read(guest("huge_schema")).unwrap();
-    let err = f
-        .registry
-        .load(&bytes, ToolSource::File(guest("huge_schema")))
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&f.registry, "huge_schema");
     assert!(
         err.contains("2097") && err.contains("characters, over the 262144-byte limit"),
         "{err}"
@@ -454,11 +448,7 @@ fn a_component_over_its_core_instances_is_refused_before_compiling() {
     let (_ws, mut options) = options();
     options.policy.defaults.limits.default_core_instances = 1;
     let registry = Registry::new(options).unwrap();
-    let bytes = std::fs::read(guest("echo")).unwrap();
-    let err = registry
-        .load(&bytes, ToolSource::File(guest("echo")))
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&registry, "echo");
     let found = err
         .strip_prefix("cannot be instantiated: it creates ")
         .and_then(|rest| rest.split(' ').next())

@@ -20,7 +20,6 @@ const MAX_CHOICES: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Words {
     groups: Vec<Vec<String>>,
-    folded: bool,
 }
 
 impl Words {
@@ -31,10 +30,7 @@ impl Words {
             .parse(pattern)
             .map(|hir| needed(&hir))
             .unwrap_or_default();
-        Self {
-            groups,
-            folded: false,
-        }
+        Self { groups }
     }
 
     /// The same words lowercased, for a pattern matched case-insensitively: then
@@ -48,7 +44,6 @@ impl Words {
                 *word = word.to_lowercase();
             }
         }
-        self.folded = true;
         self
     }
 
@@ -58,11 +53,6 @@ impl Words {
         self.groups
             .iter()
             .all(|any_of| any_of.iter().any(|word| text.contains(word.as_str())))
-    }
-
-    /// The groups: each needs one of its words.
-    pub fn groups(&self) -> &[Vec<String>] {
-        &self.groups
     }
 }
 

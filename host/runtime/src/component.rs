@@ -443,13 +443,7 @@ pub fn load(
         // left it (it may be as large as the tool's memory), never copied.
         let failed =
             |e: wasmtime::Error| LoadError::schema_from("schema() failed", WasmtimeError::from(e));
-        let schema_export = component
-            .get_export_index(None, TOOL_INTERFACE)
-            .and_then(|tool| component.get_export_index(Some(&tool), "schema"))
-            .ok_or_else(|| LoadError::Link {
-                reason: format!("no `schema` export in {TOOL_INTERFACE}"),
-                source: None,
-            })?;
+        let schema_export = tool_export(component, "schema")?;
         let schema_func: wasmtime::component::TypedFunc<(), (Lifted<false>,)> = instance
             .get_typed_func(&mut store, schema_export)
             .map_err(failed)?;
@@ -491,13 +485,7 @@ pub fn load(
         .map_err(|e| LoadError::schema_from("`parameters` is not a valid JSON Schema", e))?;
     let output_validator = output_validator(&schema)?;
 
-    let handle_export = component
-        .get_export_index(None, TOOL_INTERFACE)
-        .and_then(|tool| component.get_export_index(Some(&tool), "handle"))
-        .ok_or_else(|| LoadError::Link {
-            reason: format!("no `handle` export in {TOOL_INTERFACE}"),
-            source: None,
-        })?;
+    let handle_export = tool_export(component, "handle")?;
     let fiber_pre = if sandbox::runs_on_fiber(&declaration) {
         let linker = linkers
             .fiber()
@@ -525,6 +513,21 @@ pub fn load(
         handle_export,
         fiber_pre,
     })
+}
+
+/// Function `name` of the `tool` interface the component exports: called through a
+/// typed function of our own, so that its string is lifted capped ([`Lifted`]).
+fn tool_export(
+    component: &wasmtime::component::Component,
+    name: &str,
+) -> Result<ComponentExportIndex, LoadError> {
+    component
+        .get_export_index(None, TOOL_INTERFACE)
+        .and_then(|tool| component.get_export_index(Some(&tool), name))
+        .ok_or_else(|| LoadError::Link {
+            reason: format!("no `{name}` export in {TOOL_INTERFACE}"),
+            source: None,
+        })
 }
 
 /// The validator of a schema's optional `output_schema`: an object schema (MCP's
