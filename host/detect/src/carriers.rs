@@ -5,7 +5,17 @@ use super::code::{self, Lang};
 use super::fold::{self, Field, Producer};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
+use super::scripts::{ScriptForm, ScriptLang};
 use super::walk::{Analyzer, Cx, Invocation};
+
+/// The language of the shell `inv` runs (its program's name).
+fn shell_lang(inv: &Invocation<'_>) -> ScriptLang {
+    let program = inv.argv.first().map_or("", |f| f.text.as_str());
+    let name = program.rsplit('/').next().unwrap_or(program);
+    ScriptLang::Shell {
+        bash: matches!(name, "bash" | "rbash"),
+    }
+}
 
 impl Analyzer<'_> {
     /// tar options whose value is a command tar runs.
@@ -68,10 +78,13 @@ impl Analyzer<'_> {
     pub(crate) fn check_shell(&mut self, args: &[Field], inv: &Invocation<'_>) {
         let mut command_mode = false;
         let mut stdin_mode = false;
+        // Options ended by `--` or `-`: nothing may stand before the script's name.
+        let mut ended = false;
         let mut i = 0;
         while i < args.len() {
             let a = args[i].text.as_str();
             if a == "--" || a == "-" {
+                ended = true;
                 i += 1;
                 break;
             }
@@ -107,9 +120,14 @@ impl Analyzer<'_> {
             }
             return;
         }
+        let lang = shell_lang(inv);
         if !stdin_mode && let Some(script) = operands.first() {
             self.check_script(script, inv);
+            self.note_script(script, lang, ScriptForm::Operand, !ended);
             return;
+        }
+        if let (Producer::None, Some(file)) = (inv.stdin, inv.stdin_file) {
+            self.note_script(file, lang, ScriptForm::Stdin, true);
         }
         self.check_stdin_code(None, inv);
     }
@@ -192,13 +210,38 @@ impl Analyzer<'_> {
                     self.hit(RuleId::InterpreterCode, r);
                 }
             }
-            None => match operands.first() {
-                Some(stdin) if matches!(stdin.text.as_str(), "-" | "/dev/stdin" | "/dev/fd/0") => {
-                    self.check_stdin_code(Some(lang), inv);
+            None => {
+                let script_lang = super::scripts::lang_of_program(name);
+                // `python3 < x.py`: the file on its stdin is its program.
+                let stdin_script = match (inv.stdin, inv.stdin_file, script_lang) {
+                    (Producer::None, Some(file), Some(l)) => Some((file, l)),
+                    _ => None,
+                };
+                match operands.first() {
+                    Some(stdin)
+                        if matches!(stdin.text.as_str(), "-" | "/dev/stdin" | "/dev/fd/0") =>
+                    {
+                        if let Some((file, l)) = stdin_script {
+                            self.note_script(file, l, ScriptForm::Stdin, true);
+                        }
+                        self.check_stdin_code(Some(lang), inv);
+                    }
+                    Some(script) => {
+                        self.check_script(script, inv);
+                        if let Some(l) = script_lang {
+                            let ended = read.start > 0
+                                && args.get(read.start - 1).is_some_and(|a| a.text == "--");
+                            self.note_script(script, l, ScriptForm::Operand, !ended);
+                        }
+                    }
+                    None => {
+                        if let Some((file, l)) = stdin_script {
+                            self.note_script(file, l, ScriptForm::Stdin, true);
+                        }
+                        self.check_stdin_code(Some(lang), inv);
+                    }
                 }
-                Some(script) => self.check_script(script, inv),
-                None => self.check_stdin_code(Some(lang), inv),
-            },
+            }
         }
         if read.in_place {
             // `perl -i -e CODE files…` edits the files; without -e the first is code.
@@ -365,6 +408,7 @@ pub(crate) fn read_options(lang: Lang, args: &[Field]) -> Inline {
                 Some(("eval" | "print" | "source", v)) => {
                     out.code = Some(Field {
                         text: v.to_owned(),
+                        span: None,
                         ..args[i].clone()
                     })
                 }

@@ -689,6 +689,7 @@ impl Analyzer<'_> {
             if let Some(target) = w.text.strip_prefix("of=") {
                 let field = Field {
                     text: target.to_owned(),
+                    span: None,
                     ..w.clone()
                 };
                 self.check_write(&field, true, inv.rendered);

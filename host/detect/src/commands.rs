@@ -7,6 +7,7 @@ use super::fold::{Field, Producer};
 use super::limits::MAX_CARRIER_DEPTH;
 use super::paths::{self, canonical};
 use super::rules::RuleId;
+use super::scripts::{ScriptForm, ScriptLang};
 use super::walk::{Analyzer, Cx, Invocation, Redirect};
 use brush_parser::ast::IoFileRedirectKind;
 
@@ -278,6 +279,10 @@ impl Analyzer<'_> {
         if path.contains('/') && self.is_fresh(&canonical(path)) {
             self.hit(RuleId::FreshFile, r);
         }
+        if path.contains('/') {
+            // Run by its path: its `#!` line says what reads it (the host reads it).
+            self.note_script(first, ScriptLang::Shebang, ScriptForm::Path, true);
+        }
         self.check_self(name, args, inv);
         self.invocations += 1;
         let before = self.invocations;
@@ -414,6 +419,7 @@ impl Analyzer<'_> {
         };
         let mut argv = vec![Field {
             text: bare.to_owned(),
+            span: None,
             ..pkg.clone()
         }];
         argv.extend(tail.iter().cloned());

@@ -19,6 +19,10 @@ pub(crate) struct Field {
     /// The word holds an unquoted glob (`*`, `?`, `[`): the shell may replace it with
     /// the names of files, which can be any text, options included.
     pub glob: bool,
+    /// Where the word stands in the text the detector was given (character indices,
+    /// end exclusive): set only for a literal word of that text itself (not of a
+    /// carrier's payload or a substitution), which a script run may be pinned at.
+    pub span: Option<(usize, usize)>,
 }
 
 impl Field {
@@ -28,6 +32,7 @@ impl Field {
             dynamic: false,
             origin: Producer::None,
             glob: false,
+            span: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use super::limits::{MAX_INPUT_BYTES, MAX_NESTING, exceeds_nesting};
 use super::normalize::normalize;
 use super::reader::{CodeLang, Reader};
 use super::rules::RuleId;
+use super::scripts::{self, ScriptRun};
 use super::sql_input::sql_line_rule;
 use super::walk::{self, Analyzer, RawHit};
 
@@ -51,6 +52,10 @@ pub struct Judged {
     pub cwd: String,
     /// What reads its standard input (none: data only).
     pub readers: Vec<Reader>,
+    /// The script files it runs (`sh x.sh`, `. ./env.sh`, `./x`, `python3 x.py`):
+    /// what runs is their contents, which the detector cannot see; the host reads and
+    /// judges them ([`Detector::judge_script`]).
+    pub scripts: Vec<ScriptRun>,
 }
 
 /// The languages a program the detector does not know may read its input in.
@@ -228,14 +233,27 @@ impl Detector {
     /// assert_eq!(later.detection.rule_ids(), [RuleId::FreshFile]);
     /// ```
     pub fn judge(&self, command: &str, frame: &Frame<'_>) -> Judged {
-        let mut analyzer = Analyzer::new(&self.protection);
-        analyzer.prior_fresh = frame.fresh;
-        analyzer.start_in(frame.cwd);
-        analyze(&mut analyzer, command);
+        let run = |plain_shortcut: bool| {
+            let mut analyzer = Analyzer::new(&self.protection);
+            analyzer.prior_fresh = frame.fresh;
+            analyzer.start_in(frame.cwd);
+            analyzer.collect_scripts = true;
+            analyzer.locate = true;
+            analyzer.plain_shortcut = plain_shortcut;
+            analyze(&mut analyzer, command);
+            analyzer
+        };
+        let mut analyzer = run(true);
+        // The plain-command shortcut builds words without their places in the text:
+        // a script run found in one is found again by the parser, with its place.
+        if scripts::want_locations(&analyzer.scripts) {
+            analyzer = run(false);
+        }
         let cwd = analyzer.cwd().to_owned();
         Judged {
             wrote: std::mem::take(&mut analyzer.fresh_files),
             readers: std::mem::take(&mut analyzer.readers),
+            scripts: scripts::located(command, std::mem::take(&mut analyzer.scripts)),
             cwd,
             detection: detection(analyzer.hits, analyzer.commands),
         }
@@ -288,7 +306,10 @@ impl Detector {
             wrote: Vec::new(),
             cwd: frame.cwd.to_owned(),
             readers: Vec::new(),
+            scripts: Vec::new(),
         };
+        // Spans of the scripts a shell reader runs are in `text` as given.
+        let as_given = !pty || !text.contains('\r');
         if readers.is_empty() {
             return out;
         }
@@ -338,6 +359,12 @@ impl Detector {
                     out.wrote.extend(judged.wrote);
                     out.cwd = judged.cwd;
                     out.readers.extend(judged.readers);
+                    out.scripts.extend(judged.scripts.into_iter().map(|mut s| {
+                        if !as_given {
+                            s.span = None;
+                        }
+                        s
+                    }));
                 }
                 Reader::Unknown => {
                     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -354,6 +381,12 @@ impl Detector {
                         }
                         v.absorb(judged.detection);
                         out.wrote.extend(judged.wrote);
+                        // What it runs of a line it reads is not where the line
+                        // stands in the input.
+                        out.scripts.extend(judged.scripts.into_iter().map(|mut s| {
+                            s.span = None;
+                            s
+                        }));
                         // It may `eval` what it reads in its own language: a line that
                         // names a risky capability of any language the detector knows
                         // (`system "rm -rf x"` is harmless shell, and Perl).
@@ -417,26 +450,34 @@ impl Detector {
                     v.hit(RuleId::Unparseable, line);
                 }
             }
-            let mut analyzer = Analyzer::new(&self.protection);
-            analyzer.prior_fresh = frame.fresh;
-            analyzer.start_in(frame.cwd);
-            for module in python_imports(&joined) {
-                if module.is_empty() {
-                    continue;
-                }
-                let fresh = [
-                    format!("{module}.py"),
-                    format!("{module}/__init__.py"),
-                    module.to_owned(),
-                ]
-                .iter()
-                .any(|p| analyzer.is_fresh(p));
-                if fresh {
-                    v.hit(RuleId::FreshFile, code);
-                }
+            if imports_fresh_module(self, &joined, frame) {
+                v.hit(RuleId::FreshFile, code);
             }
         }
     }
+}
+
+/// True when Python `code` imports a module the session wrote (`frame`'s fresh
+/// files): a module runs when it is imported.
+pub(crate) fn imports_fresh_module(detector: &Detector, code: &str, frame: &Frame<'_>) -> bool {
+    if frame.fresh.is_empty() {
+        return false;
+    }
+    let mut analyzer = Analyzer::new(&detector.protection);
+    analyzer.prior_fresh = frame.fresh;
+    analyzer.start_in(frame.cwd);
+    python_imports(code)
+        .into_iter()
+        .filter(|m| !m.is_empty())
+        .any(|module| {
+            [
+                format!("{module}.py"),
+                format!("{module}/__init__.py"),
+                module.to_owned(),
+            ]
+            .iter()
+            .any(|p| analyzer.is_fresh(p))
+        })
 }
 
 #[cfg(test)]

@@ -41,6 +41,11 @@ pub const MAX_CWD_BYTES: usize = 256;
 /// per command. A real command line records a handful.
 pub const MAX_FRESH_FILES: usize = 256;
 
+/// Most script files one input is reported to run ([`crate::ScriptRun`]). Past it the
+/// input is too large to judge: each one is a file the host reads and judges before
+/// the input runs, and a real command line runs one or two.
+pub const MAX_SCRIPTS: usize = 16;
+
 /// True when `text` nests deeper than `limit`. Short text without brackets cannot
 /// (every level needs a bracket or a keyword of at least three characters with its
 /// separator), so the common case skips the scan.

@@ -55,12 +55,17 @@ pub(crate) struct Summary {
 pub(crate) struct Redirect {
     pub kind: IoFileRedirectKind,
     pub target: Field,
+    /// The command's standard input is this file (the last redirection of fd 0).
+    pub stdin: bool,
 }
 
 /// A simple command about to be checked, with its context.
 pub(crate) struct Invocation<'a> {
     pub argv: &'a [Field],
     pub stdin: &'a Producer,
+    /// The file the command's stdin is redirected from (`sh < x.sh`), when `stdin`
+    /// is that file's contents.
+    pub stdin_file: Option<&'a Field>,
     pub background: bool,
     pub piped: bool,
     /// Run once per item by a multiplier (find -exec, xargs, fd -x, parallel, rg --pre).
@@ -82,6 +87,7 @@ impl Invocation<'_> {
         Invocation {
             argv,
             stdin: self.stdin,
+            stdin_file: self.stdin_file,
             background: self.background,
             piped: self.piped,
             bulk: self.bulk || bulk,
@@ -132,6 +138,17 @@ pub(crate) struct Analyzer<'d> {
     /// Simple commands checked so far, wrapped ones included: a wrapper that checked
     /// none ran nothing we could see (`ssh host`, `sudo -s`).
     pub invocations: usize,
+    /// Script files the input runs are recorded (`scripts.rs`; a session's judgement
+    /// wants them, a bare detection does not).
+    pub collect_scripts: bool,
+    /// Words of the text given are located (it reached the parser unchanged by
+    /// normalization): their fields carry spans.
+    pub locate: bool,
+    /// How many texts are being parsed, one inside another (1: the text given; more:
+    /// a payload or a substitution, whose words are located in another text).
+    parse_level: usize,
+    /// The script files run, as found (see `note_script`).
+    pub scripts: Vec<super::scripts::RawScript>,
 }
 
 impl<'d> Analyzer<'d> {
@@ -151,6 +168,34 @@ impl<'d> Analyzer<'d> {
             prior_fresh: &[],
             readers: Vec::new(),
             invocations: 0,
+            collect_scripts: false,
+            locate: false,
+            parse_level: 0,
+            scripts: Vec::new(),
+        }
+    }
+
+    /// True while walking the words of the text given (not a payload's or a
+    /// substitution's), when those are located.
+    pub(crate) fn locating(&self) -> bool {
+        self.locate && self.parse_level == 1
+    }
+
+    /// Gives the field `word` folded to (the last of `fields`, when it is the only one
+    /// `word` gave: `before` fields were there before) its span in the text given,
+    /// when `word` is one literal word of it.
+    fn locate_word(&self, word: &ast::Word, fields: &mut [Field], before: usize) {
+        if !self.locating() || fields.len() != before + 1 {
+            return;
+        }
+        let (Some(field), Some(loc)) = (fields.last_mut(), &word.loc) else {
+            return;
+        };
+        let raw = word.value.as_str();
+        let literal =
+            !raw.bytes().any(|b| SPECIAL[usize::from(b)]) || quoted_literal(raw).is_some();
+        if literal && !field.dynamic && !field.glob {
+            field.span = Some((loc.start.index, loc.end.index));
         }
     }
 
@@ -225,12 +270,19 @@ impl<'d> Analyzer<'d> {
     /// input; an entry with a glob (`chmod +x scripts/*.sh`, `repo/*`) covers every
     /// path it matches.
     pub(crate) fn is_fresh(&self, path: &str) -> bool {
-        if self.fresh_files.is_empty() && self.prior_fresh.is_empty() {
+        self.is_fresh_in(path, true)
+    }
+
+    /// [`is_fresh`](Self::is_fresh), counting what earlier inputs of the session wrote
+    /// only with `prior`.
+    pub(crate) fn is_fresh_in(&self, path: &str, prior: bool) -> bool {
+        let prior: &[String] = if prior { self.prior_fresh } else { &[] };
+        if self.fresh_files.is_empty() && prior.is_empty() {
             return false;
         }
         let p = self.resolve(path);
         let inside = !p.starts_with(['/', '~', '$']) && !p.starts_with("..");
-        self.fresh_files.iter().chain(self.prior_fresh).any(|f| {
+        self.fresh_files.iter().chain(prior).any(|f| {
             *f == p
                 || (f == "./*" && inside)
                 || (f.contains(['*', '?', '[']) && fold::glob_matches(f, &p))
@@ -284,9 +336,11 @@ impl<'d> Analyzer<'d> {
         };
         let before = self.count;
         let mut producer = Producer::None;
+        self.parse_level += 1;
         for complete in &program.complete_commands {
             producer = self.walk_list(complete, cx);
         }
+        self.parse_level -= 1;
         Summary {
             producer,
             commands: self.count - before,
@@ -576,14 +630,18 @@ impl<'d> Analyzer<'d> {
             );
         }
         if let Some(name) = &simple.word_or_name {
+            let before = argv.len();
             self.fold_word_into(&name.value, true, cx, &mut argv);
+            self.locate_word(name, &mut argv, before);
         }
         for item in simple.suffix.iter().flat_map(|s| s.0.iter()) {
             if matches!(item, CommandPrefixOrSuffixItem::AssignmentWord(..)) && !argv.is_empty() {
                 // After the command name an assignment is an ordinary argument
                 // (`export X=1`, `declare X=1`); fold it as a word.
                 if let CommandPrefixOrSuffixItem::AssignmentWord(_, w) = item {
+                    let before = argv.len();
                     self.fold_word_into(&w.value, true, cx, &mut argv);
+                    self.locate_word(w, &mut argv, before);
                 }
                 continue;
             }
@@ -651,6 +709,7 @@ impl<'d> Analyzer<'d> {
         let invocation = Invocation {
             argv,
             stdin,
+            stdin_file: redirects.iter().find(|r| r.stdin).map(|r| &r.target),
             background,
             piped,
             bulk: cx.bulk,
@@ -681,7 +740,11 @@ impl<'d> Analyzer<'d> {
     ) {
         match item {
             CommandPrefixOrSuffixItem::IoRedirect(r) => redirects.push(r),
-            CommandPrefixOrSuffixItem::Word(w) => self.fold_word_into(&w.value, true, cx, argv),
+            CommandPrefixOrSuffixItem::Word(w) => {
+                let before = argv.len();
+                self.fold_word_into(&w.value, true, cx, argv);
+                self.locate_word(w, argv, before);
+            }
             CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
                 if let ast::AssignmentName::ArrayElementName(_, index) = &a.name {
                     self.fold_word(index, false, cx);
@@ -700,6 +763,7 @@ impl<'d> Analyzer<'d> {
                             dynamic: true,
                             origin: Producer::None,
                             glob: false,
+                            span: None,
                         }
                     }
                 };
@@ -736,6 +800,7 @@ impl<'d> Analyzer<'d> {
                     dynamic: true,
                     origin,
                     glob: false,
+                    span: None,
                 });
             }
         }
@@ -744,12 +809,23 @@ impl<'d> Analyzer<'d> {
     /// Folds redirections, analyzing heredoc bodies and here-strings (which become the
     /// command's stdin) and process substitutions.
     fn fold_redirects(&mut self, items: &[&IoRedirect], cx: &mut Cx) -> Vec<Redirect> {
-        let mut out = Vec::new();
+        let mut out: Vec<Redirect> = Vec::new();
+        // Which of `out` the command's stdin is, as far as the redirections go.
+        let mut stdin_at: Option<usize> = None;
+        let of_stdin = |fd: &Option<ast::IoFd>| fd.is_none_or(|fd| fd == 0);
         for r in items {
             match r {
-                IoRedirect::File(_, kind, target) => {
+                IoRedirect::File(fd, kind, target) => {
                     let field = match target {
-                        IoFileRedirectTarget::Filename(w) => self.fold_single(&w.value, cx),
+                        IoFileRedirectTarget::Filename(w) => {
+                            let mut fields = [self.fold_single(&w.value, cx)];
+                            self.locate_word(w, &mut fields, 0);
+                            let [field] = fields;
+                            if matches!(kind, IoFileRedirectKind::Read) && of_stdin(fd) {
+                                stdin_at = Some(out.len());
+                            }
+                            field
+                        }
                         IoFileRedirectTarget::Fd(_) => continue,
                         // `>&word`: a descriptor when `word` is a number or `-`, else a
                         // file (bash reads `>& file` as `&> file`).
@@ -775,6 +851,7 @@ impl<'d> Analyzer<'d> {
                             };
                             let produced = self.walk_list(&sub.list, &inner);
                             if !writes && matches!(kind, IoFileRedirectKind::Read) {
+                                stdin_at = None;
                                 cx.stdin = match produced {
                                     Producer::None => Producer::Other,
                                     p => p,
@@ -803,9 +880,13 @@ impl<'d> Analyzer<'d> {
                     out.push(Redirect {
                         kind,
                         target: field,
+                        stdin: false,
                     });
                 }
-                IoRedirect::HereDocument(_, doc) => {
+                IoRedirect::HereDocument(fd, doc) => {
+                    if of_stdin(fd) {
+                        stdin_at = None;
+                    }
                     let text = if doc.requires_expansion {
                         self.fold_heredoc(&doc.doc.value, cx)
                     } else {
@@ -813,7 +894,10 @@ impl<'d> Analyzer<'d> {
                     };
                     cx.stdin = Producer::Literal(text);
                 }
-                IoRedirect::HereString(_, word) => {
+                IoRedirect::HereString(fd, word) => {
+                    if of_stdin(fd) {
+                        stdin_at = None;
+                    }
                     let field = self.fold_single(&word.value, cx);
                     cx.stdin = if field.dynamic && field.origin != Producer::None {
                         field.origin
@@ -830,9 +914,13 @@ impl<'d> Analyzer<'d> {
                             IoFileRedirectKind::Write
                         },
                         target: field,
+                        stdin: false,
                     });
                 }
             }
+        }
+        if let Some(r) = stdin_at.and_then(|i| out.get_mut(i)) {
+            r.stdin = true;
         }
         out
     }
@@ -932,6 +1020,7 @@ impl<'d> Analyzer<'d> {
                     dynamic: true,
                     origin: Producer::None,
                     glob: false,
+                    span: None,
                 });
                 return;
             }
@@ -1328,7 +1417,7 @@ const SPECIAL: [bool; 256] = {
 /// The text of a word that is one quoted string with nothing in it to expand
 /// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
 /// of the words agents write are such strings). Anything else is `None`.
-fn quoted_literal(raw: &str) -> Option<&str> {
+pub(crate) fn quoted_literal(raw: &str) -> Option<&str> {
     if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
         return (!inner.contains('\'')).then_some(inner);
     }

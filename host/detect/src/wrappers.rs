@@ -7,6 +7,7 @@
 use super::fold::{Field, Producer};
 use super::opts::{self, Spec};
 use super::rules::RuleId;
+use super::scripts::{ScriptForm, ScriptLang};
 use super::walk::Invocation;
 use super::walk::{Analyzer, Cx};
 use std::collections::HashMap;
@@ -523,6 +524,7 @@ fn env(
             Some((n, v)) if is_name(n) => {
                 let value = Field {
                     text: v.to_owned(),
+                    span: None,
                     ..first.clone()
                 };
                 a.check_assignment(n, &value, inv.rendered, &cx);
@@ -632,11 +634,13 @@ fn xargs(
             dynamic: true,
             origin,
             glob: false,
+            span: None,
         });
     }
     let nested_stdin = Producer::Other;
     let nested = Invocation {
         stdin: &nested_stdin,
+        stdin_file: None,
         ..inv.nested(&argv, true, false)
     };
     a.check_invocation(&nested)
@@ -814,9 +818,27 @@ fn source(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -
                 "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-"
             ) =>
         {
+            if let (Producer::None, Some(file)) = (inv.stdin, inv.stdin_file) {
+                a.note_script(
+                    file,
+                    ScriptLang::Shell { bash: true },
+                    ScriptForm::Stdin,
+                    true,
+                );
+            }
             a.check_stdin_code(None, inv);
         }
-        Some(script) => a.check_script(script, inv),
+        Some(script) => {
+            a.check_script(script, inv);
+            // Read by the shell running the command, parsed as bash (the form is
+            // pinned only where that shell is bash).
+            a.note_script(
+                script,
+                ScriptLang::Shell { bash: true },
+                ScriptForm::Source,
+                true,
+            );
+        }
         None => {}
     }
     Some(Producer::Other)
@@ -828,6 +850,7 @@ fn alias(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) ->
         if let Some((_, value)) = f.text.split_once('=') {
             let payload = Field {
                 text: value.to_owned(),
+                span: None,
                 ..f.clone()
             };
             a.run_payload(&payload, inv);
@@ -868,6 +891,7 @@ fn declare(
         {
             let value = Field {
                 text: v.to_owned(),
+                span: None,
                 ..f.clone()
             };
             a.check_assignment(n, &value, inv.rendered, &cx);
