@@ -16,6 +16,7 @@ pub use grants::hooks;
 pub use grants::keyvalue;
 pub mod inject;
 pub mod network;
+pub mod review;
 pub mod terminal;
 pub mod trust;
 
