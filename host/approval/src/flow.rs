@@ -216,6 +216,11 @@ impl ApprovalGate {
                 "BLOCKED: this command is on the hardline list ({}) and cannot be approved in any mode. Do not retry it or any variant of it.",
                 hard.join(", ")
             );
+            if hard.contains(&hermetic_detect::RuleId::HostState.as_str()) {
+                v.message.push_str(
+                    " It names a file or directory of the agent host's own (its policy, secrets, approval allowlist, audit log, stores, cache or program), which no command may read or change: work on the files of your workspace.",
+                );
+            }
             return decided(v);
         }
         // 2. Operator deny rules.

@@ -150,6 +150,7 @@ impl Analyzer<'_> {
     /// Checks the file redirections of a command.
     pub(crate) fn check_redirects(&mut self, redirects: &[Redirect], rendered: &str) {
         for r in redirects {
+            self.check_host_redirect(&r.target, rendered);
             match r.kind {
                 IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => {
                     self.check_write(&r.target, true, rendered);
@@ -251,6 +252,7 @@ impl Analyzer<'_> {
         let Some(first) = inv.argv.first() else {
             return Producer::None;
         };
+        self.check_host_paths(inv);
         if inv.argv[1..].iter().any(|a| a.glob) {
             self.check_glob_options(inv);
         }

@@ -1,5 +1,6 @@
 //! The compiled detector and its result.
 
+use super::host_paths::HostPaths;
 use super::limits::MAX_INPUT_BYTES;
 use super::normalize::{Finding, normalize};
 use super::protection::SelfProtection;
@@ -19,6 +20,20 @@ use serde::{Deserialize, Serialize};
 ///   whose files are protected like the host's own configuration (other agents' settings
 ///   hold their approval policies). `.NAME` and `$NAME_HOME` of every self name are
 ///   always added.
+/// - `host_state`: `[]` — absolute paths (or `~/…`) of the host's own files and
+///   directories. A command naming one (literally, through `~`, `$HOME` or a variable,
+///   by a glob that can match it, inside it, or a directory holding it that the command
+///   does more than list) is `self.host_state`, hardline. `~/.config/NAME`,
+///   `~/.local/share/NAME`, `~/.cache/NAME`, `/etc/NAME` and `/var/lib/NAME` of every
+///   self name are always added; the terminal adds the files of the host it runs in
+///   (policy, secrets, allowlists, audit log, key-value store, tool store, cache).
+/// - `host_programs`: `[]` — the host's own executables: naming one, or running one
+///   by its file name, is hardline too (their directories are not protected).
+/// - `credential_reads`: `true` — reading the host user's credentials (`~/.ssh` keys,
+///   `~/.aws`, `~/.kube/config`, …) is `fs.credential_read`, dangerous. The terminal
+///   turns it off for backends whose commands do not see the host's home.
+/// - `home`: none — the home directory `~` and `$HOME` stand for in commands (not read
+///   from a policy file: the terminal gives the one its commands get).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DetectorConfig {
@@ -29,6 +44,16 @@ pub struct DetectorConfig {
     pub self_processes: Vec<String>,
     /// Extra path components whose files are protected.
     pub protected_dirs: Vec<String>,
+    /// The host's own files and directories (absolute, or `~/…`): naming one is
+    /// hardline.
+    pub host_state: Vec<String>,
+    /// The host's own executables: naming or running one is hardline.
+    pub host_programs: Vec<String>,
+    /// Reading the host user's credentials needs approval.
+    pub credential_reads: bool,
+    /// The home directory of the commands judged (absolute).
+    #[serde(skip)]
+    pub home: Option<String>,
 }
 
 impl Default for DetectorConfig {
@@ -39,6 +64,10 @@ impl Default for DetectorConfig {
             protected_dirs: [".claude", ".codex", ".cursor", ".gemini"]
                 .map(str::to_owned)
                 .to_vec(),
+            host_state: Vec::new(),
+            host_programs: Vec::new(),
+            credential_reads: true,
+            home: None,
         }
     }
 }
@@ -135,11 +164,19 @@ impl Detector {
                     .map(|n| n.to_ascii_lowercase()),
             )
             .collect();
+        let host = HostPaths::new(
+            &config.host_state,
+            &config.host_programs,
+            config.home.as_deref(),
+            config.credential_reads,
+            &self_names,
+        );
         Self {
             protection: SelfProtection {
                 self_names,
                 process_names,
                 agent_dirs,
+                host,
             },
         }
     }

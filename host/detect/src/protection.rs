@@ -13,4 +13,7 @@ pub(crate) struct SelfProtection {
     pub(crate) process_names: Vec<String>,
     /// Path components whose files are protected like the host's configuration.
     pub(crate) agent_dirs: Vec<String>,
+    /// The host's own files and programs, and whether the host user's credentials
+    /// are in reach.
+    pub(crate) host: super::host_paths::HostPaths,
 }

@@ -153,6 +153,10 @@ rules! {
         "Shuts down, reboots or halts the machine (shutdown, reboot, halt, poweroff, init 0/6, systemctl poweroff/reboot).",
         match ["shutdown -h now", "reboot", "/usr/sbin/reboot", "nice reboot", "init 6", "systemctl reboot", "(halt)"],
         not_match ["echo reboot", "grep shutdown logs.txt", "shutdown -c"];
+    HostState = "self.host_state", Hardline,
+        "Names a file or directory of the agent host's own (its policy, secrets, approval allowlist, audit log, key-value store, tool store, code cache, its program) — literally, through ~ or a variable, by a glob that can match it, inside it, or as a directory holding it that the command copies, reads through, changes or deletes: a command that could read or rewrite the host's state could switch the gate off.",
+        match ["printf '[\"fs.rm_recursive\"]' > ~/.config/hermetic/approvals.json", "cat ~/.config/hermetic/policy.toml", "cat $HOME/.config/*/approvals.json", "cd ~/.config/hermetic && cat approvals.json", "rm -rf ~/.config", "cp x ~/.config/hermetic/", "ls ~/.config/herm*/*", "find ~ -name approvals.json -delete", "tar czf /tmp/c.tgz ~/.local/share", "python3 -c \"open('/etc/hermetic/policy.toml').read()\""],
+        not_match ["ls ~", "ls -la ~/.config", "du -sh ~/.config", "find ~ -name approvals.json", "cp notes.txt ~/", "cat ~/.config/other/settings.toml", "cd ~/.config && ls"];
 
     // ---- dangerous: input that cannot be trusted to mean what it shows ----
     Unparseable = "input.unparseable", Dangerous,
@@ -247,6 +251,10 @@ rules! {
         "Writes, replaces or deletes a protected file: system configuration (/etc, /private), shell rc files, credentials (~/.ssh, ~/.aws), .env files, or the agent's own configuration.",
         match ["echo x > /etc/hosts", "cat key >> ~/.ssh/authorized_keys", "sed -i 's/a/b/' ~/.bashrc", "cp .env.local .env", "echo x | tee ~/.hermes/.env", "mv /tmp/k ~/.ssh/id_rsa", "rm -f /etc/passwd"],
         not_match ["echo x > /tmp/scratch.txt", "cat .env > backup.txt", "cp ~/.ssh/config /tmp/x", "echo x > .env#backup", "sed -i 's/a/b/' notes.txt"];
+    CredentialRead = "fs.credential_read", Dangerous,
+        "Reads the host user's credentials (~/.ssh private keys, ~/.aws, ~/.kube/config, ~/.docker/config.json, ~/.netrc, ~/.git-credentials, ~/.gnupg, gcloud's and gh's tokens) or copies, archives or searches through a directory holding them: on a backend that sees the real home, whoever drives the agent would get them.",
+        match ["cat ~/.ssh/id_rsa", "cat ~/.aws/credentials", "cp -r ~/.gnupg /tmp/g", "head /root/.kube/config", "base64 < ~/.docker/config.json", "cat ~/.netrc", "grep -r token ~/.config/gcloud", "tar czf /tmp/h.tgz ~"],
+        not_match ["cp ~/.ssh/config /tmp/x", "cat ~/.ssh/id_rsa.pub", "ls ~/.ssh", "ssh -i ~/.ssh/id_rsa host uptime", "cat .env > backup.txt", "cat ~/.ssh/known_hosts"];
     ConfigOverwrite = "fs.config_overwrite", Dangerous,
         "Replaces a configuration file wholesale (redirect, tee, cp, mv onto config.yaml, config.toml, settings.json …).",
         match ["echo mode: prod > deploy/config.yaml", "cp /tmp/x.toml config.toml"],
