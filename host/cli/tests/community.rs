@@ -42,6 +42,8 @@ fn hermetic(home: &Path) -> Command {
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("HERMETIC_REGISTRY_USERNAME")
         .env_remove("HERMETIC_REGISTRY_PASSWORD")
+        .env_remove("HERMETIC_REGISTRY_AUTH")
+        .env_remove("HERMETIC_REGISTRY_TOKEN_HOSTS")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     cmd
@@ -557,8 +559,7 @@ fn registry_credentials_come_from_the_environment_or_the_auth_file() {
     );
     let with_env = hermetic(h)
         .args(["push", wasm.to_str().unwrap(), &reference, "--insecure"])
-        .env("HERMETIC_REGISTRY_USERNAME", "tester")
-        .env("HERMETIC_REGISTRY_PASSWORD", "wrong")
+        .env("HERMETIC_REGISTRY_AUTH", format!("{}=tester:wrong", registry.addr))
         .output()
         .unwrap();
     refused(&with_env, "the credentials were refused");

@@ -10,11 +10,15 @@
 //! - redirects are followed by hand (at most [`MAX_REDIRECTS`]): to https only (plain
 //!   http only back to a loopback registry the operator called insecure), and the
 //!   `Authorization` header never leaves the registry's own host;
-//! - every host but the registry itself (a redirect's target, a token server) must
-//!   resolve to public addresses only — checked before the request for a clear error,
-//!   and again by the connection's own resolver, so a DNS answer that changes in
-//!   between (rebinding) is refused too. The registry the operator named may be
-//!   anywhere (an enterprise registry on 10.x is legitimate).
+//! - credentials go to the registry itself (its `host:port`) and, for a Bearer
+//!   challenge, to a token server only when it is the registry or one the operator
+//!   named for these credentials ([`Credentials::token_hosts`]); any other realm gets
+//!   an anonymous token request;
+//! - every host but the registry and its named token servers (a redirect's target,
+//!   another token server) must resolve to public addresses only — checked before the
+//!   request for a clear error, and again by the connection's own resolver, so a DNS
+//!   answer that changes in between (rebinding) is refused too. The hosts the operator
+//!   named may be anywhere (an enterprise registry on 10.x is legitimate).
 
 use crate::artifact::{MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
 use crate::digest::Digest;
@@ -93,6 +97,9 @@ pub enum RegistryError {
     /// The store refused the content.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A registry setting in the environment that cannot be used.
+    #[error(transparent)]
+    Setting(#[from] crate::auth::BadSetting),
 }
 
 /// Registry credentials.
@@ -102,11 +109,20 @@ pub struct Credentials {
     pub username: String,
     /// Password or token.
     pub password: String,
+    /// Token servers (`host[:port]`) besides the registry itself that may receive these
+    /// credentials when the registry's Bearer challenge names them as its realm (and that
+    /// may, like the registry, be on a private address; plain HTTP only on loopback
+    /// under `insecure`). Empty: only the registry itself.
+    pub token_hosts: Vec<String>,
 }
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Credentials({}, <password>)", self.username)
+        write!(
+            f,
+            "Credentials({}, <password>, token hosts {:?})",
+            self.username, self.token_hosts
+        )
     }
 }
 
@@ -132,10 +148,11 @@ impl Default for ClientOptions {
 }
 
 /// Resolves like ureq's own resolver, keeping only public addresses for every host but
-/// the registry's.
+/// the registry's and its named token servers'.
 #[derive(Debug)]
 struct PublicUnlessRegistry {
     registry: String,
+    token_hosts: Vec<String>,
 }
 
 impl Resolver for PublicUnlessRegistry {
@@ -146,7 +163,7 @@ impl Resolver for PublicUnlessRegistry {
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
-        if authority(uri).as_deref() == Some(self.registry.as_str()) {
+        if destination(uri, &self.registry, &self.token_hosts) != Destination::Elsewhere {
             return Ok(addrs);
         }
         let mut public = self.empty();
@@ -174,6 +191,65 @@ fn authority(uri: &Uri) -> Option<String> {
     Some(format!("{}:{port}", a.host()))
 }
 
+/// Who a URI reaches, for what it may receive and where it may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Destination {
+    /// The registry itself (`host:port` as the operator named it).
+    Registry,
+    /// A token server the operator named for the registry's credentials.
+    TokenHost,
+    /// Anything else: public addresses over https only, no credentials.
+    Elsewhere,
+}
+
+/// Where `uri` goes, given the registry's `host:port` and the named token servers
+/// (`host[:port]`, lowercased; without a port, the URI scheme's default).
+fn destination(uri: &Uri, registry_authority: &str, token_hosts: &[String]) -> Destination {
+    let Some(to) = authority(uri) else {
+        return Destination::Elsewhere;
+    };
+    let to = to.to_ascii_lowercase();
+    if to == registry_authority.to_ascii_lowercase() {
+        return Destination::Registry;
+    }
+    let named = token_hosts.iter().any(|host| {
+        let host = host.to_ascii_lowercase();
+        let has_port = host
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if has_port {
+            host == to
+        } else {
+            format!("{host}:{}", default_port(uri)) == to
+        }
+    });
+    if named {
+        Destination::TokenHost
+    } else {
+        Destination::Elsewhere
+    }
+}
+
+/// The URI scheme's default port (80 for http, else 443).
+fn default_port(uri: &Uri) -> u16 {
+    if uri.scheme_str() == Some("http") {
+        80
+    } else {
+        443
+    }
+}
+
+/// Whether `uri`'s host is this machine (`localhost`, 127.0.0.0/8, `::1`).
+fn is_loopback(uri: &Uri) -> bool {
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// One registry.
 #[derive(Debug)]
 pub struct RegistryClient {
@@ -187,6 +263,9 @@ pub struct RegistryClient {
     credentials: Option<Credentials>,
     /// The `Authorization` value that worked last (Basic, or a Bearer token).
     auth: Mutex<Option<String>>,
+    /// A token server that asked and was not given the credentials (for the hint when
+    /// the registry then refuses).
+    withheld: Mutex<Option<String>>,
 }
 
 /// A response whose status was not an error.
@@ -234,6 +313,11 @@ impl RegistryClient {
             DefaultConnector::default(),
             PublicUnlessRegistry {
                 registry: registry_authority.clone(),
+                token_hosts: options
+                    .credentials
+                    .as_ref()
+                    .map(|c| c.token_hosts.clone())
+                    .unwrap_or_default(),
             },
         );
         Ok(Self {
@@ -244,6 +328,7 @@ impl RegistryClient {
             insecure: options.insecure,
             credentials: options.credentials,
             auth: Mutex::new(None),
+            withheld: Mutex::new(None),
         })
     }
 
@@ -254,8 +339,8 @@ impl RegistryClient {
         }
     }
 
-    /// Whether `uri` may be requested, and whether it is the registry itself.
-    fn vet(&self, uri: &Uri) -> Result<bool, RegistryError> {
+    /// Whether `uri` may be requested, and who it reaches.
+    fn vet(&self, uri: &Uri) -> Result<Destination, RegistryError> {
         let refused = |reason: &str| RegistryError::Refused {
             registry: self.registry.clone(),
             url: format!(
@@ -266,14 +351,19 @@ impl RegistryClient {
             ),
             reason: reason.to_owned(),
         };
-        let own = authority(uri).as_deref() == Some(self.registry_authority.as_str());
-        match uri.scheme_str() {
-            Some("https") => {}
-            Some("http") if own && self.insecure => {}
+        let token_hosts = self
+            .credentials
+            .as_ref()
+            .map_or(&[][..], |c| c.token_hosts.as_slice());
+        let to = destination(uri, &self.registry_authority, token_hosts);
+        match (uri.scheme_str(), to) {
+            (Some("https"), _) => {}
+            (Some("http"), Destination::Registry) if self.insecure => {}
+            (Some("http"), Destination::TokenHost) if self.insecure && is_loopback(uri) => {}
             _ => return Err(refused("not https")),
         }
-        if own {
-            return Ok(true);
+        if to != Destination::Elsewhere {
+            return Ok(to);
         }
         let host = uri.host().ok_or_else(|| refused("no host"))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -290,10 +380,10 @@ impl RegistryClient {
             .find(|ip| !hermetic_policy::network::is_public(**ip))
         {
             return Err(refused(&format!(
-                "it is (or resolves to) the private address {ip}; only the registry itself may be private"
+                "it is (or resolves to) the private address {ip}; only the registry itself (and a token server named for its credentials) may be private"
             )));
         }
-        Ok(false)
+        Ok(Destination::Elsewhere)
     }
 
     /// Sends one request, answering an auth challenge once and following redirects by
@@ -313,7 +403,7 @@ impl RegistryClient {
             let uri: Uri = url
                 .parse()
                 .map_err(|e| self.unreachable(format!("bad URL {url}: {e}")))?;
-            let own = self.vet(&uri)?;
+            let own = self.vet(&uri)? == Destination::Registry;
             let mut request = ureq::http::Request::builder()
                 .method(method)
                 .uri(uri.clone());
@@ -362,10 +452,10 @@ impl RegistryClient {
                     reason: format!(
                         "{what}: {} — {}",
                         status.as_u16(),
-                        if self.credentials.is_some() {
-                            "the credentials were refused"
-                        } else {
-                            "log in first (`docker login` / `podman login`, or HERMETIC_REGISTRY_USERNAME and HERMETIC_REGISTRY_PASSWORD)"
+                        match (&self.credentials, self.withheld.lock().as_deref()) {
+                            (None, _) => self.login_hint(),
+                            (Some(_), Some(host)) => self.token_host_hint(host),
+                            (Some(_), None) => "the credentials were refused".into(),
                         }
                     ),
                 });
@@ -390,7 +480,9 @@ impl RegistryClient {
 
     fn transport_error(&self, uri: &Uri, e: ureq::Error) -> RegistryError {
         match e {
-            ureq::Error::HostNotFound if self.vet(uri).is_ok_and(|own| !own) => {
+            ureq::Error::HostNotFound
+                if self.vet(uri).is_ok_and(|to| to == Destination::Elsewhere) =>
+            {
                 RegistryError::Refused {
                     registry: self.registry.clone(),
                     url: uri.to_string(),
@@ -425,7 +517,27 @@ impl RegistryClient {
         })
     }
 
+    /// What to do when the registry wants credentials and none are configured for it.
+    fn login_hint(&self) -> String {
+        format!(
+            "log in first: set {}=\"{r}=USER:PASSWORD\", or `docker login {r}` / `podman login {r}`",
+            crate::auth::AUTH_VAR,
+            r = self.registry
+        )
+    }
+
+    /// What to do when a token server that is not the registry wanted the credentials.
+    fn token_host_hint(&self, host: &str) -> String {
+        format!(
+            "the credentials for {r} were not sent to its token server {host}: they go only to {r} itself and to token servers named for it. If {host} is {r}'s own, name it: {}=\"{r}={host}\"",
+            crate::auth::TOKEN_HOSTS_VAR,
+            r = self.registry
+        )
+    }
+
     /// Answers a `WWW-Authenticate` challenge (Basic, or Bearer with a token request).
+    /// The credentials go only to the registry and to the token servers named for them;
+    /// another realm is asked for a token anonymously.
     fn authenticate(&self, challenge: &str) -> Result<(), RegistryError> {
         let auth_error = |reason: String| RegistryError::Auth {
             registry: self.registry.clone(),
@@ -442,9 +554,10 @@ impl RegistryClient {
         match scheme.to_ascii_lowercase().as_str() {
             "basic" => {
                 let basic = basic.ok_or_else(|| {
-                    auth_error(
-                        "the registry needs credentials: log in (`docker login` / `podman login`) or set HERMETIC_REGISTRY_USERNAME and HERMETIC_REGISTRY_PASSWORD".into(),
-                    )
+                    auth_error(format!(
+                        "the registry needs credentials: {}",
+                        self.login_hint()
+                    ))
                 })?;
                 *self.auth.lock() = Some(basic);
                 Ok(())
@@ -469,22 +582,46 @@ impl RegistryClient {
                 let uri: Uri = url
                     .parse()
                     .map_err(|e| auth_error(format!("token server {url}: {e}")))?;
-                self.vet(&uri)?;
+                let host = uri.authority().map_or("?", |a| a.as_str()).to_owned();
+                let to = self.vet(&uri).map_err(|e| match e {
+                    RegistryError::Refused {
+                        registry,
+                        url,
+                        reason,
+                    } if self.credentials.is_some() => RegistryError::Refused {
+                        registry,
+                        url,
+                        reason: format!("{reason} ({})", self.token_host_hint(&host)),
+                    },
+                    e => e,
+                })?;
+                let basic = if to == Destination::Elsewhere {
+                    if basic.is_some() {
+                        *self.withheld.lock() = Some(host.clone());
+                    }
+                    None
+                } else {
+                    basic
+                };
                 let mut request = self.agent.get(&url);
                 if let Some(b) = &basic {
                     request = request.header("Authorization", b);
                 }
                 let mut response = request.call().map_err(|e| self.transport_error(&uri, e))?;
                 if !response.status().is_success() {
-                    return Err(auth_error(format!(
-                        "the token server answered {}{}",
-                        response.status().as_u16(),
-                        if basic.is_none() {
-                            " (log in first?)"
-                        } else {
-                            ""
+                    let status = response.status().as_u16();
+                    return Err(auth_error(match (&self.credentials, &basic) {
+                        (None, _) => {
+                            format!("the token server answered {status}: {}", self.login_hint())
                         }
-                    )));
+                        (Some(_), None) => format!(
+                            "the token server answered {status}: {}",
+                            self.token_host_hint(&host)
+                        ),
+                        (Some(_), Some(_)) => format!(
+                            "the token server answered {status}: the credentials were refused"
+                        ),
+                    }));
                 }
                 let body = response
                     .body_mut()
@@ -802,7 +939,7 @@ mod tests {
         let c = RegistryClient::new("10.0.0.5:5000", ClientOptions::default()).unwrap();
         assert_eq!(
             c.vet(&"https://10.0.0.5:5000/v2/".parse().unwrap()).ok(),
-            Some(true)
+            Some(Destination::Registry)
         );
         for url in [
             "https://169.254.169.254/latest",
@@ -816,7 +953,94 @@ mod tests {
         }
         assert_eq!(
             c.vet(&"https://93.184.215.14/x".parse().unwrap()).ok(),
-            Some(false)
+            Some(Destination::Elsewhere)
+        );
+    }
+
+    fn with_token_hosts(registry: &str, insecure: bool, hosts: &[&str]) -> RegistryClient {
+        let options = ClientOptions {
+            insecure,
+            credentials: Some(Credentials {
+                username: "u".into(),
+                password: "p".into(),
+                token_hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+            }),
+            ..ClientOptions::default()
+        };
+        RegistryClient::new(registry, options).unwrap()
+    }
+
+    /// Who may receive the credentials: the registry's own `host:port` and the token
+    /// servers named for them — not another port of the same host, not a look-alike
+    /// name, not a public host the registry names.
+    #[test]
+    fn credentials_go_to_the_registry_and_named_token_hosts_only() {
+        let c = with_token_hosts(
+            "reg.example.com",
+            false,
+            &["auth.example.com", "10.0.0.6:5001"],
+        );
+        let to = |url: &str| c.vet(&url.parse().unwrap()).ok();
+        for (url, expected) in [
+            ("https://reg.example.com/token", Some(Destination::Registry)),
+            (
+                "https://REG.example.com:443/token",
+                Some(Destination::Registry),
+            ),
+            (
+                "https://auth.example.com/token",
+                Some(Destination::TokenHost),
+            ),
+            (
+                "https://Auth.Example.com:443/t",
+                Some(Destination::TokenHost),
+            ),
+            // A named token server may be private, like the registry.
+            ("https://10.0.0.6:5001/token", Some(Destination::TokenHost)),
+            // Public hosts the operator did not name: reachable, never given credentials.
+            ("https://93.184.215.14/token", Some(Destination::Elsewhere)),
+            // Another port is another server; a private one is refused outright.
+            ("https://10.0.0.6:5002/token", None),
+            // No plain HTTP to anything but loopback under --insecure.
+            ("http://auth.example.com/token", None),
+            ("http://reg.example.com/token", None),
+        ] {
+            assert_eq!(to(url), expected, "{url}");
+        }
+        // A port-less name means the scheme's default port only.
+        assert_eq!(
+            destination(
+                &"https://auth.example.com:8443/t".parse().unwrap(),
+                "reg.example.com:443",
+                &["auth.example.com".into()]
+            ),
+            Destination::Elsewhere
+        );
+        // Plain HTTP to a named token server: only on loopback, only under --insecure.
+        let local = with_token_hosts("127.0.0.1:5000", true, &["127.0.0.1:5001"]);
+        assert_eq!(
+            local
+                .vet(&"http://127.0.0.1:5001/token".parse().unwrap())
+                .ok(),
+            Some(Destination::TokenHost)
+        );
+        assert!(
+            local
+                .vet(&"http://127.0.0.1:5002/token".parse().unwrap())
+                .is_err()
+        );
+        let secure = with_token_hosts("127.0.0.1:5000", false, &["127.0.0.1:5001"]);
+        assert!(
+            secure
+                .vet(&"http://127.0.0.1:5001/token".parse().unwrap())
+                .is_err()
+        );
+        // Without credentials nothing is named.
+        let anonymous = RegistryClient::new("reg.example.com", ClientOptions::default()).unwrap();
+        assert!(
+            anonymous
+                .vet(&"https://10.0.0.6:5001/token".parse().unwrap())
+                .is_err()
         );
     }
 }

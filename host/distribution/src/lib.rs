@@ -144,7 +144,7 @@ fn client_for(
 ) -> Result<RegistryClient, RegistryError> {
     let mut options = options.clone();
     if options.credentials.is_none() {
-        options.credentials = auth::credentials_for(&reference.registry);
+        options.credentials = auth::for_registry(&reference.registry)?;
     }
     RegistryClient::new(&reference.registry, options)
 }

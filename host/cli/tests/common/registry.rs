@@ -35,8 +35,9 @@ pub struct Registry {
     dir: TempDir,
 }
 
-/// A precomputed bcrypt (cost 4) line: user `tester`, password `s3cret`.
-pub const HTPASSWD: &str = "tester:$2b$04$00sCD6VtvAbjq2VSZYU0/eRk0aKPEP7e8sCQ3jaixDGh9T3bggsVS\n";
+/// Precomputed bcrypt (cost 4) lines: user `tester`, password `s3cret`; user `deployer`,
+/// password `pa:ss=w0rd` (`:` and `=` in a password, for `HERMETIC_REGISTRY_AUTH`).
+pub const HTPASSWD: &str = "tester:$2b$04$00sCD6VtvAbjq2VSZYU0/eRk0aKPEP7e8sCQ3jaixDGh9T3bggsVS\ndeployer:$2b$04$WCR157MphBi8ArNSHzo96eNDWmiFvQCBz/4QXpH7Yl/mOm3mq5Fvy\n";
 
 impl Registry {
     /// Starts one; `auth` turns on htpasswd (user `tester`, password `s3cret`).
