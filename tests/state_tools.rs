@@ -353,7 +353,10 @@ fn memory_refuses_look_alike_spellings() {
         json!({"action": "add", "target": "memory", "content": "Пользователь предпочитает краткие ответы"}),
     );
     assert_eq!(out["success"], true, "{out}");
-    assert_eq!(out["entry_count"], 1, "only the honest note was stored: {out}");
+    assert_eq!(
+        out["entry_count"], 1,
+        "only the honest note was stored: {out}"
+    );
 }
 
 /// Concurrent writers lose nothing: sixteen `add`s at once from sixteen sessions of one
