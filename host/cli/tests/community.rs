@@ -559,7 +559,10 @@ fn registry_credentials_come_from_the_environment_or_the_auth_file() {
     );
     let with_env = hermetic(h)
         .args(["push", wasm.to_str().unwrap(), &reference, "--insecure"])
-        .env("HERMETIC_REGISTRY_AUTH", format!("{}=tester:wrong", registry.addr))
+        .env(
+            "HERMETIC_REGISTRY_AUTH",
+            format!("{}=tester:wrong", registry.addr),
+        )
         .output()
         .unwrap();
     refused(&with_env, "the credentials were refused");
