@@ -193,6 +193,11 @@ impl Drop for Sshd {
 
 /// Starts an sshd on a free loopback port.
 pub fn start_sshd() -> Sshd {
+    start_sshd_with(&[])
+}
+
+/// Starts an sshd on a free loopback port with more options (`-o NAME=VALUE` pairs).
+pub fn start_sshd_with(options: &[&str]) -> Sshd {
     require("/usr/sbin/sshd", "openssh-server");
     require("ssh-keygen", "openssh-client");
     let dir = TempDir::new().unwrap();
@@ -234,6 +239,7 @@ pub fn start_sshd() -> Sshd {
             "-o",
             "MaxStartups=50",
         ])
+        .args(options)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -246,4 +252,119 @@ pub fn start_sshd() -> Sshd {
         key: user_key,
         port,
     }
+}
+
+/// Terminal settings that run commands under gVisor (`runsc`, ptrace platform) with
+/// runsc's state in `state_dir`, where [`gvisor_seen`] and [`gvisor_leftovers`] look.
+pub fn gvisor_config(state_dir: &Path) -> hermetic_terminal::TerminalConfig {
+    require("runsc", "runsc");
+    hermetic_terminal::TerminalConfig::default()
+        .using(
+            "gvisor",
+            &hermetic_terminal::GvisorConfig {
+                state_dir: Some(state_dir.to_path_buf()),
+                ..hermetic_terminal::GvisorConfig::default()
+            },
+        )
+        .unwrap()
+}
+
+/// The sandboxes of the gVisor backends under `state_dir` that runsc has state for:
+/// (runsc's `--root`, container id).
+fn gvisor_sandboxes(state_dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    for host in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {
+        for bundle in std::fs::read_dir(host.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let id = bundle.file_name().to_string_lossy().into_owned();
+            let root = bundle.path().join("state");
+            if id.starts_with("__HERMETIC_") && root.is_dir() {
+                found.push((root, id));
+            }
+        }
+    }
+    found
+}
+
+/// Whether a process whose command line contains `token` runs inside one of the
+/// gVisor sandboxes under `state_dir`. Their processes are not the host's (the host
+/// sees only the Sentry), so this asks each sandbox: `runsc exec` of a `cat` of its
+/// own `/proc`.
+pub fn gvisor_seen(state_dir: &Path, token: &str) -> bool {
+    gvisor_sandboxes(state_dir).iter().any(|(root, id)| {
+        let out = Command::new("runsc")
+            .arg(format!("--root={}", root.display()))
+            .args(["exec", id, "sh", "-c"])
+            .arg("cat /proc/[0-9]*/cmdline | tr '\\000' ' '")
+            .output();
+        out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(token))
+    })
+}
+
+/// What the gVisor backends under `state_dir` left behind: bundle directories, and
+/// host processes (runsc, its gofer, a Sentry) naming the state directory. Empty when
+/// every command and session was reaped.
+pub fn gvisor_leftovers(state_dir: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    for host in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(host.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("__HERMETIC_") {
+                left.push(entry.path().display().to_string());
+            }
+        }
+    }
+    let needle = state_dir.display().to_string();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) && !cmdline.contains("cmdline") {
+            left.push(format!(
+                "process {}: {cmdline}",
+                e.file_name().to_string_lossy()
+            ));
+        }
+    }
+    left
+}
+
+/// The host pids of the gVisor processes under `state_dir` (runsc, gofers, Sentries).
+pub fn gvisor_host_pids(state_dir: &Path) -> Vec<String> {
+    let needle = state_dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(&needle)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+/// The live processes whose command line contains `token`, as `PID: CMDLINE` (for
+/// failure messages).
+pub fn processes_with(token: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (cmdline.contains(token) && !cmdline.contains("cmdline"))
+                .then(|| format!("{}: {cmdline}", e.file_name().to_string_lossy()))
+        })
+        .collect()
 }

@@ -111,6 +111,15 @@ pub trait TerminalBackend: Send + Sync {
         true
     }
 
+    /// Whether the far side prints `MARKER started` once a kill by the command's
+    /// marker can find it (the launcher does, see `pid_namespace_launcher`). A kill
+    /// of a command that has not said so yet waits for the line (or the local
+    /// process's end): before it, the far side may not be running anything a kill
+    /// could find, and the command would start after the kill and run on.
+    fn announces_start(&self) -> bool {
+        false
+    }
+
     /// Who provides the pseudo-terminal when the agent asks for one.
     fn pty_mode(&self) -> PtyMode {
         PtyMode::None
@@ -205,11 +214,19 @@ pub fn wrap_script(
     s
 }
 
-/// The `sh -c` program a remote backend runs, with the wrapped script as `$1`: it runs
-/// the script as pid 1 of a new pid namespace, so nothing the command starts can leave
-/// it — not a double fork (`(sleep 1000 &)`: orphans are reparented to the script),
-/// not `setsid`, not `trap '' EXIT` — and when the script exits or is killed, the
-/// kernel kills everything left in the namespace.
+/// The `sh -c` program a remote backend runs, with the wrapped script as `$1` and its
+/// marker as `$2`: it runs the script as pid 1 of a new pid namespace, so nothing the
+/// command starts can leave it — not a double fork (`(sleep 1000 &)`: orphans are
+/// reparented to the script), not `setsid`, not `trap '' EXIT` — and when the script
+/// exits or is killed, the kernel kills everything left in the namespace.
+///
+/// Its first act is to print `MARKER started` (a marker line: the host takes it out of
+/// the output): from then on a kill by marker finds it, because this shell carries the
+/// script in its command line and never `exec`s (a process in the middle of `execve`
+/// shows an empty command line for a moment, and a kill scanning then would miss it);
+/// what it runs is its child, reached through `/proc/PID/task/*/children`. A kill
+/// waits for that line ([`TerminalBackend::announces_start`]), so a `process kill`
+/// right after `background: true` cannot arrive before the command is there to find.
 ///
 /// `unshare` is tried in the forms the far side may allow, most faithful first: as
 /// root (its own `/proc`), in a user namespace mapping the user to itself (util-linux),
@@ -219,14 +236,25 @@ pub fn wrap_script(
 /// When none works the command is refused rather than run uncontained.
 pub fn pid_namespace_launcher(contain: bool) -> &'static str {
     if contain {
-        "for __hermetic_o in '-pf --mount-proc' '--map-current-user -pf --mount-proc' '-rpf' '-Upf'; do \
-           if unshare $__hermetic_o true 2>/dev/null; then exec unshare $__hermetic_o sh -c \"$1\"; fi; \
+        "[ -z \"$2\" ] || printf '%s started\\n' \"$2\"; \
+         for __hermetic_o in '-pf --mount-proc' '--map-current-user -pf --mount-proc' '-rpf' '-Upf'; do \
+           if unshare $__hermetic_o true 2>/dev/null; then unshare $__hermetic_o sh -c \"$1\"; exit $?; fi; \
          done; \
          echo 'hermetic: cannot run the command in its own pid namespace here (no unshare, or user namespaces are off); the operator can set pid_namespace = false' >&2; \
          exit 126"
     } else {
-        "exec sh -c \"$1\""
+        "[ -z \"$2\" ] || printf '%s started\\n' \"$2\"; sh -c \"$1\"; exit $?"
     }
+}
+
+/// The marker a remote script names on its first line (see [`wrap_script`]), for the
+/// launcher's `started` line; `None` for a script without one.
+pub fn script_marker(script: &str) -> Option<&str> {
+    let line = script.lines().next()?.strip_prefix(": ")?;
+    (line.starts_with("__HERMETIC_")
+        && line.ends_with("__")
+        && line.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    .then_some(line)
 }
 
 /// Whether `command` uses quoting that bash and a POSIX `sh` read differently: ANSI-C
@@ -325,6 +353,26 @@ mod tests {
         assert!(!script.contains(&marker), "{script}");
         let script_of_job = wrap_script("true", "/", &marker, true, false);
         assert!(script_of_job.starts_with(&format!(": {marker}\n")));
+    }
+
+    #[test]
+    fn the_launcher_says_it_started_before_the_script_runs() {
+        let marker = new_marker();
+        let script = wrap_script("echo ran; exit 3", "/", &marker, true, false);
+        assert_eq!(script_marker(&script), Some(marker.as_str()));
+        assert_eq!(script_marker("echo no marker"), None);
+        assert_eq!(script_marker(": $(reboot)\necho"), None);
+        for contain in [false, true] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(pid_namespace_launcher(contain))
+                .args(["hermetic", &script, &marker])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(text, format!("{marker} started\nran\n"), "contain={contain}");
+            assert_eq!(out.status.code(), Some(3), "contain={contain}: {out:?}");
+        }
     }
 
     #[test]

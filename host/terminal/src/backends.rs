@@ -26,7 +26,7 @@ macro_rules! backends {
 }
 
 // The registration line: a new backend is its file and its name here.
-backends!(local, bwrap, docker, ssh);
+backends!(local, bwrap, docker, ssh, gvisor);
 
 /// The names of every backend, in registration order (for messages and `--help`).
 pub fn backend_names() -> impl Iterator<Item = &'static str> {

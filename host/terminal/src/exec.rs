@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 
 /// How often a waiting loop looks at the clock, the child and the cancel token.
 pub(crate) const TICK: Duration = Duration::from_millis(50);
+/// Longest a kill waits for a far side's `started` line
+/// ([`TerminalBackend::announces_start`]) before it kills anyway: a launcher that has
+/// not started by then is stuck (an overloaded container engine, a dead link), and a
+/// timeout or cancellation must still end.
+pub(crate) const START_WAIT: Duration = Duration::from_secs(10);
 /// After the shell exits, how long output from processes it left behind (holding the
 /// pipe open) is still collected.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
@@ -231,6 +236,9 @@ pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, 
 pub(crate) enum MarkerEvent {
     /// The working directory when the script exited.
     Cwd(String),
+    /// The far side's launcher is running: a kill by marker finds the command now
+    /// (see `pid_namespace_launcher`).
+    Started,
 }
 
 /// Turns the byte stream into text: UTF-8 decoded across chunk boundaries, marker
@@ -313,6 +321,8 @@ impl StreamText {
         let rest = line[pos + self.marker.len()..].trim_end_matches(['\n', '\r']);
         if let Some(cwd) = rest.strip_prefix(" cwd ") {
             events.push(MarkerEvent::Cwd(cwd.to_owned()));
+        } else if rest == " started" {
+            events.push(MarkerEvent::Started);
         }
     }
 }
@@ -356,7 +366,7 @@ pub(crate) fn exit_code(status: std::process::ExitStatus) -> i32 {
 }
 
 /// How a foreground command ended.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Ending {
     Exited(i32),
     TimedOut,
@@ -405,6 +415,10 @@ pub(crate) fn run_to_end(
     let mut cwd = None;
     let mut exited: Option<(i32, Instant)> = None;
     let mut eof = false;
+    // A timeout or cancellation that must wait for the far side to have started the
+    // command before its kill can find it: why, and since when.
+    let mut stopping: Option<(Ending, Instant)> = None;
+    let mut started = false;
     let absorb = |bytes: Option<&[u8]>,
                   stream: &mut StreamText,
                   kept: &mut super::output::HeadTail,
@@ -431,8 +445,10 @@ pub(crate) fn run_to_end(
             std::thread::sleep(TICK);
         }
         for e in events.drain(..) {
-            let MarkerEvent::Cwd(c) = e;
-            cwd = Some(c);
+            match e {
+                MarkerEvent::Cwd(c) => cwd = Some(c),
+                MarkerEvent::Started => started = true,
+            }
         }
         if exited.is_none()
             && let Some(code) = spawned.child.exited()
@@ -444,13 +460,19 @@ pub(crate) fn run_to_end(
         {
             break Ending::Exited(code);
         }
-        if exited.is_none() && Instant::now() >= deadline {
-            kill_tree(backend, session, &mut spawned.child, &marker);
-            break Ending::TimedOut;
+        if exited.is_none() && stopping.is_none() {
+            if Instant::now() >= deadline {
+                stopping = Some((Ending::TimedOut, Instant::now()));
+            } else if cancelled() {
+                stopping = Some((Ending::Cancelled, Instant::now()));
+            }
         }
-        if exited.is_none() && cancelled() {
+        if exited.is_none()
+            && let Some((why, since)) = stopping
+            && (started || !backend.announces_start() || since.elapsed() >= START_WAIT)
+        {
             kill_tree(backend, session, &mut spawned.child, &marker);
-            break Ending::Cancelled;
+            break why;
         }
     };
     if let Ending::Exited(_) = ending {
@@ -471,8 +493,9 @@ pub(crate) fn run_to_end(
     }
     absorb(None, &mut stream, &mut kept, &mut events, on_output);
     for e in events.drain(..) {
-        let MarkerEvent::Cwd(c) = e;
-        cwd = Some(c);
+        if let MarkerEvent::Cwd(c) = e {
+            cwd = Some(c);
+        }
     }
     spawned.child.wait();
     Finished {
@@ -576,6 +599,17 @@ mod tests {
         s.finish(&mut out, &mut ev);
         assert_eq!(out, "hello\nno newline at end");
         assert_eq!(ev, vec![MarkerEvent::Cwd("/tmp/x".into())]);
+    }
+
+    #[test]
+    fn a_started_line_is_an_event_and_no_output() {
+        let mut s = StreamText::new("__M__".into());
+        let mut out = String::new();
+        let mut ev = Vec::new();
+        s.feed(b"__M__ started\r\nfirst line\n", &mut out, &mut ev);
+        s.finish(&mut out, &mut ev);
+        assert_eq!(out, "first line\n");
+        assert_eq!(ev, vec![MarkerEvent::Started]);
     }
 
     #[test]

@@ -39,6 +39,9 @@ struct State {
     buffer_chars: usize,
     exit_code: Option<i32>,
     finished: Option<Instant>,
+    /// The far side said it started the command (`MARKER started`): a kill by marker
+    /// finds it now.
+    started: bool,
 }
 
 /// One background process.
@@ -85,7 +88,28 @@ impl Proc {
         stdin.take();
     }
 
+    /// Kills it, on a backend that announces its start only once the far side has
+    /// (or the local process ended, or [`exec::START_WAIT`] passed): a kill before it
+    /// would find nothing there, and the command would start after it and run on.
     fn kill(&self) {
+        if self.backend.announces_start() {
+            let deadline = Instant::now() + exec::START_WAIT;
+            let mut s = self.lock();
+            while !s.started && s.finished.is_none() && Instant::now() < deadline {
+                self.changed.wait_for(&mut s, TICK * 4);
+            }
+            if !s.started && s.finished.is_none() {
+                tracing::warn!(
+                    id = %self.id,
+                    "the far side did not say it started the command; killing it anyway"
+                );
+            }
+        }
+        self.kill_now();
+    }
+
+    /// Kills it without waiting for its start.
+    fn kill_now(&self) {
         if self.backend.is_remote()
             && let Err(e) = self.backend.kill_remote(&self.session, &self.marker)
         {
@@ -291,7 +315,8 @@ impl ProcessRegistry {
             .name("hermetic-terminal-bg".into())
             .spawn(move || watch(&watched, output, marker));
         if spawn.is_err() {
-            proc.kill();
+            // Nothing reads its output, so no `started` line would ever be seen.
+            proc.kill_now();
         }
         // Registered first, so it can be killed even if it never reads its stdin; the
         // write itself is not waited for (the agent can poll or write more later).
@@ -492,10 +517,17 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
         }
         {
             let mut s = p.lock();
-            // A background script tracks no working directory: nothing to take.
-            events.clear();
+            // A background script tracks no working directory: only its start counts.
+            let started = events
+                .drain(..)
+                .any(|e| e == exec::MarkerEvent::Started);
             if !text.is_empty() {
                 push_rolling(&mut s, &text);
+            }
+            if started {
+                s.started = true;
+                drop(s);
+                p.changed.notify_all();
             }
         }
         if exited_at.is_none() {

@@ -8,6 +8,7 @@
 
 use crate::backend::{
     BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
+    script_marker,
 };
 use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
 use crate::exec::run_helper;
@@ -416,6 +417,13 @@ impl TerminalBackend for DockerBackend {
         true
     }
 
+    /// `podman exec` returns to nobody: a kill before the launcher printed its
+    /// `started` line would find nothing in the container, and the exec would start
+    /// the command after it.
+    fn announces_start(&self) -> bool {
+        true
+    }
+
     fn command(&self, session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
         let name = self.container(session)?;
         let mut cmd = self.cli();
@@ -428,7 +436,8 @@ impl TerminalBackend for DockerBackend {
             }
         }
         // The script is the launcher's `$1`, so it is in the command line of the
-        // processes that run it: how `kill_remote` finds them.
+        // processes that run it: how `kill_remote` finds them. `$2` is the marker the
+        // launcher's `started` line names.
         cmd.args([
             name.as_str(),
             "sh",
@@ -436,6 +445,7 @@ impl TerminalBackend for DockerBackend {
             pid_namespace_launcher(self.config.pid_namespace),
             "hermetic",
             &job.script,
+            script_marker(&job.script).unwrap_or_default(),
         ]);
         Ok(cmd)
     }
@@ -538,20 +548,39 @@ fn no_setuid_profile(base: &str) -> Result<String, String> {
             .and_then(Value::as_array)
             .is_none_or(|n| !n.is_empty())
     });
-    let masked = |index: u32, mask: u64, value: u64| json!({"index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ"});
     let allow = |name: &str, args: Vec<Value>| json!({"names": [name], "action": "SCMP_ACT_ALLOW", "args": args});
-    let refuse = |name: &str, args: Vec<Value>| json!({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM, "args": args});
     // Each syscall's rules are disjoint (no call matches an allow and a refusal), so
     // how libseccomp orders them does not matter.
     for &(name, mode) in MODE_SYSCALLS {
         rules.push(allow(name, vec![masked(mode, S_ISUID | S_ISGID, 0)]));
+    }
+    for &(name, flags, mode) in OPEN_SYSCALLS {
+        rules.push(allow(name, vec![masked(flags, O_CREAT | O_TMPFILE, 0)]));
+        rules.push(allow(name, vec![masked(mode, S_ISUID | S_ISGID, 0)]));
+    }
+    rules.extend(setuid_refusals());
+    serde_json::to_string(&profile).map_err(|e| e.to_string())
+}
+
+/// An OCI seccomp argument condition: `(arg[index] & mask) == value`.
+fn masked(index: u32, mask: u64, value: u64) -> serde_json::Value {
+    serde_json::json!({"index": index, "value": mask, "valueTwo": value, "op": "SCMP_CMP_MASKED_EQ"})
+}
+
+/// The OCI seccomp rules that refuse (EPERM) every mode-setting call with the setuid
+/// or setgid bit, each rule with one condition per argument (gVisor reads several
+/// conditions on one argument as alternatives, as old runc did). Alone under a
+/// default that allows, they are gVisor's filter; the docker profile adds them to its
+/// own allow rules.
+pub(crate) fn setuid_refusals() -> Vec<serde_json::Value> {
+    let refuse = |name: &str, args: Vec<serde_json::Value>| serde_json::json!({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM, "args": args});
+    let mut rules = Vec::new();
+    for &(name, mode) in MODE_SYSCALLS {
         for bit in [S_ISUID, S_ISGID] {
             rules.push(refuse(name, vec![masked(mode, bit, bit)]));
         }
     }
     for &(name, flags, mode) in OPEN_SYSCALLS {
-        rules.push(allow(name, vec![masked(flags, O_CREAT | O_TMPFILE, 0)]));
-        rules.push(allow(name, vec![masked(mode, S_ISUID | S_ISGID, 0)]));
         for flag in [O_CREAT, O_TMPFILE] {
             for bit in [S_ISUID, S_ISGID] {
                 rules.push(refuse(
@@ -561,7 +590,7 @@ fn no_setuid_profile(base: &str) -> Result<String, String> {
             }
         }
     }
-    serde_json::to_string(&profile).map_err(|e| e.to_string())
+    rules
 }
 
 #[cfg(test)]

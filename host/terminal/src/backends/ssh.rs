@@ -6,7 +6,8 @@
 //! finding it by its marker (`remote_kill_script`).
 
 use crate::backend::{
-    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script, shell_quote,
+    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
+    script_marker, shell_quote,
 };
 use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
 use crate::exec::run_helper;
@@ -242,6 +243,12 @@ impl TerminalBackend for SshBackend {
         crate::backend::PtyMode::Backend
     }
 
+    /// A dropped connection does not end a remote command, so a kill before the
+    /// launcher printed its `started` line would miss one sshd was about to start.
+    fn announces_start(&self) -> bool {
+        true
+    }
+
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
         self.ensure_master()?;
         // Environment variables travel inside the script: sshd accepts only the names
@@ -259,11 +266,13 @@ impl TerminalBackend for SshBackend {
         } else {
             cmd.arg("-T");
         }
-        // The script is the launcher's `$1`: the login shell parses this one line.
+        // The script is the launcher's `$1` and its marker `$2`: the login shell
+        // parses this one line.
         cmd.args(["--", &self.config.host]).arg(format!(
-            "sh -c {} hermetic {}",
+            "sh -c {} hermetic {} {}",
             shell_quote(pid_namespace_launcher(self.config.pid_namespace)),
-            shell_quote(&script)
+            shell_quote(&script),
+            shell_quote(script_marker(&job.script).unwrap_or_default())
         ));
         Ok(cmd)
     }
