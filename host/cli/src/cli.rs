@@ -88,6 +88,13 @@ struct HostArgs {
     /// `[trust] store`, else $HERMETIC_STORE_DIR, else ~/.local/share/hermetic/store).
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
+
+    /// Refuse to start when a tool the policy names by `source` cannot be loaded (not
+    /// pulled, unsigned, tampered with, named otherwise), as `[trust] strict = true`
+    /// does; without it such a tool is listed unavailable with the reason and the rest
+    /// are served.
+    #[arg(long)]
+    strict: bool,
 }
 
 impl HostArgs {
@@ -105,6 +112,7 @@ impl HostArgs {
         prepend(&mut self.allow_override, &outer.allow_override);
         self.no_bundled |= outer.no_bundled;
         self.no_cache |= outer.no_cache;
+        self.strict |= outer.strict;
         self.policy = self.policy.or_else(|| outer.policy.clone());
         self.tenant = self.tenant.or_else(|| outer.tenant.clone());
         self.workspace = self.workspace.or_else(|| outer.workspace.clone());
@@ -124,6 +132,7 @@ impl HostArgs {
             || !self.allow_override.is_empty()
             || self.no_cache
             || self.store.is_some()
+            || self.strict
     }
 
     fn tenant(&self) -> &str {
@@ -243,11 +252,20 @@ enum Command {
         file: PathBuf,
         /// Where to push it.
         reference: String,
+    // --version is the tool's version here, not hermetic's.
+    #[command(disable_version_flag = true)]
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
     },
     /// Pull tools from a registry into the tool store.
     ///
+        /// The version to record in the manifest (`org.opencontainers.image.version`,
+        /// beside `.created` = now). `hermetic sign` signs both with the digest and
+        /// repository, and a host refuses a tag moved back to an older version: give
+        /// one (a component carries none to default to; without it versions are
+        /// ordered by creation time).
+        #[arg(long, value_name = "VERSION")]
+        version: Option<String>,
     /// REF is a tag or an @sha256: digest; with --policy and no REF, every tool the
     /// policy names by `source` (tags resolved and written to hermetic.lock beside the
     /// policy). A signature by a trusted key is checked before anything is stored when
@@ -620,7 +638,14 @@ fn build_host(
         let require = trust.require_signature
             || !trust.tenants_requiring.is_empty()
             || trust.requires_signature(global.tenant());
-        crate::community::load_sources(&registry, policy_path, &trust, dir, require)?;
+        problems.extend(crate::community::load_sources(
+            &registry,
+            policy_path,
+            &trust,
+            dir,
+            require,
+            global.strict || trust.strict,
+        )?);
     }
     // Hooks before any call can run: one that cannot load stops the host.
     for hook in &registry.policy().hooks {
@@ -634,11 +659,11 @@ fn build_host(
         };
         registry.add_hook(hook, &bytes)?;
     }
-    let mut problems: Vec<LoadProblem> = Vec::new();
     if !global.no_bundled {
         problems.extend(registry.add_bundled());
     }
     for dir in &global.tools_dirs {
+    let mut problems: Vec<LoadProblem> = Vec::new();
         problems.extend(registry.add_dir(dir)?);
     }
     for problem in &problems {
@@ -708,7 +733,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             file,
             reference,
             registry,
-        } => return crate::community::push(&file, &reference, &registry),
+        } => return crate::community::push(&file, &reference, version.as_deref(), &registry),
         Command::Keygen { out } => return crate::community::keygen(&out),
         Command::Sign {
             target,
@@ -741,6 +766,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let host = host.with_outer(&outer);
             let loaded = trust_of(&host)?;
+            version,
             return crate::community::verify(
                 &target,
                 &trust,
@@ -772,7 +798,14 @@ fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust::TrustPoli
 /// `hermetic tools`: every tool the tenant sees, with its availability.
 fn list_tools(host: &HostArgs, json: bool) -> Result<()> {
     let registry = build_registry(host)?;
-    let tools = registry.tools_for(host.tenant());
+    let mut tools = registry.tools_for(host.tenant());
+    // Tools the policy names by source that could not be loaded: unavailable, why.
+    tools.extend(crate::community::skipped_for(
+        &registry,
+        host.policy.as_deref(),
+        host.store.as_deref(),
+        host.tenant(),
+    )?);
     if json {
         out!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(());
@@ -977,7 +1010,14 @@ fn inspect(
     } else {
         match registry.inspect_for(target, host.tenant()) {
             Some(report) => report,
-            None => bail!("no tool named {target:?} (see `hermetic tools`)"),
+            None => crate::community::skipped_report(
+                &registry,
+                host.policy.as_deref(),
+                host.store.as_deref(),
+                host.tenant(),
+                target,
+            )?
+            .ok_or_else(|| anyhow::anyhow!("no tool named {target:?} (see `hermetic tools`)"))?,
         }
     };
     if let Some(hex) = report["sha256"].as_str() {
@@ -1062,6 +1102,13 @@ fn toml_key(key: &str) -> String {
     let bare = !key.is_empty()
         && key
             .bytes()
+    // How this version differs from the one the policy's `reviewed` names.
+    crate::community::add_review(
+        &mut report,
+        &registry,
+        trust_of(host)?.as_ref(),
+        host.store.as_deref(),
+    )?;
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if bare {
         key.to_owned()

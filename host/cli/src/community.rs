@@ -1,10 +1,16 @@
 //! `hermetic push`, `pull`, `keygen`, `sign`, `verify`, and loading the tools a policy
 //! names by reference: community tools from OCI registries (see `hermetic-distribution`).
+//! Loading is [`load`]; what a review grants, [`review`].
+
+mod load;
+mod review;
+
+pub use load::{load_sources, skipped_tools};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use hermetic::Registry;
 use hermetic::policy::trust::TrustPolicy;
-use hermetic::{Registry, ToolSource};
 use hermetic_distribution::lock::{Lock, Locked};
 use hermetic_distribution::{
     ClientOptions, PublicKey, Reference, SigningKey, Store, Trust, TrustedKeys,
@@ -38,23 +44,33 @@ pub fn store_dir(flag: Option<&Path>, trust: Option<&TrustPolicy>) -> Result<Pat
         .ok_or_else(|| anyhow!("no tool store: give --store DIR (HOME is not set)"))
 }
 
-fn trusted_keys(keys: &[String]) -> Result<TrustedKeys> {
+pub(crate) fn trusted_keys(keys: &[String]) -> Result<TrustedKeys> {
     keys.iter()
         .map(|k| PublicKey::parse(k).with_context(|| "[trust] keys"))
         .collect::<Result<Vec<_>>>()
         .map(TrustedKeys::new)
 }
 
-/// `hermetic push FILE REF`.
-pub fn push(file: &Path, reference: &str, registry: &RegistryArgs) -> Result<ExitCode> {
+/// `hermetic push FILE REF [--version V]`: the manifest records `version` and the time
+/// (what `hermetic sign` then signs, with the repository).
+pub fn push(
+    file: &Path,
+    reference: &str,
+    version: Option<&str>,
+    registry: &RegistryArgs,
+) -> Result<ExitCode> {
     let reference = Reference::parse(reference)?;
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let annotations = hermetic_distribution::artifact::Annotations::now(version.map(str::to_owned));
     eprintln!(
-        "pushing {} ({} bytes) to {reference} …",
+        "pushing {} ({} bytes, version {}, created {}) to {reference} …",
         file.display(),
-        bytes.len()
+        bytes.len(),
+        version.unwrap_or("(none: give --version)"),
+        annotations.created.as_deref().unwrap_or_default()
     );
-    let pushed = hermetic_distribution::push(&bytes, &reference, &registry.options())?;
+    let pushed =
+        hermetic_distribution::push(&bytes, &reference, &annotations, &registry.options())?;
     eprintln!("component {}", pushed.component);
     out!("oci://{}", pushed.pinned);
     Ok(ExitCode::SUCCESS)
@@ -106,7 +122,7 @@ pub fn sign(target: &str, key: &Path, registry: &RegistryArgs) -> Result<ExitCod
         eprintln!(
             "signed {} ({}) with key {}: {}",
             path.display(),
-            sig.digest,
+            sig.digest(),
             sig.key,
             hermetic_distribution::signature_file(path).display()
         );
@@ -115,8 +131,10 @@ pub fn sign(target: &str, key: &Path, registry: &RegistryArgs) -> Result<ExitCod
         let (pinned, sig) =
             hermetic_distribution::sign_pushed(&reference, &key, &registry.options())?;
         eprintln!(
-            "signed oci://{pinned} (component {}) with key {}",
-            sig.digest, sig.key
+            "signed oci://{pinned} (component {}, {}) with key {}",
+            sig.digest(),
+            sig.statement.describe(),
+            sig.key
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -177,15 +195,15 @@ pub fn verify(
         let bytes = std::fs::read(path)?;
         let digest = hermetic_distribution::Digest::of(&bytes);
         trust
-            .check(&digest, &hermetic_distribution::file_signatures(path))
-            .map(|k| (digest, k))
+            .check(&digest, None, &hermetic_distribution::file_signatures(path))
+            .map(|v| (digest, v.map(|v| v.key)))
             .map_err(anyhow::Error::from)
     } else {
         let reference = Reference::parse(target)?;
         let dir = store_dir(store_flag, policy)?;
         let store = Store::open(&dir)?;
         match hermetic_distribution::pull(&reference, &store, &trust, &registry.options()) {
-            Ok(p) => Ok((p.component, p.signer)),
+            Ok(p) => Ok((p.component, p.verified.map(|v| v.key))),
             Err(e) => Err(e.into()),
         }
     };
@@ -231,9 +249,13 @@ pub fn pull(
             pulled.component,
             pulled.path.display(),
             pulled
-                .signer
+                .verified
                 .as_ref()
-                .map(|k| format!(", signed by trusted key {}", k.id()))
+                .map(|v| format!(
+                    ", signed by trusted key {} ({})",
+                    v.key.id(),
+                    v.statement.describe()
+                ))
                 .unwrap_or_default()
         );
         Ok(pulled)
@@ -260,6 +282,21 @@ pub fn pull(
         if reference.digest.is_none() {
             let pinned = format!("oci://{}", pulled.pinned);
             let previous = lock.tools.get(name).map(|l| l.pinned.clone());
+            if let Some(why) = rollback(
+                name,
+                &pulled,
+                previous.as_deref(),
+                trust_policy,
+                &store,
+                &trust,
+            ) {
+                bail!(
+                    "tools.{name}: {source} now names {} ({why}): refused, and {} is left as it was — a tag moved back to an older version is how a known-bad version returns. To go back on purpose, review it and set [tools.{name}] reviewed = \"{}\", then pull again",
+                    pulled.component,
+                    lock_path.display(),
+                    pulled.component
+                );
+            }
             if previous.as_deref().is_some_and(|p| p != pinned) {
                 eprintln!(
                     "  {name}: {source} moved to a new digest (was {})",
@@ -282,64 +319,42 @@ pub fn pull(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads every tool the policy names by source from the store: no network. Each must
-/// be there (else: the `pull` to run), match its digests, pass the signature check
-/// and name itself as its policy entry does.
-pub fn load_sources(
-    registry: &Registry,
-    policy_path: &Path,
+/// Why the version a tag now names may not replace the locked one, nor stand in for
+/// the reviewed one, if it may not: it is older (by its signed statement: version,
+/// then creation time) than either, unless `[tools.NAME] reviewed` names it. Without
+/// signatures there is no statement to go by (rollback protection needs them).
+fn rollback(
+    name: &str,
+    pulled: &hermetic_distribution::Pulled,
+    locked: Option<&str>,
     trust_policy: &TrustPolicy,
-    store_dir: &Path,
-    require_signature: bool,
-) -> Result<()> {
-    if trust_policy.sources.is_empty() {
-        return Ok(());
+    store: &Store,
+    trust: &Trust,
+) -> Option<String> {
+    let reviewed = trust_policy.reviewed.get(name);
+    if reviewed.is_some_and(|r| *r == pulled.component.to_string()) {
+        return None;
     }
-    let store = Store::open(store_dir)?;
-    let lock = Lock::load(&Lock::path_beside(policy_path))?;
-    let trust = Trust {
-        keys: trusted_keys(&trust_policy.keys)?,
-        require_signature,
-    };
-    for (name, source) in &trust_policy.sources {
-        let reference = Reference::parse(source).with_context(|| format!("tools.{name}.source"))?;
-        let pinned = match &reference.digest {
-            Some(_) => reference,
-            None => lock.pinned(name, source).ok_or_else(|| {
-                anyhow!(
-                    "tools.{name}.source {source} is a tag that is not in {}: run `hermetic pull --policy {}` to resolve and fetch it",
-                    Lock::path_beside(policy_path).display(),
-                    policy_path.display()
-                )
-            })?,
-        };
-        let (bytes, component) = hermetic_distribution::stored_component(&pinned, &store, &trust)
-            .with_context(|| format!("tools.{name}"))?;
-        let mut tool = registry
-            .load(&bytes, ToolSource::Oci(format!("oci://{pinned}")))
-            .with_context(|| format!("tools.{name}: oci://{pinned}"))?;
-        tool.withheld = review(
-            name,
-            &tool.declaration,
-            &component,
-            trust_policy.reviewed.get(name).map(String::as_str),
-            reference_was_pinned(source),
-            &store,
-        );
-        if let Some(reason) = &tool.withheld {
-            eprintln!("warning: {reason}");
-        }
-        let own = tool.schema["name"].as_str().unwrap_or_default();
-        if own != name {
-            bail!(
-                "tools.{name}: oci://{pinned} is the tool {own:?}, not {name:?}: name the policy entry after the tool"
-            );
-        }
-        registry
-            .register(tool)
-            .with_context(|| format!("tools.{name}"))?;
-    }
-    Ok(())
+    let now = &pulled.verified.as_ref()?.statement;
+    let locked = locked
+        .and_then(|l| Reference::parse(l).ok())
+        .and_then(|l| hermetic_distribution::stored_statement(&l, store, &trust.keys))
+        .map(|(_, statement)| statement);
+    let reviewed = reviewed
+        .and_then(|r| hermetic_distribution::Digest::parse(r).ok())
+        .and_then(|d| {
+            hermetic_distribution::component_statement(
+                &d,
+                &pulled.pinned.repository,
+                store,
+                &trust.keys,
+            )
+        });
+    [(locked, "locked"), (reviewed, "reviewed")]
+        .into_iter()
+        .filter_map(|(then, label)| Some((then?, label)))
+        .filter(|(then, _)| then.digest != pulled.component)
+        .find_map(|(then, label)| review::older(now, &then, label))
 }
 
 /// A hook's component from an OCI source: pinned by digest (a hook sits in front of
@@ -363,62 +378,13 @@ pub fn hook_bytes(
         keys: trusted_keys(&trust_policy.keys)?,
         require_signature,
     };
-    let (bytes, _) = hermetic_distribution::stored_component(&reference, &store, &trust)
-        .with_context(|| format!("hooks.{name}: {source} (`hermetic pull {source}` fetches it)"))?;
-    Ok(bytes)
-}
-
-fn reference_was_pinned(source: &str) -> bool {
-    Reference::parse(source).is_ok_and(|r| r.digest.is_some())
-}
-
-/// Why the grants are withheld from `component`, if they are: the grants are for the
-/// component the operator reviewed (`reviewed`, else the one the source pins by
-/// digest); another version gets them only when it asks for nothing more.
-fn review(
-    name: &str,
-    declaration: &hermetic::policy::Declaration,
-    component: &hermetic_distribution::Digest,
-    reviewed: Option<&str>,
-    source_pinned: bool,
-    store: &Store,
-) -> Option<String> {
-    let fix = format!(
-        "review it (`hermetic inspect {name}` shows what it asks for) and set [tools.{name}] reviewed = \"{component}\""
-    );
-    let reviewed = match reviewed {
-        Some(r) => r,
-        None if source_pinned => return None,
-        None => {
-            return Some(format!(
-                "tools.{name}: the source is a tag, and no version was reviewed for its grants: {fix}"
-            ));
-        }
-    };
-    if reviewed == component.to_string() {
-        return None;
-    }
-    let old = hermetic_distribution::Digest::parse(reviewed)
-        .ok()
-        .and_then(|d| {
-            store
-                .read(&d, hermetic_distribution::artifact::MAX_COMPONENT_BYTES)
-                .ok()
-        })
-        .and_then(|bytes| hermetic::component::read_declaration(&bytes).ok());
-    let Some(old) = old else {
-        return Some(format!(
-            "tools.{name}: version {component} is not the reviewed {reviewed}, which is not in the tool store to compare with: {fix}"
-        ));
-    };
-    let more = declaration.asks_beyond(&old);
-    if more.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "tools.{name}: version {component} asks for {} (not granted for this digest): {fix}",
-        more.join(", ")
-    ))
+    let stored = hermetic_distribution::stored_component(&reference, &store, &trust)
+        .with_context(|| {
+            format!(
+                "hooks.{name}: {source} (`hermetic pull --policy POLICY {source}` fetches it into the policy's store)"
+            )
+        })?;
+    Ok(stored.bytes)
 }
 
 /// Pulls `reference` into the store for `hermetic inspect` (the signature checked as
@@ -433,8 +399,8 @@ pub fn fetch_for_inspection(
     let store = Store::open(&store_dir(store_flag, trust)?)?;
     let trust = TrustArgs::default().trust(trust, tenant)?;
     let pulled = hermetic_distribution::pull(reference, &store, &trust, &registry.options())?;
-    let (bytes, _) = hermetic_distribution::stored_component(&pulled.pinned, &store, &trust)?;
-    Ok((bytes, pulled.pinned))
+    let stored = hermetic_distribution::stored_component(&pulled.pinned, &store, &trust)?;
+    Ok((stored.bytes, pulled.pinned))
 }
 
 /// The check every component file passes under `require_signature`: a signature by a
@@ -447,7 +413,7 @@ pub fn file_check(trust_policy: &TrustPolicy) -> Result<hermetic::FileCheck> {
     Ok(std::sync::Arc::new(move |path: &Path, bytes: &[u8]| {
         let digest = hermetic_distribution::Digest::of(bytes);
         trust
-            .check(&digest, &hermetic_distribution::file_signatures(path))
+            .check(&digest, None, &hermetic_distribution::file_signatures(path))
             .map(|_| ())
             .map_err(|e| {
                 format!(
@@ -456,4 +422,68 @@ pub fn file_check(trust_policy: &TrustPolicy) -> Result<hermetic::FileCheck> {
                 )
             })
     }))
+}
+
+/// Adds `review` to an `inspect` report of a tool the policy reviews a version of:
+/// how the inspected version differs from the reviewed one, field by field.
+pub fn add_review(
+    report: &mut serde_json::Value,
+    registry: &Registry,
+    trust: Option<&TrustPolicy>,
+    store_flag: Option<&Path>,
+) -> Result<()> {
+    let Some(trust) = trust.filter(|t| !t.reviewed.is_empty()) else {
+        return Ok(());
+    };
+    let store = Store::open(&store_dir(store_flag, Some(trust))?)?;
+    if let Some(review) = review::report(registry, trust, &store, report) {
+        report["review"] = review;
+    }
+    Ok(())
+}
+
+/// [`skipped_tools`] for the operator's view (`tenant` empty) of the host `policy`
+/// describes: none for a tenant (a tool that did not load has no toolset to show it
+/// in) or without a policy.
+pub fn skipped_for(
+    registry: &Registry,
+    policy: Option<&Path>,
+    store_flag: Option<&Path>,
+    tenant: &str,
+) -> Result<Vec<hermetic::ToolStatus>> {
+    let (Some(policy_path), "") = (policy, tenant) else {
+        return Ok(Vec::new());
+    };
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let trust = hermetic::policy_file::load(policy_path, &cwd)?.trust;
+    if trust.sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = store_dir(store_flag, Some(&trust))?;
+    // As at start: a tool is signed or it is not, for every tenant a server serves.
+    let require = trust.require_signature || !trust.tenants_requiring.is_empty();
+    skipped_tools(registry, policy_path, &trust, &dir, require)
+}
+
+/// `hermetic inspect NAME` for a tool the policy names by source that could not be
+/// loaded: `loads: false` and why.
+pub fn skipped_report(
+    registry: &Registry,
+    policy: Option<&Path>,
+    store_flag: Option<&Path>,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<serde_json::Value>> {
+    Ok(skipped_for(registry, policy, store_flag, tenant)?
+        .into_iter()
+        .find(|t| t.name == name)
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "source": t.source,
+                "loads": false,
+                "available": false,
+                "reason": t.reason,
+            })
+        }))
 }

@@ -79,6 +79,14 @@ fn refused(out: &Output, says: &str) -> String {
     all
 }
 
+/// Files in the store's `tmp/` (not its lock file).
+fn temporary_files(home: &Path) -> usize {
+    std::fs::read_dir(home.join("store/tmp"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name() != ".lock")
+        .count()
+}
+
 /// Files in the store's blob directory.
 fn stored(home: &Path) -> usize {
     std::fs::read_dir(home.join("store/blobs/sha256")).map_or(0, Iterator::count)
@@ -159,10 +167,11 @@ fn a_signed_tool_travels_from_push_to_an_mcp_call_with_no_network_at_start() {
     std::fs::copy(p.join("key.pub"), h.join("key.pub")).unwrap();
     let policy = write_policy(h, true, &[("echo", &pinned)]);
     let policy = policy.to_str().unwrap();
-    // Before the pull: one clear error naming the pull to run.
-    refused(
-        &run(h, &["--policy", policy, "tools"]),
-        "run `hermetic pull",
+    // Before the pull: listed unavailable, naming the pull to run (the rest served).
+    let before = ok(&run(h, &["--policy", policy, "tools"]));
+    assert!(
+        before.contains(&format!("run `hermetic pull --policy {policy}`")),
+        "{before}"
     );
     let pulled = run(h, &["pull", "--policy", policy, "--insecure"]);
     ok(&pulled);
@@ -262,7 +271,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
             h,
             &["--policy", policy, "--no-bundled", "call", "echo", "{}"],
         ),
-        "refused (tampered or corrupted; pull it again)",
+        "the stored file was changed or corrupted since it was pulled; pulling it again replaces it): run `hermetic pull --policy",
     );
     std::fs::write(&blob, &original).unwrap();
     // Another component of the same publisher, not signed: refused.
@@ -309,10 +318,10 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
                 "--insecure",
             ],
         ),
-        "refused (tampered or corrupted",
+        "the registry serves content that does not match the digest it is pinned to",
     );
     assert_eq!(stored(f), 0, "nothing half-written");
-    assert_eq!(std::fs::read_dir(f.join("store/tmp")).unwrap().count(), 0);
+    assert_eq!(temporary_files(f), 0);
     std::fs::write(&file, &good).unwrap();
     // The manifest tampered with in the registry: its digest no longer matches.
     let manifest_file = registry.blob_file(pinned.rsplit_once('@').unwrap().1);
@@ -429,10 +438,8 @@ fn a_tag_is_resolved_once_into_the_lock_file_and_a_new_version_asking_for_more_i
     ));
     let policy_path = write_policy(h, false, &[("echo", &tag)]);
     let policy = policy_path.to_str().unwrap();
-    refused(
-        &run(h, &["--policy", policy, "tools"]),
-        "is a tag that is not in",
-    );
+    let before = ok(&run(h, &["--policy", policy, "tools"]));
+    assert!(before.contains("is a tag that is not in"), "{before}");
     let pulled = run(h, &["pull", "--policy", policy, "--insecure"]);
     ok(&pulled);
     assert!(
@@ -515,7 +522,8 @@ fn a_tag_is_resolved_once_into_the_lock_file_and_a_new_version_asking_for_more_i
         "{tools}"
     );
     refused(&call(h, policy), "not granted for this digest");
-    // A version that asks for nothing more keeps the grants.
+    // A version that asks for nothing more but says something else in its listing is
+    // withheld too: a review binds what a tool is, not only what it may touch.
     let modest = h.join("modest.wasm");
     std::fs::write(
         &modest,
@@ -530,6 +538,27 @@ fn a_tag_is_resolved_once_into_the_lock_file_and_a_new_version_asking_for_more_i
         &["push", modest.to_str().unwrap(), &tag, "--insecure"],
     ));
     ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
+    refused(
+        &call(h, policy),
+        "in description (not granted for this digest)",
+    );
+    // A version that means the same (new bytes: a fix; the same declaration and
+    // schema) keeps the grants.
+    let fix = h.join("fix.wasm");
+    std::fs::write(
+        &fix,
+        common::community::with_custom_section(
+            &std::fs::read(guest("echo")).unwrap(),
+            "release-notes",
+            b"a fix",
+        ),
+    )
+    .unwrap();
+    ok(&run(
+        h,
+        &["push", fix.to_str().unwrap(), &tag, "--insecure"],
+    ));
+    ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
     ok(&call(h, policy));
     // A tag moved to another tool altogether is refused by name.
     ok(&run(
@@ -537,9 +566,10 @@ fn a_tag_is_resolved_once_into_the_lock_file_and_a_new_version_asking_for_more_i
         &["push", guest("clock").to_str().unwrap(), &tag, "--insecure"],
     ));
     ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
-    refused(
-        &run(h, &["--policy", policy, "tools"]),
-        "is the tool \"clock\", not \"echo\"",
+    let listed = ok(&run(h, &["--policy", policy, "tools"]));
+    assert!(
+        listed.contains("is the tool \"clock\", not \"echo\""),
+        "{listed}"
     );
 }
 
@@ -773,11 +803,7 @@ fn a_misbehaving_registry_gets_a_clear_error_and_nothing_is_stored() {
     refused(&pull("huge"), "the manifest");
     refused(&pull("absent"), "not found in the registry");
     assert_eq!(stored(h), 0, "nothing stored");
-    assert_eq!(
-        std::fs::read_dir(h.join("store/tmp")).unwrap().count(),
-        0,
-        "nothing half-written"
-    );
+    assert_eq!(temporary_files(h), 0, "nothing half-written");
     // A registry that is down: a clear error, not a hang.
     let down = format!("127.0.0.1:{}/x:1", free_port());
     refused(

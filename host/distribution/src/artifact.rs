@@ -1,7 +1,9 @@
 //! The wasm component artifact of the CNCF wasm OCI layout: an OCI image manifest whose
 //! config has media type `application/vnd.wasm.config.v0+json` and whose one layer is
-//! the component (`application/wasm`). Written byte-for-byte the same for the same
-//! component (no timestamp), so pushing twice gives one manifest digest.
+//! the component (`application/wasm`). The manifest carries the OCI annotations
+//! `org.opencontainers.image.version` and `.created`, which `hermetic sign` puts in the
+//! signed statement (so two pushes of one component make two manifests, one component
+//! digest).
 //!
 //! A manifest from a registry is untrusted input: [`WasmManifest::parse`] checks its
 //! size, media types, the one layer, and refuses external `urls` (a registry could
@@ -9,6 +11,7 @@
 
 use crate::digest::Digest;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The OCI image manifest media type.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -22,6 +25,10 @@ pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// Largest component pulled: the runtime's own limit on a component's size.
 pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+/// The OCI annotation naming the artifact's version.
+pub const VERSION_ANNOTATION: &str = "org.opencontainers.image.version";
+/// The OCI annotation saying when the artifact was made (RFC 3339).
+pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
 
 /// An OCI content descriptor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +66,8 @@ struct ManifestJson {
     artifact_type: Option<String>,
     config: Descriptor,
     layers: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,8 +91,39 @@ pub struct Packaged {
     pub component_digest: Digest,
 }
 
-/// Packages `component` as a wasm artifact.
-pub fn package(component: &[u8]) -> Packaged {
+/// What a push says about the component in its manifest's annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// `org.opencontainers.image.version`.
+    pub version: Option<String>,
+    /// `org.opencontainers.image.created` (RFC 3339).
+    pub created: Option<String>,
+}
+
+impl Annotations {
+    /// `version`, made now (UTC, to the second).
+    pub fn now(version: Option<String>) -> Self {
+        let now = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
+        Self {
+            version,
+            created: Some(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        }
+    }
+
+    fn to_map(&self) -> Option<BTreeMap<String, String>> {
+        let map: BTreeMap<String, String> = [
+            (VERSION_ANNOTATION, &self.version),
+            (CREATED_ANNOTATION, &self.created),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_owned(), v.clone()?)))
+        .collect();
+        (!map.is_empty()).then_some(map)
+    }
+}
+
+/// Packages `component` as a wasm artifact with `annotations`.
+pub fn package(component: &[u8], annotations: &Annotations) -> Packaged {
     let layer = Descriptor::of(LAYER_MEDIA_TYPE, component);
     let config = serde_json::to_vec(&ConfigJson {
         architecture: "wasm",
@@ -97,6 +137,7 @@ pub fn package(component: &[u8]) -> Packaged {
         artifact_type: Some(CONFIG_MEDIA_TYPE.to_owned()),
         config: Descriptor::of(CONFIG_MEDIA_TYPE, &config),
         layers: vec![layer.clone()],
+        annotations: annotations.to_map(),
     };
     // Serializing plain strings and numbers cannot fail.
     let manifest = serde_json::to_vec(&manifest).unwrap_or_default();
@@ -120,6 +161,11 @@ pub struct WasmManifest {
     pub config: Descriptor,
     /// The component.
     pub component: Descriptor,
+    /// What the manifest says about it (unsigned: a signed [`Statement`] is what a
+    /// host trusts).
+    ///
+    /// [`Statement`]: crate::signature::Statement
+    pub annotations: Annotations,
 }
 
 impl WasmManifest {
@@ -179,9 +225,14 @@ impl WasmManifest {
                 layer.size
             )));
         }
+        let annotation = |key: &str| m.annotations.as_ref().and_then(|a| a.get(key)).cloned();
         Ok(Self {
-            config: m.config,
+            config: m.config.clone(),
             component: layer.clone(),
+            annotations: Annotations {
+                version: annotation(VERSION_ANNOTATION),
+                created: annotation(CREATED_ANNOTATION),
+            },
         })
     }
 }
@@ -254,20 +305,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_packaged_component_parses_back_and_is_reproducible() {
-        let p = package(b"\0asm component");
+    fn a_packaged_component_parses_back_with_its_annotations() {
+        let annotations = Annotations {
+            version: Some("1.2.0".into()),
+            created: Some("2026-01-31T12:00:00Z".into()),
+        };
+        let p = package(b"\0asm component", &annotations);
         let m = WasmManifest::parse(&p.manifest).unwrap();
         assert_eq!(m.component.digest, Digest::of(b"\0asm component"));
         assert_eq!(m.component.digest, p.component_digest);
+        assert_eq!(m.annotations, annotations);
+        let text = String::from_utf8(p.manifest.clone()).unwrap();
+        assert!(
+            text.contains(r#""org.opencontainers.image.version":"1.2.0""#),
+            "{text}"
+        );
+        // The same component and annotations: the same manifest.
         assert_eq!(
-            package(b"\0asm component").manifest_digest,
+            package(b"\0asm component", &annotations).manifest_digest,
             p.manifest_digest
+        );
+        // None: no annotations at all (as before them).
+        let bare = package(b"\0asm component", &Annotations::default());
+        assert!(
+            !String::from_utf8(bare.manifest)
+                .unwrap()
+                .contains("annotations")
+        );
+        // `now` is RFC 3339 UTC.
+        let now = Annotations::now(None).created.unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(&now).is_ok() && now.ends_with('Z'),
+            "{now}"
         );
     }
 
     #[test]
     fn manifests_that_are_not_one_wasm_layer_are_refused() {
-        let p = package(b"x");
+        let p = package(b"x", &Annotations::default());
         let text = String::from_utf8(p.manifest).unwrap();
         let bad = |from: &str, to: &str, says: &str| {
             let m = text.replacen(from, to, 1);

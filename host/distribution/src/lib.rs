@@ -8,9 +8,10 @@
 //! checking the digests and the signature again.
 //!
 //! Trust flows from key to call: the operator lists public keys in `[trust]`; a
-//! signature (Ed25519 over the component's digest) by one of them is what lets a
-//! pulled component be stored and loaded; the policy's grants then apply to that
-//! component, named by digest in its source; and every call runs it in the sandbox
+//! signature by one of them over a statement (the component's digest, the repository
+//! it was published under, its version and creation time) is what lets a pulled
+//! component be stored and loaded; the policy's grants then apply to the component
+//! the operator reviewed, named by digest; and every call runs it in the sandbox
 //! those grants allow.
 
 pub mod artifact;
@@ -25,10 +26,12 @@ pub mod store;
 pub use client::{ClientOptions, Credentials, RegistryClient, RegistryError};
 pub use digest::Digest;
 pub use reference::{BadReference, Reference};
-pub use signature::{PublicKey, Signature, SignatureError, SigningKey, TrustedKeys};
+pub use signature::{
+    PublicKey, Signature, SignatureError, SigningKey, Statement, TrustedKeys, Verified,
+};
 pub use store::{Store, StoreError};
 
-use artifact::{BadManifest, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES, WasmManifest};
+use artifact::{Annotations, BadManifest, MAX_COMPONENT_BYTES, MAX_MANIFEST_BYTES, WasmManifest};
 use std::path::{Path, PathBuf};
 
 /// What the operator trusts.
@@ -41,21 +44,23 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// Checks `digest` against `signatures` when a signature is required; `Ok(None)`
-    /// when none is required (and none was checked), `Ok(Some(key))` for the trusted key
-    /// that signed it.
+    /// Checks that a trusted key signed `digest` as published under `repository`
+    /// (`None` for a file) when a signature is required; `Ok(None)` when none is
+    /// required (and none was checked), `Ok(Some(verified))` for the trusted key that
+    /// signed it and what it signed.
     ///
     /// # Errors
     /// [`SignatureError`] saying what is missing or wrong.
     pub fn check(
         &self,
         digest: &Digest,
+        repository: Option<&str>,
         signatures: &[Signature],
-    ) -> Result<Option<PublicKey>, SignatureError> {
+    ) -> Result<Option<Verified>, SignatureError> {
         if !self.require_signature {
             return Ok(None);
         }
-        self.keys.verify(digest, signatures).map(Some)
+        self.keys.verify(digest, repository, signatures).map(Some)
     }
 }
 
@@ -129,10 +134,23 @@ pub struct Pulled {
     pub component: Digest,
     /// Where the component is.
     pub path: PathBuf,
-    /// The trusted key that signed it, when a signature was required.
-    pub signer: Option<PublicKey>,
+    /// The trusted key that signed it and what it signed, when a signature was
+    /// required.
+    pub verified: Option<Verified>,
     /// Signatures found (in the registry and the store).
     pub signatures: usize,
+}
+
+/// A component read from the store by [`stored_component`].
+#[derive(Debug, Clone)]
+pub struct Stored {
+    /// Its bytes (checked against its digest).
+    pub bytes: Vec<u8>,
+    /// Its digest.
+    pub component: Digest,
+    /// The trusted key that signed it and what it signed, when a signature was
+    /// required.
+    pub verified: Option<Verified>,
 }
 
 /// The 8-byte preamble of a WebAssembly component (not a core module).
@@ -157,13 +175,16 @@ fn parse_manifest(reference: &Reference, bytes: &[u8]) -> Result<WasmManifest, D
     })
 }
 
-/// Packages `component` and pushes it to `reference` (which needs a tag).
+/// Packages `component` with `annotations` (its version and creation time, which a
+/// signature then covers) and pushes it to `reference` (which needs a tag).
 ///
 /// # Errors
-/// [`DistributionError::Invalid`] for a core module or no tag; registry errors.
+/// [`DistributionError::Invalid`] for a core module, no tag or a version no statement
+/// can carry; registry errors.
 pub fn push(
     component: &[u8],
     reference: &Reference,
+    annotations: &Annotations,
     options: &ClientOptions,
 ) -> Result<Pushed, DistributionError> {
     if !component.starts_with(&COMPONENT_PREAMBLE) {
@@ -182,7 +203,15 @@ pub fn push(
             "{reference}: push needs a tag (REPOSITORY:TAG)"
         )));
     };
-    let packaged = artifact::package(component);
+    // What `sign` will put in the statement must be signable: refused now, not then.
+    Statement::new(
+        Digest::of(component),
+        Some(&reference.repository),
+        annotations.version.as_deref(),
+        annotations.created.as_deref(),
+    )
+    .map_err(|e| DistributionError::Invalid(e.to_string()))?;
+    let packaged = artifact::package(component, annotations);
     let client = client_for(reference, options)?;
     client.push_blob(&reference.repository, &packaged.config)?;
     client.push_blob(&reference.repository, component)?;
@@ -237,20 +266,23 @@ pub fn stored_signatures(store: &Store, digest: &Digest) -> Vec<Signature> {
         .collect()
 }
 
+/// Keeps the signatures by trusted keys for `digest` in the store, one file per key
+/// and statement (a component published under two repositories keeps both). Others
+/// are not kept: a registry cannot fill the store with signatures nobody trusts.
 fn keep_signatures(
     store: &Store,
+    trust: &Trust,
     digest: &Digest,
     signatures: &[Signature],
 ) -> Result<(), StoreError> {
-    for sig in signatures.iter().filter(|s| &s.digest == digest) {
-        // The key id is 16 hex digits (a signature naming anything else is not kept
-        // under that name).
-        if sig.key.len() == 16 && sig.key.bytes().all(|b| b.is_ascii_hexdigit()) {
-            let path = store
-                .signatures_dir(digest)
-                .join(format!("{}.json", sig.key));
-            store.write_file(&path, &sig.to_bytes())?;
-        }
+    for sig in signatures
+        .iter()
+        .filter(|s| s.digest() == digest && trust.keys.trusts(&s.key))
+    {
+        let path = store
+            .signatures_dir(digest)
+            .join(format!("{}.json", sig.file_stem()));
+        store.write_file(&path, &sig.to_bytes())?;
     }
     Ok(())
 }
@@ -276,13 +308,12 @@ pub fn pull(
     let (_, mut signatures) =
         registry_signatures(&client, &reference.repository, &manifest_digest)?;
     signatures.extend(stored_signatures(store, &component));
-    let signer =
-        trust
-            .check(&component, &signatures)
-            .map_err(|source| DistributionError::Signature {
-                reference: reference.to_string(),
-                source,
-            })?;
+    let verified = trust
+        .check(&component, Some(&reference.repository), &signatures)
+        .map_err(|source| DistributionError::Signature {
+            reference: reference.to_string(),
+            source,
+        })?;
     let path = if store.has(&component) && store.read(&component, MAX_COMPONENT_BYTES).is_ok() {
         store.blob_path(&component)
     } else {
@@ -294,12 +325,12 @@ pub fn pull(
         )?
     };
     store.put("the manifest", &manifest_bytes)?;
-    keep_signatures(store, &component, &signatures)?;
+    keep_signatures(store, trust, &component, &signatures)?;
     Ok(Pulled {
         pinned: reference.pinned(manifest_digest),
         component,
         path,
-        signer,
+        verified,
         signatures: signatures.len(),
     })
 }
@@ -315,7 +346,7 @@ pub fn stored_component(
     pinned: &Reference,
     store: &Store,
     trust: &Trust,
-) -> Result<(Vec<u8>, Digest), DistributionError> {
+) -> Result<Stored, DistributionError> {
     let Some(manifest_digest) = &pinned.digest else {
         return Err(DistributionError::Invalid(format!(
             "{pinned} has no digest: pin it (`hermetic pull` writes the digest to hermetic.lock)"
@@ -331,8 +362,12 @@ pub fn stored_component(
     };
     let manifest = parse_manifest(pinned, &manifest_bytes)?;
     let component = manifest.component.digest;
-    trust
-        .check(&component, &stored_signatures(store, &component))
+    let verified = trust
+        .check(
+            &component,
+            Some(&pinned.repository),
+            &stored_signatures(store, &component),
+        )
         .map_err(|source| DistributionError::Signature {
             reference: pinned.to_string(),
             source,
@@ -341,7 +376,45 @@ pub fn stored_component(
         Err(StoreError::Missing { .. }) => return Err(not_pulled()),
         other => other?,
     };
-    Ok((bytes, component))
+    Ok(Stored {
+        bytes,
+        component,
+        verified,
+    })
+}
+
+/// What a trusted key signed about the component the stored manifest `pinned` names
+/// (published under `pinned`'s repository), and that component's digest; `None`
+/// when the store lacks the manifest or no trusted key's statement verifies. For
+/// comparing versions: nothing is read but the manifest and signatures.
+pub fn stored_statement(
+    pinned: &Reference,
+    store: &Store,
+    keys: &TrustedKeys,
+) -> Option<(Digest, Statement)> {
+    let manifest = store
+        .read(pinned.digest.as_ref()?, MAX_MANIFEST_BYTES as u64)
+        .ok()?;
+    let component = WasmManifest::parse(&manifest).ok()?.component.digest;
+    let statement = component_statement(&component, &pinned.repository, store, keys)?;
+    Some((component, statement))
+}
+
+/// What a trusted key signed about the stored component `component` as published
+/// under `repository`, when the store has such a signature.
+pub fn component_statement(
+    component: &Digest,
+    repository: &str,
+    store: &Store,
+    keys: &TrustedKeys,
+) -> Option<Statement> {
+    keys.verify(
+        component,
+        Some(repository),
+        &stored_signatures(store, component),
+    )
+    .ok()
+    .map(|v| v.statement)
 }
 
 /// Signs the component `reference` names and publishes the signature beside it (the
@@ -358,7 +431,20 @@ pub fn sign_pushed(
     let (manifest_bytes, manifest_digest) =
         client.manifest(&reference.repository, &reference.manifest_ref())?;
     let manifest = parse_manifest(reference, &manifest_bytes)?;
-    let signature = key.sign(&manifest.component.digest);
+    let Some(created) = manifest.annotations.created.as_deref() else {
+        return Err(DistributionError::Invalid(format!(
+            "{reference}: the manifest has no {} annotation, and a signature must say when the version was made (so a host can refuse an older one): push it again with `hermetic push` (which sets it), then sign",
+            artifact::CREATED_ANNOTATION
+        )));
+    };
+    let statement = Statement::new(
+        manifest.component.digest.clone(),
+        Some(&reference.repository),
+        manifest.annotations.version.as_deref(),
+        Some(created),
+    )
+    .map_err(|e| DistributionError::Invalid(format!("{reference}: {e}")))?;
+    let signature = key.sign(&statement);
     let (raw, parsed) = registry_signatures(&client, &reference.repository, &manifest_digest)?;
     let mut documents: Vec<Vec<u8>> = raw
         .into_iter()
@@ -400,8 +486,8 @@ pub fn file_signatures(component: &Path) -> Vec<Signature> {
         .unwrap_or_default()
 }
 
-/// Signs a component file: its signature is added to `FILE.sig` (replacing one by the
-/// same key).
+/// Signs a component file: its signature (a statement naming the digest and no
+/// repository) is added to `FILE.sig` (replacing one by the same key).
 ///
 /// # Errors
 /// [`DistributionError::Io`], or a file that is not a component.
@@ -417,7 +503,13 @@ pub fn sign_file(component: &Path, key: &SigningKey) -> Result<Signature, Distri
             component.display()
         )));
     }
-    let signature = key.sign(&Digest::of(&bytes));
+    // A file has no repository and no manifest: its statement is the digest alone.
+    let signature = key.sign(&Statement {
+        digest: Digest::of(&bytes),
+        repository: None,
+        version: None,
+        created: None,
+    });
     let mut lines: Vec<Vec<u8>> = file_signatures(component)
         .into_iter()
         .filter(|s| s.key != signature.key)

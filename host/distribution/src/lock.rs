@@ -79,7 +79,9 @@ impl Lock {
             reason: e.message().to_owned(),
         })?;
         for (name, l) in &lock.tools {
-            let pinned = Reference::parse(l.pinned.trim_start_matches("oci://"));
+            // Parsed as `pinned` reads it (one `oci://` at most), so what passes here
+            // is what start-up uses.
+            let pinned = Reference::parse(&l.pinned);
             if !pinned.is_ok_and(|r| r.digest.is_some()) {
                 return Err(LockError::Invalid {
                     path: path.to_path_buf(),
@@ -118,5 +120,41 @@ impl Lock {
         tmp.as_file().sync_all().map_err(io)?;
         tmp.persist(path).map_err(|e| io(e.error))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_reference_start_up_could_not_use_is_refused_at_load() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("hermetic.lock");
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let write = |pinned: &str| {
+            std::fs::write(
+                &path,
+                format!(
+                    "[tools.echo]\nsource = \"oci://r.example.com/echo:1\"\npinned = \"{pinned}\"\n"
+                ),
+            )
+            .unwrap();
+        };
+        write(&format!("oci://r.example.com/echo@{digest}"));
+        let lock = Lock::load(&path).unwrap();
+        assert!(lock.pinned("echo", "oci://r.example.com/echo:1").is_some());
+        // What `pinned` could not parse must not load as if it could: start-up would
+        // then say the tag is not locked at all.
+        for bad in [
+            format!("oci://oci://r.example.com/echo@{digest}"),
+            "oci://r.example.com/echo:1".to_owned(),
+        ] {
+            write(&bad);
+            assert!(
+                matches!(Lock::load(&path), Err(LockError::Invalid { .. })),
+                "{bad}"
+            );
+        }
     }
 }

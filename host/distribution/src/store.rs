@@ -4,6 +4,14 @@
 //! against its digest, synced and renamed into place: a crash, a tampered download or a
 //! registry that sends the wrong bytes leaves nothing half-written under a digest.
 //! Reads check the digest again, so a file changed on disk is refused, not run.
+//!
+//! A pull killed midway (kill -9, a power cut) leaves its temporary file in `tmp/`.
+//! Such files are removed when the store is next opened (the next pull, a start), but
+//! never one a live pull is still writing: every write holds a shared lock on
+//! `tmp/.lock` while its temporary file exists, and the cleaning takes that lock
+//! exclusively, without waiting — when any pull is writing, the cleaning is left to a
+//! later open. (`flock`: the kernel drops a dead process's locks, so nothing stale
+//! can keep a lock.)
 
 use crate::digest::Digest;
 use sha2::{Digest as _, Sha256};
@@ -23,11 +31,25 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    /// The bytes do not have the digest they should.
+    /// A stored file does not have the digest it is stored under: changed or
+    /// corrupted on disk since it was pulled.
     #[error(
-        "{what} has digest {actual}, not {expected}: refused (tampered or corrupted; pull it again)"
+        "{what} has digest {actual}, not {expected}: refused (the stored file was changed or corrupted since it was pulled; pulling it again replaces it)"
     )]
     Mismatch {
+        /// What was checked.
+        what: String,
+        /// The digest asked for.
+        expected: Digest,
+        /// The digest of the bytes.
+        actual: Digest,
+    },
+    /// Content received to be stored (a download) does not have the digest it is
+    /// pinned to: pulling again would fetch the same bytes.
+    #[error(
+        "{what} has digest {actual}, not {expected}: refused, nothing stored (the registry serves content that does not match the digest it is pinned to: tampered or corrupted at the source, so pulling again fetches the same bytes; tell the publisher, or pin another digest)"
+    )]
+    Received {
         /// What was checked.
         what: String,
         /// The digest asked for.
@@ -80,7 +102,8 @@ impl Store {
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/hermetic/store"))
     }
 
-    /// Opens (making, 0700) the store at `root`.
+    /// Opens (making, 0700) the store at `root`, and removes what pulls that died
+    /// left in `tmp/` when no pull is writing (see the module docs).
     ///
     /// # Errors
     /// [`StoreError::Io`] when a directory cannot be made.
@@ -94,9 +117,58 @@ impl Store {
                 .create(&dir)
                 .map_err(io(&dir))?;
         }
-        Ok(Self {
+        let store = Self {
             root: root.to_path_buf(),
-        })
+        };
+        store.clean_tmp();
+        Ok(store)
+    }
+
+    /// The lock every write holds (shared) while its temporary file exists.
+    fn tmp_lock(&self) -> Result<std::fs::File, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.root.join(TMP_LOCK);
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(&path))
+    }
+
+    /// Holds the shared lock on `tmp/` until dropped: no cleaning removes a temporary
+    /// file meanwhile.
+    fn writing(&self) -> Result<std::fs::File, StoreError> {
+        let lock = self.tmp_lock()?;
+        lock.lock_shared().map_err(io(&self.root.join(TMP_LOCK)))?;
+        Ok(lock)
+    }
+
+    /// Removes every temporary file in `tmp/` when no write holds its lock; when one
+    /// does (a pull is running), removes nothing. Returns how many were removed. Best
+    /// effort: a file that cannot be removed stays for a later try.
+    pub fn clean_tmp(&self) -> usize {
+        let Ok(lock) = self.tmp_lock() else {
+            return 0;
+        };
+        if lock.try_lock().is_err() {
+            return 0;
+        }
+        let tmp = self.root.join("tmp");
+        let Ok(entries) = std::fs::read_dir(&tmp) else {
+            return 0;
+        };
+        let lock_name = Path::new(TMP_LOCK).file_name();
+        let removed = entries
+            .filter_map(Result::ok)
+            .filter(|e| Some(e.file_name().as_os_str()) != lock_name)
+            .filter(|e| std::fs::remove_file(e.path()).is_ok())
+            .count();
+        // Dropping the file releases the lock.
+        drop(lock);
+        removed
     }
 
     /// The store's directory.
@@ -131,6 +203,7 @@ impl Store {
         if dest.is_file() && self.read(expected, limit).is_ok() {
             return Ok(dest);
         }
+        let _writing = self.writing()?;
         let tmp_dir = self.root.join("tmp");
         let mut tmp = tempfile::NamedTempFile::new_in(&tmp_dir).map_err(io(&tmp_dir))?;
         let mut writer = Checked {
@@ -150,7 +223,7 @@ impl Store {
         }
         let actual = Digest::from_hasher(hasher);
         if &actual != expected {
-            return Err(StoreError::Mismatch {
+            return Err(StoreError::Received {
                 what: what.to_owned(),
                 expected: expected.clone(),
                 actual,
@@ -234,6 +307,7 @@ impl Store {
                 .create(dir)
                 .map_err(io(dir))?;
         }
+        let _writing = self.writing()?;
         let tmp_dir = self.root.join("tmp");
         let mut tmp = tempfile::NamedTempFile::new_in(&tmp_dir).map_err(io(&tmp_dir))?;
         tmp.write_all(bytes).map_err(io(tmp.path()))?;
@@ -246,6 +320,9 @@ impl Store {
         Ok(())
     }
 }
+
+/// The lock file of `tmp/` (see the module docs).
+const TMP_LOCK: &str = "tmp/.lock";
 
 /// Makes a rename durable (best effort: a directory that cannot be synced still holds
 /// the file, only its survival of a power cut is less sure).
@@ -302,7 +379,8 @@ mod tests {
                 w.write_all(b"not other").map_err(io(Path::new("x")))
             })
             .unwrap_err();
-        assert!(matches!(e, StoreError::Mismatch { .. }), "{e}");
+        assert!(matches!(e, StoreError::Received { .. }), "{e}");
+        assert!(!e.to_string().contains("pulling it again"), "{e}");
         assert!(!store.has(&other));
         // Over the cap: refused, nothing left.
         let big = Digest::of(&[0u8; 200]);
@@ -314,10 +392,7 @@ mod tests {
                 .is_err()
         );
         assert!(!store.has(&big));
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
-            0
-        );
+        assert_eq!(temporary_files(dir.path()), 0);
         // A stored file changed on disk is refused at read.
         std::fs::write(store.blob_path(&d), b"jello").unwrap();
         assert!(matches!(
@@ -328,5 +403,43 @@ mod tests {
             store.read(&other, 100),
             Err(StoreError::Missing { .. })
         ));
+    }
+
+    fn temporary_files(root: &Path) -> usize {
+        std::fs::read_dir(root.join("tmp"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name() != ".lock")
+            .count()
+    }
+
+    #[test]
+    fn opening_removes_what_dead_writers_left_but_not_what_a_live_one_writes() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // What a pull killed midway leaves: a temporary file no one holds.
+        std::fs::write(dir.path().join("tmp/.tmpDEAD01"), b"half a blob").unwrap();
+        assert_eq!(temporary_files(dir.path()), 1);
+        Store::open(dir.path()).unwrap();
+        assert_eq!(temporary_files(dir.path()), 0, "cleaned at open");
+        // A live writer (this thread, inside put_with) holds the lock: another open
+        // removes nothing, neither its file nor a dead one's.
+        std::fs::write(dir.path().join("tmp/.tmpDEAD02"), b"stale").unwrap();
+        let digest = Digest::of(b"payload");
+        let root = dir.path().to_path_buf();
+        store
+            .put_with::<StoreError>("blob", &digest, 100, |w| {
+                assert_eq!(temporary_files(&root), 2, "the stale file and this one");
+                assert_eq!(Store::open(&root).unwrap().clean_tmp(), 0);
+                assert_eq!(
+                    temporary_files(&root),
+                    2,
+                    "nothing removed under a live write"
+                );
+                w.write_all(b"payload").map_err(io(Path::new("x")))
+            })
+            .unwrap();
+        assert!(store.has(&digest));
+        assert_eq!(store.clean_tmp(), 1, "the stale one, once no one writes");
+        assert_eq!(temporary_files(dir.path()), 0);
     }
 }

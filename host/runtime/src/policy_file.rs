@@ -311,6 +311,8 @@ struct MountToml {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+    #[serde(default)]
+    strict: bool,
 struct SecretsToml {
     file: PathBuf,
 }
@@ -788,6 +790,7 @@ fn default_grants(
 
 /// `[server]` and the tenants' tokens and call rates. Audit-file paths resolve against
 /// the policy file's directory.
+        strict: raw.strict,
 fn server_policy(
     raw: ServerToml,
     tenants: &BTreeMap<String, TenantToml>,
