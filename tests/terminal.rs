@@ -737,7 +737,7 @@ network = false
     };
     says(
         "[terminal]\nbackend = \"modal\"",
-        "terminal.backend: no backend is called \"modal\" (there are: local, bwrap, docker, ssh)",
+        "terminal.backend: no backend is called \"modal\" (there are: local, bwrap, docker, ssh, gvisor)",
     );
     says("[terminal]\nshell = \"zsh\"", "terminal.shell: unknown key");
     says("[terminal]\ntimeout_secs = 601", "timeout_secs");
