@@ -18,10 +18,20 @@ const POLICY: &str = "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
 
 /// A registry over `root` whose key-value data is the file `root/kv.redb`.
 fn host(root: &Path, policy: &str) -> Registry {
+    host_at(root, policy, &root.join("kv.redb"))
+}
+
+/// A registry over `root` whose key-value data is the file `file`, under the policy's
+/// `[keyvalue]` settings.
+fn host_at(root: &Path, policy: &str, file: &Path) -> Registry {
     std::fs::create_dir_all(root.join("ws")).unwrap();
-    let file = root.join("kv.redb");
+    let file = file.to_path_buf();
     let registry = policy_registry_with(root, policy, false, |options| {
-        options.keyvalue = Some(Arc::new(hermetic::EmbeddedKeyValueFile::new(file)));
+        let loaded = hermetic::policy_file::load(&root.join("policy.toml"), root).unwrap();
+        options.keyvalue = Some(Arc::new(hermetic::EmbeddedKeyValueFile::with_settings(
+            file,
+            loaded.keyvalue_settings,
+        )));
     });
     let dir = tools_dir(&["kvprobe", "kvprobe_session", "kv_undeclared"]);
     let problems = registry.add_dir(dir.path()).unwrap();
@@ -102,6 +112,13 @@ fn data_persists_per_tenant_and_per_session_and_is_refused_where_not_granted() {
             )["value"],
             "a"
         );
+        // The file holds tenants' data: the host's alone.
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join("kv.redb"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
         // A tenant that does not allow the store: the tool is unavailable to it.
         let refused = probe(&registry, "initech", json!({"op": "list"}));
         let error = refused["error"].as_str().unwrap();
@@ -145,7 +162,7 @@ fn hostile_keys_values_and_floods_get_clear_errors() {
         flood["refused"]
             .as_str()
             .unwrap()
-            .contains("holds its 50 keys: delete some first"),
+            .contains("holds its 50 keys (in all its buckets): delete some first"),
         "{flood}"
     );
     // globex is not affected by acme's full store.
@@ -311,4 +328,266 @@ fn swap_writes_only_over_the_expected_value_and_loses_no_concurrent_change() {
         .collect();
     want.sort_unstable();
     assert_eq!(seen, want);
+}
+
+/// A quota holds for a tool's store as a whole: four buckets do not hold four times
+/// `max_keys` (they did: the use was counted per bucket).
+#[test]
+fn a_quota_holds_for_the_store_whatever_buckets_it_spreads_over() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let registry = host(dir.path(), POLICY);
+    let mut written = 0;
+    for bucket in ["a", "b", "c", "d"] {
+        let flood = probe(
+            &registry,
+            "acme",
+            json!({"op": "flood", "n": 20, "bucket": bucket}),
+        );
+        written += flood["written"].as_u64().unwrap();
+    }
+    assert_eq!(
+        written, 50,
+        "max_keys = 50 for the store, in all its buckets"
+    );
+    let refused = probe(
+        &registry,
+        "acme",
+        json!({"op": "set", "bucket": "e", "key": "k", "value": "v"}),
+    );
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("holds its 50 keys (in all its buckets)"),
+        "{refused}"
+    );
+    // A key deleted in one bucket makes room in another.
+    probe(
+        &registry,
+        "acme",
+        json!({"op": "delete", "bucket": "a", "key": "k0"}),
+    );
+    assert_eq!(
+        probe(
+            &registry,
+            "acme",
+            json!({"op": "set", "bucket": "e", "key": "k", "value": "v"})
+        ),
+        json!({"ok": true})
+    );
+}
+
+const SESSIONS_POLICY: &str = "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
+    [tenants.acme]\n[tenants.globex]\n\n\
+    [tools.kvprobe]\nkeyvalue = { max_keys = 50 }\n\n\
+    [tools.kvprobe_session]\nkeyvalue = { max_keys = 5 }\n\n\
+    [keyvalue]\nsessions_max_keys = 8\nsession_expiry_secs = 1\n";
+
+fn session_probe(registry: &Registry, tenant: &str, session: &str, args: Value) -> Value {
+    call_as(registry, "kvprobe_session", tenant, session, args)
+}
+
+/// Sessions cannot multiply a quota: a tenant's session stores together are held to
+/// `[keyvalue] sessions_max_keys`; a session's stores go when it ends, which frees
+/// their share; idle ones expire on their own (`session_expiry_secs`), tenant stores
+/// never.
+#[test]
+fn sessions_share_one_ceiling_end_with_their_session_and_expire_when_idle() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let registry = host(dir.path(), SESSIONS_POLICY);
+    let flood =
+        |session: &str| session_probe(&registry, "acme", session, json!({"op": "flood", "n": 5}));
+    let written: Vec<u64> = ["s1", "s2", "s3", "s4"]
+        .iter()
+        .map(|s| flood(s)["written"].as_u64().unwrap())
+        .collect();
+    assert_eq!(written, [5, 3, 0, 0], "eight keys across acme's sessions");
+    let refused = flood("s5");
+    assert!(
+        refused["refused"]
+            .as_str()
+            .unwrap()
+            .contains("session stores hold their 8 keys together"),
+        "{refused}"
+    );
+    // Another tenant's sessions, and the tenant's own tenant-scope store, have their
+    // own room.
+    assert_eq!(
+        session_probe(&registry, "globex", "s1", json!({"op": "flood", "n": 5}))["written"],
+        5
+    );
+    assert_eq!(
+        probe(&registry, "acme", json!({"op": "flood", "n": 10}))["written"],
+        10
+    );
+
+    // s1 ends: its store goes, its five keys are free for another session.
+    let kv = registry.dispatcher().keyvalue();
+    assert_eq!(kv.end_session("acme", "s1").unwrap(), 1);
+    assert_eq!(
+        session_probe(&registry, "acme", "s1", json!({"op": "list"}))["keys"],
+        json!([])
+    );
+    assert_eq!(flood("s3")["written"], 5);
+
+    // Left idle past the expiry, every session store goes by itself; the tenant's
+    // store stays.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = kv
+            .stores(&hermetic::KeyValueStoreFilter::default())
+            .unwrap();
+        if left.iter().all(|s| s.id.session.is_none()) {
+            assert_eq!(left.len(), 1, "{left:?}");
+            assert_eq!(left[0].id.tool, "ext:kvprobe");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "idle session stores never expired: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        flood("s6")["written"],
+        5,
+        "the expired stores' share is free"
+    );
+    assert_eq!(
+        probe(&registry, "acme", json!({"op": "list"}))["keys"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
+}
+
+/// A tmpfs of `size` mounted at `dir` for the test's life (tests run as root).
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "mounting a tmpfs needs root (CI runs the tests as root)"
+        );
+        Self(dir.to_path_buf())
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the filesystem of `dir` with the file `dir/filler` until it says it is full.
+fn fill(dir: &Path) {
+    use std::io::Write as _;
+    let mut filler = std::fs::File::create(dir.join("filler")).unwrap();
+    let chunk = vec![0u8; 4096];
+    loop {
+        match filler.write_all(&chunk) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(28) => break,
+            Err(e) => panic!("filling the disk: {e}"),
+        }
+    }
+    let _ = filler.sync_all();
+}
+
+/// A full disk: the write is refused with a clear error and everything acknowledged
+/// before stays; once space is freed, writes work again without a restart (redb
+/// refuses every call after an I/O error until reopened: the store stayed broken).
+#[test]
+fn a_full_disk_is_a_clear_error_and_writes_resume_once_space_is_freed() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let disk = dir.path().join("disk");
+    let _mounted = SmallDisk::mount(&disk, "4m");
+    let policy = "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n\
+        [tools.kvprobe]\nkeyvalue = { max_value_bytes = 1048576 }\n";
+    let registry = host_at(dir.path(), policy, &disk.join("kv.redb"));
+    let set = |key: &str, size: u64| {
+        probe(
+            &registry,
+            "",
+            json!({"op": "big", "key": key, "size": size}),
+        )
+    };
+    assert_eq!(set("before", 1000), json!({"ok": true}));
+    fill(&disk);
+    let full = set("big", 1_000_000);
+    let error = full["error"].as_str().unwrap_or_else(|| panic!("{full}"));
+    assert!(
+        error.contains("the disk holding the key-value store is full"),
+        "{full}"
+    );
+    assert!(error.contains("once space is freed"), "{full}");
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    // Opened again by the next call (at most once a second): no restart.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = set("big", 1_000_000);
+        if out == json!({"ok": true}) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store never came back: {out}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let listed = probe(&registry, "", json!({"op": "list"}));
+    assert_eq!(listed["keys"], json!(["before", "big"]), "{listed}");
+}
+
+/// `[keyvalue]`'s settings are read, and a zero refused with what to write instead.
+#[test]
+fn keyvalue_settings_are_read_and_zero_is_refused() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let load = |text: &str| {
+        std::fs::write(dir.path().join("p.toml"), text).unwrap();
+        hermetic::policy_file::load(&dir.path().join("p.toml"), dir.path())
+    };
+    let loaded = load("[keyvalue]\nsessions_max_keys = 7\nsession_expiry_secs = 60\n").unwrap();
+    assert_eq!(
+        loaded.keyvalue_settings,
+        hermetic::KeyValueSettings {
+            sessions_max_keys: 7,
+            session_expiry: std::time::Duration::from_secs(60),
+            ..hermetic::KeyValueSettings::default()
+        }
+    );
+    assert_eq!(
+        load("").unwrap().keyvalue_settings,
+        hermetic::KeyValueSettings::default()
+    );
+    let e = load("[keyvalue]\nsession_expiry_secs = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "keyvalue.session_expiry_secs must be positive (leave it out for the default, 86400)"
+        ),
+        "{e}"
+    );
+    let e = load("[keyvalue]\nsessions_max = 5\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sessions_max"), "unknown keys are refused: {e}");
 }

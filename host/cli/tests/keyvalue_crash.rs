@@ -86,7 +86,12 @@ fn a_kill_during_writes_loses_no_acknowledged_write() {
     // Opened again (the process is gone, so is its lock): every acknowledged write.
     let store = hermetic::EmbeddedKeyValue::open(&dir.join("state/kv.redb")).unwrap();
     // A tool from a file: its data is `ext:` and its name (no bundled tool's).
-    let ns = hermetic::KeyValueNamespace::new("ext:kvprobe", "", "", "");
+    let ns = hermetic::KeyValueNamespace::new(
+        std::sync::Arc::new(hermetic::KeyValueStore::new(
+            hermetic::KeyValueStoreId::tenant("ext:kvprobe", ""),
+        )),
+        "",
+    );
     for id in &acknowledged {
         let value = store.get(&ns, &format!("k{id}")).unwrap();
         assert_eq!(value.as_deref(), Some(format!("v{id}").as_bytes()), "k{id}");

@@ -67,10 +67,13 @@ pub use registry::{
     RegistryOptions, Selection, ToolStatus, ToolsetInfo,
 };
 pub use sandbox::capability::keyvalue::backend::{
-    Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile, KeyValueBackend,
-    KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
-    incremented as keyvalue_incremented,
+    Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile, EntryInfo as KeyValueEntry,
+    KeyValueBackend, KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
+    Store as KeyValueStore, StoreFilter as KeyValueStoreFilter, StoreId as KeyValueStoreId,
+    StoreInfo as KeyValueStoreInfo, incremented as keyvalue_incremented,
+    parse_bucket as keyvalue_parse_bucket,
 };
+pub use sandbox::capability::keyvalue::settings::KeyValueSettings;
 /// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
 pub use sandbox::capability::{create_beneath, open_beneath};
 pub use sandbox::terminal::{

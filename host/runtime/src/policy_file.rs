@@ -84,6 +84,9 @@ pub struct LoadedPolicy {
     /// `[keyvalue] file`: where tools' key-value data is kept (relative to the policy
     /// file; `None`: the host's default). Ignored with a cluster: data is in Redis.
     pub keyvalue_file: Option<PathBuf>,
+    /// `[keyvalue]`'s ceiling of a tenant's session stores and their expiry (the
+    /// defaults without them).
+    pub keyvalue_settings: crate::KeyValueSettings,
 }
 
 /// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
@@ -226,11 +229,47 @@ struct FileToml {
     keyvalue: KeyValueFileToml,
 }
 
-/// `[keyvalue]`: where the embedded key-value store keeps its file.
+/// `[keyvalue]`: where the embedded key-value store keeps its file, how much a
+/// tenant's session stores hold together, and when an idle one expires.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct KeyValueFileToml {
     file: Option<PathBuf>,
+    sessions_max_keys: Option<u64>,
+    sessions_max_total_bytes: Option<u64>,
+    session_expiry_secs: Option<u64>,
+}
+
+impl KeyValueFileToml {
+    /// The settings these keys give (each positive: `0` would refuse every session
+    /// write, or expire a store before its next call).
+    fn settings(&self) -> Result<crate::KeyValueSettings, String> {
+        let d = crate::KeyValueSettings::default();
+        let positive = |key: &str, v: Option<u64>, default: u64| match v {
+            Some(0) => Err(format!(
+                "keyvalue.{key} must be positive (leave it out for the default, {default})"
+            )),
+            Some(v) => Ok(v),
+            None => Ok(default),
+        };
+        Ok(crate::KeyValueSettings {
+            sessions_max_keys: positive(
+                "sessions_max_keys",
+                self.sessions_max_keys,
+                d.sessions_max_keys,
+            )?,
+            sessions_max_total_bytes: positive(
+                "sessions_max_total_bytes",
+                self.sessions_max_total_bytes,
+                d.sessions_max_total_bytes,
+            )?,
+            session_expiry: std::time::Duration::from_secs(positive(
+                "session_expiry_secs",
+                self.session_expiry_secs,
+                d.session_expiry.as_secs(),
+            )?),
+        })
+    }
 }
 
 /// `[hooks.NAME]`: a hook the operator turns on.
@@ -574,6 +613,7 @@ pub fn parse(
 
     // Checked before the secrets are read: a secrets file a tool can reach is refused,
     // not used.
+    let keyvalue_settings = raw.keyvalue.settings().map_err(&invalid)?;
     let keyvalue_file = raw.keyvalue.file.map(|f| file_dir.join(f));
     let mut state_files = host_files(&policy, secrets_file.as_deref(), &server);
     if let Some(file) = &keyvalue_file {
@@ -627,6 +667,7 @@ pub fn parse(
         state_files,
         trust,
         keyvalue_file,
+        keyvalue_settings,
     })
 }
 

@@ -221,6 +221,12 @@ impl Dispatcher {
         self.terminal.as_ref()
     }
 
+    /// Where granted tools' key-value data lives: a transport ends a session's stores
+    /// with [`KeyValueBackend::end_session`] when the session ends.
+    pub fn keyvalue(&self) -> &Arc<dyn KeyValueBackend> {
+        &self.keyvalue
+    }
+
     /// Calls a tool with JSON arguments and returns its JSON result, or a JSON
     /// `{"error": ...}` for every kind of failure: [`Dispatcher::invoke`] rendered at
     /// the edge.

@@ -1,68 +1,160 @@
-//! Tools' key-value data in the cluster's Redis, so every node sees one store: a hash
-//! per namespace (`hermetic:kv:{namespace}`: key → value) and one for its use
-//! (`hermetic:kvuse:{namespace}`: `keys`, `bytes`), changed together by one Lua script
-//! per write, which also checks the quota — two nodes writing at once cannot both
-//! squeeze under it. Runs on the call's blocking thread, so plain connections with
-//! timeouts ([`super::BlockingRedis`]); Redis unreachable → the operation fails with a
-//! clear error and nothing is changed.
+//! Tools' key-value data in the cluster's Redis, so every node sees one store.
+//!
+//! One hash per store (`hermetic:kvs:{store}`: a field per entry, named by its bucket
+//! and key, and the store's use in the fields `#k`, `#b`), so a quota holds for the
+//! store whatever buckets its tool spreads it over, and a session store expires as one
+//! key (`PEXPIRE`, set by every write). A tenant's session stores count together in
+//! `hermetic:kvsess:{tenant}` (`#k`, `#b`, and each store's share) against the
+//! operator's ceiling; `hermetic:kvlive:{tenant}` holds each session store's expiry,
+//! so the next write of the tenant takes an expired store's share off the total.
+//! Every write is one Lua script that checks the quota and the ceiling and changes the
+//! data and the use together — two nodes writing at once cannot both squeeze under a
+//! limit. Runs on the call's blocking thread, so plain connections with timeouts
+//! ([`super::BlockingRedis`]); Redis unreachable → the operation fails with a clear
+//! error and nothing is changed.
+//!
+//! Keys are named in the scripts (an expired store's hash is deleted by name): one
+//! Redis, or a primary with replicas — not Redis Cluster, whose slots would split a
+//! store from its tenant's use.
 
 use super::BlockingRedis;
 use hermetic::policy::keyvalue::KeyValueQuota;
-use hermetic::{KeyValueBackend, KeyValueError, KeyValueNamespace as Namespace};
+use hermetic::{
+    KeyValueBackend, KeyValueEntry as EntryInfo, KeyValueError, KeyValueNamespace as Namespace,
+    KeyValueSettings, KeyValueStoreFilter as StoreFilter, KeyValueStoreId as StoreId,
+    KeyValueStoreInfo as StoreInfo,
+};
+use std::time::Duration;
 
-/// Writes `ARGV[2]` at field `ARGV[1]` if the field's value is still `ARGV[6]` (when
-/// `ARGV[7]` is "1"; "0": whatever it is), within the quota (`ARGV[3..5]`: max keys,
-/// max value bytes, max total bytes). Returns `{0}` done, `{1}` changed meanwhile,
-/// `{2, n}` value too large, `{3, n}` too many keys, `{4, n}` over the total.
+/// Where a store's hash is: this, then the store's encoded prefix.
+const STORE_KEY: &str = "hermetic:kvs:";
+
+/// Writes `ARGV[3]` at field `ARGV[2]` (`ARGV[9]`: the key's length) of store
+/// `KEYS[1]` if the field's value is still `ARGV[7]` (when `ARGV[8]` is "1"; "0":
+/// whatever it is), within the quota (`ARGV[4..6]`: max keys, max value bytes, max
+/// total bytes); for a session store (`ARGV[10]` "1", `ARGV[14]` its name) also within
+/// the tenant's ceiling (`ARGV[12..13]`), and its expiry set to `ARGV[11]` ms from now.
+/// `ARGV[1]`: [`STORE_KEY`]. Returns `{0}` done, `{1}` changed meanwhile, `{2, n}` value
+/// too large, `{3, n}` too many keys, `{4, n}` over the total, `{5, n}` too many keys in
+/// the tenant's session stores, `{6, n}` over their total.
 ///
 /// A compare that finds the value it would write already there answers done: the
 /// connection layer repeats a script whose reply was lost, and the repeat must not
 /// call a write that happened "changed" (a caller would start over on its own
 /// change, an increment would add twice).
 const SET: &str = r"
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if ARGV[7] == '1' then
-  if old == ARGV[2] then return {0} end
-  local expected = ARGV[6]
+local session = ARGV[10] == '1'
+local now = 0
+if session then
+  -- The tenant's session stores whose expiry passed: their share leaves the total,
+  -- their hash goes (it has expired, or does within the millisecond).
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local lapsed = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. now)
+  for _, m in ipairs(lapsed) do
+    local u = redis.call('HGET', KEYS[2], m)
+    if u then
+      local k, b = string.match(u, '^(%d+) (%d+)$')
+      redis.call('HINCRBY', KEYS[2], '#k', -tonumber(k))
+      redis.call('HINCRBY', KEYS[2], '#b', -tonumber(b))
+      redis.call('HDEL', KEYS[2], m)
+    end
+    redis.call('DEL', ARGV[1] .. m)
+    redis.call('ZREM', KEYS[3], m)
+  end
+end
+local old = redis.call('HGET', KEYS[1], ARGV[2])
+if ARGV[8] == '1' then
+  if old == ARGV[3] then return {0} end
+  local expected = ARGV[7]
   if (old == false) ~= (expected == '') then return {1} end
   if old ~= false and old ~= string.sub(expected, 2) then return {1} end
 end
-local klen = string.len(ARGV[1])
-local vlen = string.len(ARGV[2])
-if vlen > tonumber(ARGV[4]) then return {2, vlen} end
-local keys = tonumber(redis.call('HGET', KEYS[2], 'keys') or '0')
-local bytes = tonumber(redis.call('HGET', KEYS[2], 'bytes') or '0')
-if old == false then
-  keys = keys + 1
-  bytes = bytes + klen + vlen
-else
-  bytes = bytes - klen - string.len(old) + klen + vlen
+local klen = tonumber(ARGV[9])
+local vlen = string.len(ARGV[3])
+if vlen > tonumber(ARGV[5]) then return {2, vlen} end
+local keys = tonumber(redis.call('HGET', KEYS[1], '#k') or '0')
+local bytes = tonumber(redis.call('HGET', KEYS[1], '#b') or '0')
+local added, before, after = 0, 0, klen + vlen
+if old == false then added = 1 else before = klen + string.len(old) end
+keys = keys + added
+bytes = bytes - before + after
+if keys > tonumber(ARGV[4]) then return {3, keys - 1} end
+if bytes > tonumber(ARGV[6]) then return {4, bytes} end
+if not session then
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], '#k', keys, '#b', bytes)
+  return {0}
 end
-if keys > tonumber(ARGV[3]) then return {3, keys - 1} end
-if bytes > tonumber(ARGV[5]) then return {4, bytes} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], 'keys', keys, 'bytes', bytes)
+local tk = tonumber(redis.call('HGET', KEYS[2], '#k') or '0') + added
+local tb = tonumber(redis.call('HGET', KEYS[2], '#b') or '0') - before + after
+if added > 0 and tk > tonumber(ARGV[12]) then return {5, tk} end
+if after > before and tb > tonumber(ARGV[13]) then return {6, tb} end
+local ttl = tonumber(ARGV[11])
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], '#k', keys, '#b', bytes, '#s', '1')
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('HSET', KEYS[2], '#k', tk, '#b', tb, ARGV[14], string.format('%d %d', keys, bytes))
+redis.call('PEXPIRE', KEYS[2], ttl * 2)
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[14])
+redis.call('PEXPIRE', KEYS[3], ttl * 2)
 return {0}
 ";
 
-/// Removes field `ARGV[1]` and its share of the use.
+/// Removes field `ARGV[2]` (`ARGV[3]`: the key's length) of store `KEYS[1]` and its
+/// share of the use (the tenant's too for a session store: `ARGV[4]` "1", `ARGV[5]`
+/// its name); a store left empty goes.
 const DELETE: &str = r"
-local old = redis.call('HGET', KEYS[1], ARGV[1])
+local old = redis.call('HGET', KEYS[1], ARGV[2])
 if old == false then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HINCRBY', KEYS[2], 'keys', -1)
-redis.call('HINCRBY', KEYS[2], 'bytes', -(string.len(ARGV[1]) + string.len(old)))
+local entry = tonumber(ARGV[3]) + string.len(old)
+local keys = tonumber(redis.call('HGET', KEYS[1], '#k') or '1') - 1
+local bytes = tonumber(redis.call('HGET', KEYS[1], '#b') or '0') - entry
+if keys <= 0 then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HDEL', KEYS[1], ARGV[2])
+  redis.call('HSET', KEYS[1], '#k', keys, '#b', bytes)
+end
+if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[2], ARGV[5]) == 1 then
+  redis.call('HINCRBY', KEYS[2], '#k', -1)
+  redis.call('HINCRBY', KEYS[2], '#b', -entry)
+  if keys <= 0 then
+    redis.call('HDEL', KEYS[2], ARGV[5])
+    redis.call('ZREM', KEYS[3], ARGV[5])
+  else
+    redis.call('HSET', KEYS[2], ARGV[5], string.format('%d %d', keys, bytes))
+  end
+end
 return 1
+";
+
+/// Deletes store `KEYS[1]` (`ARGV[1]` its name) and its share of its tenant's session
+/// use: 1 if it existed.
+const DROP: &str = r"
+local existed = redis.call('DEL', KEYS[1])
+local u = redis.call('HGET', KEYS[2], ARGV[1])
+if u then
+  local k, b = string.match(u, '^(%d+) (%d+)$')
+  redis.call('HINCRBY', KEYS[2], '#k', -tonumber(k))
+  redis.call('HINCRBY', KEYS[2], '#b', -tonumber(b))
+  redis.call('HDEL', KEYS[2], ARGV[1])
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+return existed
 ";
 
 /// How often an increment retries when another writer changed the value meanwhile.
 const INCREMENT_TRIES: usize = 16;
 
+/// Keys asked for per `SCAN` step when listing stores.
+const SCAN_COUNT: usize = 1000;
+
 /// Key-value data in Redis.
 pub struct RedisKeyValue {
     redis: BlockingRedis,
+    settings: KeyValueSettings,
     set: redis::Script,
     delete: redis::Script,
+    drop: redis::Script,
 }
 
 impl std::fmt::Debug for RedisKeyValue {
@@ -79,17 +171,49 @@ enum Written {
     Changed,
 }
 
+/// A store hash's `#k`, `#b` and `#s` fields.
+type StoreFields = (Option<u64>, Option<u64>, Option<String>);
+
+/// A tenant's two keys: its session stores' use, and their expiries.
+fn tenant_keys(tenant: &str) -> (String, String) {
+    let part = format!("{}:{tenant}|", tenant.len());
+    (
+        format!("hermetic:kvsess:{part}"),
+        format!("hermetic:kvlive:{part}"),
+    )
+}
+
+/// A store's id from the name of its hash, and whether it says it is a session's.
+fn store_of(prefix: &str, session: bool) -> Option<StoreId> {
+    let (tool, tenant, s, rest) = StoreId::parse_prefix(prefix)?;
+    rest.is_empty().then(|| StoreId {
+        tool: tool.to_owned(),
+        tenant: tenant.to_owned(),
+        session: session.then(|| s.to_owned()),
+    })
+}
+
 impl RedisKeyValue {
-    /// Data in the Redis at `url` (nothing connected yet).
+    /// Data in the Redis at `url` (nothing connected yet), with the default
+    /// [`KeyValueSettings`].
     ///
     /// # Errors
     /// [`super::StoreError`] when the URL does not parse.
     pub fn new(url: &str) -> Result<Self, super::StoreError> {
         Ok(Self {
             redis: BlockingRedis::open(url)?,
+            settings: KeyValueSettings::default(),
             set: redis::Script::new(SET),
             delete: redis::Script::new(DELETE),
+            drop: redis::Script::new(DROP),
         })
+    }
+
+    /// These stores under `settings` (the tenants' ceiling, the session expiry).
+    #[must_use]
+    pub fn with_settings(mut self, settings: KeyValueSettings) -> Self {
+        self.settings = settings;
+        self
     }
 
     /// Runs `op` on one of the kept connections ([`BlockingRedis::with`]: every
@@ -103,11 +227,16 @@ impl RedisKeyValue {
             .map_err(|e| KeyValueError::Backend(e.to_string()))
     }
 
-    fn keys(ns: &Namespace) -> (String, String) {
-        (
-            format!("hermetic:kv:{}", ns.as_str()),
-            format!("hermetic:kvuse:{}", ns.as_str()),
-        )
+    /// The keys a script on `ns`'s store names: the store's hash, its tenant's use and
+    /// expiries.
+    fn keys(id: &StoreId, prefix: &str) -> [String; 3] {
+        let (use_, live) = tenant_keys(&id.tenant);
+        [format!("{STORE_KEY}{prefix}"), use_, live]
+    }
+
+    /// The field of `key` in `ns`'s bucket.
+    fn field(ns: &Namespace, key: &str) -> String {
+        [ns.bucket_part(), key].concat()
     }
 
     /// The SET script: `expected` `Some(old)` makes it a compare-and-set.
@@ -119,7 +248,10 @@ impl RedisKeyValue {
         quota: &KeyValueQuota,
         expected: Option<Option<&[u8]>>,
     ) -> Result<Written, KeyValueError> {
-        let (data, usage) = Self::keys(ns);
+        let store = ns.store();
+        let id = store.id();
+        let keys = Self::keys(id, store.prefix());
+        let field = Self::field(ns, key);
         // The expected value travels with a one-byte prefix, so "absent" ("") and
         // "present and empty" ("=") differ.
         let (check, expect) = match expected {
@@ -127,17 +259,26 @@ impl RedisKeyValue {
             Some(None) => ("1", Vec::new()),
             Some(Some(old)) => ("1", [b"=".as_slice(), old].concat()),
         };
+        let s = &self.settings;
         let answer: Vec<u64> = self.with(|c| {
-            let mut invocation = self.set.key(&data);
+            let mut invocation = self.set.key(&keys[0]);
             invocation
-                .key(&usage)
-                .arg(key)
+                .key(&keys[1])
+                .key(&keys[2])
+                .arg(STORE_KEY)
+                .arg(&field)
                 .arg(value)
                 .arg(quota.max_keys)
                 .arg(quota.max_value_bytes)
                 .arg(quota.max_total_bytes)
                 .arg(&expect)
-                .arg(check);
+                .arg(check)
+                .arg(key.len())
+                .arg(if id.is_session() { "1" } else { "0" })
+                .arg(s.expiry_millis())
+                .arg(s.sessions_max_keys)
+                .arg(s.sessions_max_total_bytes)
+                .arg(store.prefix());
             invocation.invoke(c)
         })?;
         match answer.as_slice() {
@@ -146,17 +287,97 @@ impl RedisKeyValue {
             [2, n] => Err(KeyValueError::value_too_large(*n, quota)),
             [3, _] => Err(KeyValueError::too_many_keys(quota)),
             [4, n] => Err(KeyValueError::over_total(*n, quota)),
+            [5, _] => Err(KeyValueError::sessions_too_many_keys(s.sessions_max_keys)),
+            [6, n] => Err(KeyValueError::sessions_over_total(
+                *n,
+                s.sessions_max_total_bytes,
+            )),
             other => Err(KeyValueError::Backend(format!(
                 "unexpected answer from the store: {other:?}"
             ))),
         }
     }
+
+    /// Deletes the store `id` (its hash and its tenant's share of it): whether it
+    /// existed.
+    fn drop_store(&self, id: &StoreId) -> Result<bool, KeyValueError> {
+        let prefix = id.prefix();
+        let keys = Self::keys(id, &prefix);
+        let existed: i64 = self.with(|c| {
+            let mut invocation = self.drop.key(&keys[0]);
+            invocation.key(&keys[1]).key(&keys[2]).arg(&prefix);
+            invocation.invoke(c)
+        })?;
+        Ok(existed == 1)
+    }
+
+    /// The encoded prefix of every store (`SCAN`: the keyspace is walked in steps,
+    /// never blocked).
+    fn scan(&self) -> Result<Vec<String>, KeyValueError> {
+        let pattern = format!("{STORE_KEY}*");
+        let mut cursor: u64 = 0;
+        let mut names: Vec<String> = Vec::new();
+        loop {
+            let (next, batch): (u64, Vec<String>) = self.with(|c| {
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT)
+                    .query(c)
+            })?;
+            names.extend(
+                batch
+                    .into_iter()
+                    .filter_map(|n| n.strip_prefix(STORE_KEY).map(str::to_owned)),
+            );
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// What an operator sees of the store whose hash is named by `prefix`: `None` when
+    /// it is gone (deleted, expired) or not a store's.
+    fn info(&self, prefix: &str) -> Result<Option<StoreInfo>, KeyValueError> {
+        let name = format!("{STORE_KEY}{prefix}");
+        let (use_, ttl): (StoreFields, i64) = self.with(|c| {
+            redis::pipe()
+                .cmd("HMGET")
+                .arg(&name)
+                .arg("#k")
+                .arg("#b")
+                .arg("#s")
+                .cmd("PTTL")
+                .arg(&name)
+                .query(c)
+        })?;
+        let (Some(keys), Some(bytes), session) = use_ else {
+            return Ok(None);
+        };
+        let Some(id) = store_of(prefix, session.is_some()) else {
+            return Ok(None);
+        };
+        let expires_in = u64::try_from(ttl).ok().map(Duration::from_millis);
+        Ok(Some(StoreInfo {
+            id,
+            keys,
+            bytes,
+            expires_in,
+        }))
+    }
 }
 
 impl KeyValueBackend for RedisKeyValue {
     fn get(&self, ns: &Namespace, key: &str) -> Result<Option<Vec<u8>>, KeyValueError> {
-        let (data, _) = Self::keys(ns);
-        self.with(|c| redis::cmd("HGET").arg(&data).arg(key).query(c))
+        let name = format!("{STORE_KEY}{}", ns.store().prefix());
+        let field = Self::field(ns, key);
+        self.with(|c| redis::cmd("HGET").arg(&name).arg(&field).query(c))
     }
 
     fn set(
@@ -170,18 +391,33 @@ impl KeyValueBackend for RedisKeyValue {
     }
 
     fn delete(&self, ns: &Namespace, key: &str) -> Result<(), KeyValueError> {
-        let (data, usage) = Self::keys(ns);
+        let store = ns.store();
+        let id = store.id();
+        let keys = Self::keys(id, store.prefix());
+        let field = Self::field(ns, key);
         self.with(|c| {
-            let mut invocation = self.delete.key(&data);
-            invocation.key(&usage).arg(key);
+            let mut invocation = self.delete.key(&keys[0]);
+            invocation
+                .key(&keys[1])
+                .key(&keys[2])
+                .arg(STORE_KEY)
+                .arg(&field)
+                .arg(key.len())
+                .arg(if id.is_session() { "1" } else { "0" })
+                .arg(store.prefix());
             invocation.invoke::<i64>(c)
         })
         .map(|_| ())
     }
 
     fn list(&self, ns: &Namespace, from: u64) -> Result<(Vec<String>, Option<u64>), KeyValueError> {
-        let (data, _) = Self::keys(ns);
-        let mut keys: Vec<String> = self.with(|c| redis::cmd("HKEYS").arg(&data).query(c))?;
+        let name = format!("{STORE_KEY}{}", ns.store().prefix());
+        let fields: Vec<String> = self.with(|c| redis::cmd("HKEYS").arg(&name).query(c))?;
+        let bucket = ns.bucket_part();
+        let mut keys: Vec<String> = fields
+            .into_iter()
+            .filter_map(|f| f.strip_prefix(bucket).map(str::to_owned))
+            .collect();
         keys.sort();
         let skip = usize::try_from(from).unwrap_or(usize::MAX);
         let page = hermetic::KEYVALUE_PAGE;
@@ -225,5 +461,86 @@ impl KeyValueBackend for RedisKeyValue {
             Written::Done => Ok(true),
             Written::Changed => Ok(false),
         }
+    }
+
+    fn stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError> {
+        let mut out = Vec::new();
+        for prefix in self.scan()? {
+            // Tenant and tool are read from the name; the scope needs the hash.
+            let named = StoreId::parse_prefix(&prefix).is_some_and(|(tool, tenant, _, _)| {
+                filter.tenant.as_deref().is_none_or(|t| t == tenant)
+                    && filter.tool.as_deref().is_none_or(|t| t == tool)
+            });
+            if named
+                && let Some(info) = self.info(&prefix)?
+                && filter.matches(&info.id)
+            {
+                out.push(info);
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    fn entries(&self, store: &StoreId) -> Result<Vec<EntryInfo>, KeyValueError> {
+        let name = format!("{STORE_KEY}{}", store.prefix());
+        let fields: Vec<String> = self.with(|c| redis::cmd("HKEYS").arg(&name).query(c))?;
+        let fields: Vec<String> = fields.into_iter().filter(|f| !f.starts_with('#')).collect();
+        if fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lens: Vec<u64> = self.with(|c| {
+            let mut pipe = redis::pipe();
+            for f in &fields {
+                pipe.cmd("HSTRLEN").arg(&name).arg(f);
+            }
+            pipe.query(c)
+        })?;
+        let mut out: Vec<EntryInfo> = fields
+            .iter()
+            .zip(lens)
+            .filter_map(|(f, len)| {
+                let (bucket, key) = hermetic::keyvalue_parse_bucket(f)?;
+                Some(EntryInfo {
+                    bucket: bucket.to_owned(),
+                    key: key.to_owned(),
+                    len,
+                })
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete_stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError> {
+        let mut deleted = Vec::new();
+        for info in self.stores(filter)? {
+            if self.drop_store(&info.id)? {
+                deleted.push(info);
+            }
+        }
+        Ok(deleted)
+    }
+
+    fn end_session(&self, tenant: &str, session: &str) -> Result<usize, KeyValueError> {
+        if session.is_empty() {
+            return Ok(0);
+        }
+        // The tenant's live session stores are the members of its expiry set: no
+        // scan of the keyspace at every session's end.
+        let (_, live) = tenant_keys(tenant);
+        let members: Vec<String> =
+            self.with(|c| redis::cmd("ZRANGE").arg(&live).arg(0).arg(-1).query(c))?;
+        let mut ended = 0;
+        for member in members {
+            if let Some(id) = store_of(&member, true)
+                && id.session_str() == session
+                && id.tenant == tenant
+                && self.drop_store(&id)?
+            {
+                ended += 1;
+            }
+        }
+        Ok(ended)
     }
 }

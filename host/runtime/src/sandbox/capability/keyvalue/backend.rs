@@ -1,37 +1,179 @@
-//! Where key-value data lives: the [`KeyValueBackend`] seam, and the embedded backend
-//! ([`Embedded`], a `redb` file: every acknowledged write is committed and synced
-//! before the guest hears "ok", so a `kill -9` loses none). Quotas are checked in the
-//! same transaction as the write they limit, so two concurrent writers cannot both
-//! squeeze under one.
+//! Where key-value data lives: the [`KeyValueBackend`] seam, and what every backend
+//! shares — whose data ([`StoreId`], [`Namespace`]), what fails ([`KeyValueError`]),
+//! what operators see ([`StoreInfo`], [`StoreFilter`]). The embedded backend is
+//! [`Embedded`] (a `redb` file, opened by [`EmbeddedFile`]); the cluster's is in the
+//! server crate (Redis).
+//!
+//! A quota holds for a store as a whole: one tool's data for one tenant (and session,
+//! for session scope), whatever buckets the tool spreads it over. A tenant's session
+//! stores together are held to the operator's ceiling
+//! ([`super::settings::KeyValueSettings`]), so opening sessions cannot multiply a
+//! quota; they end with their session and expire when left idle.
 
+pub use super::embedded::Embedded;
+pub use super::file::EmbeddedFile;
 use crate::policy::keyvalue::KeyValueQuota;
-use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
-use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Whose data: one tool's store for one tenant (and session, when the tool's scope is
-/// the session) and one bucket. Encoded injectively (each part length-prefixed), so no
-/// choice of session id or bucket name can name another's store.
+/// One store: `tool`'s data for `tenant`, and for one session when the tool's scope
+/// is the session.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreId {
+    /// The tool's store owner (a bundled tool's name; `ext:NAME` for one from a file
+    /// or a registry).
+    pub tool: String,
+    /// The tenant (`""`: the operator's own calls).
+    pub tenant: String,
+    /// `None` for a tool of tenant scope; the session's id for session scope.
+    pub session: Option<String>,
+}
+
+impl StoreId {
+    /// The store of a tool of tenant scope.
+    pub fn tenant(tool: &str, tenant: &str) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            tenant: tenant.to_owned(),
+            session: None,
+        }
+    }
+
+    /// The store of a tool of session scope, for `session`.
+    pub fn session(tool: &str, tenant: &str, session: &str) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            tenant: tenant.to_owned(),
+            session: Some(session.to_owned()),
+        }
+    }
+
+    /// Whether this is a session's store (held to the tenant's ceiling, deleted with
+    /// its session, expiring when idle).
+    pub fn is_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// The session's id, `""` for tenant scope.
+    pub fn session_str(&self) -> &str {
+        self.session.as_deref().unwrap_or_default()
+    }
+
+    /// The encoded form every namespace of this store starts with: tool, tenant and
+    /// session, each length-prefixed, so no choice of names can make one store's
+    /// prefix another's. (Tenant scope encodes its session as `""`: the form data has
+    /// always been kept under.)
+    pub fn prefix(&self) -> String {
+        let mut s = String::new();
+        for part in [self.tool.as_str(), &self.tenant, self.session_str()] {
+            push_part(&mut s, part);
+        }
+        s
+    }
+
+    /// The tool, tenant and session of an encoded prefix, and what follows it.
+    pub fn parse_prefix(encoded: &str) -> Option<(&str, &str, &str, &str)> {
+        let (tool, rest) = take_part(encoded)?;
+        let (tenant, rest) = take_part(rest)?;
+        let (session, rest) = take_part(rest)?;
+        Some((tool, tenant, session, rest))
+    }
+}
+
+impl std::fmt::Display for StoreId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of tenant {:?}", self.tool, self.tenant)?;
+        match &self.session {
+            Some(s) => write!(f, ", session {s:?}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn push_part(s: &mut String, part: &str) {
+    s.push_str(&part.len().to_string());
+    s.push(':');
+    s.push_str(part);
+    s.push('|');
+}
+
+/// The first length-prefixed part of `s`, and the rest.
+fn take_part(s: &str) -> Option<(&str, &str)> {
+    let (len, rest) = s.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    let part = rest.get(..len)?;
+    let rest = rest.get(len..)?.strip_prefix('|')?;
+    Some((part, rest))
+}
+
+/// A store and its encoded prefix, made once per call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Namespace(String);
+pub struct Store {
+    id: StoreId,
+    prefix: String,
+}
+
+impl Store {
+    /// `id`, encoded.
+    pub fn new(id: StoreId) -> Self {
+        let prefix = id.prefix();
+        Self { id, prefix }
+    }
+
+    /// Which store.
+    pub fn id(&self) -> &StoreId {
+        &self.id
+    }
+
+    /// [`StoreId::prefix`].
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+}
+
+/// Whose data: one store and one of its buckets. Encoded injectively (each part
+/// length-prefixed), so no choice of session id or bucket name can name another's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    store: Arc<Store>,
+    encoded: String,
+}
 
 impl Namespace {
-    /// The store of `tool` for `tenant`, `session` (`""` for tenant scope) and
-    /// `bucket`.
-    pub fn new(tool: &str, tenant: &str, session: &str, bucket: &str) -> Self {
-        let mut s = String::new();
-        for part in [tool, tenant, session, bucket] {
-            s.push_str(&part.len().to_string());
-            s.push(':');
-            s.push_str(part);
-            s.push('|');
-        }
-        Self(s)
+    /// `bucket` of `store`.
+    pub fn new(store: Arc<Store>, bucket: &str) -> Self {
+        let mut encoded = String::with_capacity(store.prefix.len() + bucket.len() + 8);
+        encoded.push_str(&store.prefix);
+        push_part(&mut encoded, bucket);
+        Self { store, encoded }
     }
 
     /// The encoded form (a backend's key prefix).
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.encoded
     }
+
+    /// The store this bucket belongs to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The bucket's encoded part (`len:bucket|`): what follows the store's prefix.
+    pub fn bucket_part(&self) -> &str {
+        self.encoded
+            .get(self.store.prefix.len()..)
+            .unwrap_or_default()
+    }
+
+    /// The bucket's name.
+    pub fn bucket(&self) -> &str {
+        take_part(self.bucket_part()).map_or("", |(b, _)| b)
+    }
+}
+
+/// The bucket and key of a data entry whose encoded bucket part starts `encoded`.
+pub fn parse_bucket(encoded: &str) -> Option<(&str, &str)> {
+    take_part(encoded)
 }
 
 /// Why a key-value operation failed (the guest gets it as `error.other`).
@@ -46,6 +188,12 @@ pub enum KeyValueError {
     /// The backend failed (disk, network): nothing was changed.
     #[error("the key-value store failed: {0}")]
     Backend(String),
+    /// The store's file (this path) is open in another process: the embedded store
+    /// lets one process use its file at a time.
+    #[error(
+        "the key-value store {0} is open in another process (the embedded store lets one process use its file at a time)"
+    )]
+    InUse(String),
 }
 
 impl KeyValueError {
@@ -60,7 +208,7 @@ impl KeyValueError {
     /// One key more than the quota allows.
     pub fn too_many_keys(quota: &KeyValueQuota) -> Self {
         Self::Quota(format!(
-            "the store holds its {} keys: delete some first",
+            "the store holds its {} keys (in all its buckets): delete some first",
             quota.max_keys
         ))
     }
@@ -70,6 +218,20 @@ impl KeyValueError {
         Self::Quota(format!(
             "this write would make the store {bytes} bytes, over its {}-byte limit",
             quota.max_total_bytes
+        ))
+    }
+
+    /// One key more than the tenant's session stores may hold together.
+    pub fn sessions_too_many_keys(max: u64) -> Self {
+        Self::Quota(format!(
+            "this tenant's session stores hold their {max} keys together: end idle sessions, or delete some keys first"
+        ))
+    }
+
+    /// The tenant's session stores would grow to `bytes` together, over the ceiling.
+    pub fn sessions_over_total(bytes: u64, max: u64) -> Self {
+        Self::Quota(format!(
+            "this write would make this tenant's session stores {bytes} bytes together, over their {max}-byte limit: end idle sessions, or delete some keys first"
         ))
     }
 }
@@ -100,8 +262,65 @@ pub fn incremented(key: &str, old: Option<&[u8]>, delta: u64) -> Result<u64, Key
 /// Keys listed per `list-keys` page.
 pub const PAGE: usize = 1000;
 
-/// A key-value backend. Every method is one atomic step; `set` and `increment` check
-/// `quota` against the namespace's use in the same step.
+/// One store as an operator sees it (`hermetic state list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// Which store.
+    pub id: StoreId,
+    /// Keys it holds, in all its buckets.
+    pub keys: u64,
+    /// Bytes of its keys and values.
+    pub bytes: u64,
+    /// For a session store: how long until it expires unless written again.
+    pub expires_in: Option<Duration>,
+}
+
+/// One entry of a store (`hermetic state show`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EntryInfo {
+    /// Its bucket (`""`: the default one).
+    pub bucket: String,
+    /// Its key.
+    pub key: String,
+    /// Bytes of its value.
+    pub len: u64,
+}
+
+/// Which stores an operator means: every part given must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreFilter {
+    /// Only this tenant's.
+    pub tenant: Option<String>,
+    /// Only this tool's.
+    pub tool: Option<String>,
+    /// Only this session's (session stores only).
+    pub session: Option<String>,
+}
+
+impl StoreFilter {
+    /// The stores of `tenant`'s `session` (every tool's).
+    pub fn session(tenant: &str, session: &str) -> Self {
+        Self {
+            tenant: Some(tenant.to_owned()),
+            tool: None,
+            session: Some(session.to_owned()),
+        }
+    }
+
+    /// Whether `id` is one of the stores meant.
+    pub fn matches(&self, id: &StoreId) -> bool {
+        self.tenant.as_ref().is_none_or(|t| *t == id.tenant)
+            && self.tool.as_ref().is_none_or(|t| *t == id.tool)
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|s| id.session.as_ref() == Some(s))
+    }
+}
+
+/// A key-value backend. Every data method is one atomic step; `set`, `increment` and
+/// `swap` check `quota` against the whole store's use (every bucket), and a session
+/// store's write the tenant's ceiling, in the same step.
 pub trait KeyValueBackend: Send + Sync {
     /// The value of `key`.
     ///
@@ -162,302 +381,38 @@ pub trait KeyValueBackend: Send + Sync {
         value: &[u8],
         quota: &KeyValueQuota,
     ) -> Result<bool, KeyValueError>;
-}
 
-/// (namespace, key) → value.
-const DATA: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("data");
-/// namespace → (keys, bytes of keys and values).
-const USAGE: TableDefinition<&str, (u64, u64)> = TableDefinition::new("usage");
-
-/// The embedded backend: one `redb` file.
-pub struct Embedded {
-    db: redb::Database,
-}
-
-impl std::fmt::Debug for Embedded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedded").finish_non_exhaustive()
-    }
-}
-
-fn backend(e: impl std::fmt::Display) -> KeyValueError {
-    KeyValueError::Backend(e.to_string())
-}
-
-impl Embedded {
-    /// The store in the file at `path` (created if missing).
+    /// The stores `filter` means, with their use, in [`StoreId`] order.
     ///
     /// # Errors
-    /// [`KeyValueError::Backend`] when it cannot be opened or created (another process
-    /// holds it, it is not a redb file, the directory is not writable).
-    pub fn open(path: &Path) -> Result<Self, KeyValueError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| backend(format!("creating {}: {e}", dir.display())))?;
-        }
-        let db = redb::Database::create(path)
-            .map_err(|e| backend(format!("opening {}: {e}", path.display())))?;
-        // The tables exist from the start, so readers never meet a missing one.
-        Self::with_tables(db)
-    }
+    /// [`KeyValueError::Backend`].
+    fn stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError>;
 
-    /// A store in this process's memory (nothing survives it: for embedders and tests).
+    /// Every entry of `store`, by bucket and key.
     ///
     /// # Errors
-    /// [`KeyValueError::Backend`] if redb cannot set up its tables.
-    pub fn in_memory() -> Result<Self, KeyValueError> {
-        let db = redb::Database::builder()
-            .create_with_backend(redb::backends::InMemoryBackend::new())
-            .map_err(backend)?;
-        Self::with_tables(db)
-    }
+    /// [`KeyValueError::Backend`].
+    fn entries(&self, store: &StoreId) -> Result<Vec<EntryInfo>, KeyValueError>;
 
-    fn with_tables(db: redb::Database) -> Result<Self, KeyValueError> {
-        let txn = db.begin_write().map_err(backend)?;
-        txn.open_table(DATA).map_err(backend)?;
-        txn.open_table(USAGE).map_err(backend)?;
-        txn.commit().map_err(backend)?;
-        Ok(Self { db })
-    }
+    /// Deletes the stores `filter` means, each in one step (its data and its use):
+    /// what was deleted.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`] (the stores deleted before the failure stay deleted).
+    fn delete_stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError>;
 
-    /// Writes `new` at `key` in one transaction with its quota check; `new` sees the
-    /// old value and returns the new one (`None`: write nothing) and what to hand back.
-    fn update<T>(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        quota: &KeyValueQuota,
-        new: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), KeyValueError>,
-    ) -> Result<T, KeyValueError> {
-        let txn = self.db.begin_write().map_err(backend)?;
-        let out = {
-            let mut data = txn.open_table(DATA).map_err(backend)?;
-            let mut usage = txn.open_table(USAGE).map_err(backend)?;
-            let old = data
-                .get((ns.as_str(), key))
-                .map_err(backend)?
-                .map(|v| v.value().to_vec());
-            let (value, out) = new(old.as_deref())?;
-            let Some(value) = value else {
-                // Nothing to write: the transaction is dropped, aborted.
-                return Ok(out);
-            };
-            let (keys, bytes) = usage
-                .get(ns.as_str())
-                .map_err(backend)?
-                .map_or((0, 0), |u| u.value());
-            let entry = |v: usize| u64::try_from(key.len() + v).unwrap_or(u64::MAX);
-            let keys_after = keys + u64::from(old.is_none());
-            let bytes_after = bytes
-                .saturating_sub(old.as_ref().map_or(0, |o| entry(o.len())))
-                .saturating_add(entry(value.len()));
-            let value_len = u64::try_from(value.len()).unwrap_or(u64::MAX);
-            if value_len > quota.max_value_bytes {
-                return Err(KeyValueError::value_too_large(value_len, quota));
-            }
-            if keys_after > quota.max_keys {
-                return Err(KeyValueError::too_many_keys(quota));
-            }
-            if bytes_after > quota.max_total_bytes {
-                return Err(KeyValueError::over_total(bytes_after, quota));
-            }
-            data.insert((ns.as_str(), key), value.as_slice())
-                .map_err(backend)?;
-            usage
-                .insert(ns.as_str(), (keys_after, bytes_after))
-                .map_err(backend)?;
-            out
-        };
-        txn.commit().map_err(backend)?;
-        Ok(out)
-    }
-}
-
-impl KeyValueBackend for Embedded {
-    fn get(&self, ns: &Namespace, key: &str) -> Result<Option<Vec<u8>>, KeyValueError> {
-        let txn = self.db.begin_read().map_err(backend)?;
-        let data = txn.open_table(DATA).map_err(backend)?;
-        Ok(data
-            .get((ns.as_str(), key))
-            .map_err(backend)?
-            .map(|v| v.value().to_vec()))
-    }
-
-    fn set(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        value: &[u8],
-        quota: &KeyValueQuota,
-    ) -> Result<(), KeyValueError> {
-        self.update(ns, key, quota, |_| Ok((Some(value.to_vec()), ())))
-    }
-
-    fn delete(&self, ns: &Namespace, key: &str) -> Result<(), KeyValueError> {
-        let txn = self.db.begin_write().map_err(backend)?;
-        {
-            let mut data = txn.open_table(DATA).map_err(backend)?;
-            let removed = data
-                .remove((ns.as_str(), key))
-                .map_err(backend)?
-                .map(|v| v.value().len());
-            if let Some(len) = removed {
-                let mut usage = txn.open_table(USAGE).map_err(backend)?;
-                let (keys, bytes) = usage
-                    .get(ns.as_str())
-                    .map_err(backend)?
-                    .map_or((0, 0), |u| u.value());
-                let entry = u64::try_from(key.len() + len).unwrap_or(u64::MAX);
-                usage
-                    .insert(
-                        ns.as_str(),
-                        (keys.saturating_sub(1), bytes.saturating_sub(entry)),
-                    )
-                    .map_err(backend)?;
-            }
+    /// `tenant`'s `session` ended: its session stores (every tool's) are deleted. A
+    /// session without an id (`""`) is no session: nothing is deleted.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`].
+    fn end_session(&self, tenant: &str, session: &str) -> Result<usize, KeyValueError> {
+        if session.is_empty() {
+            return Ok(0);
         }
-        txn.commit().map_err(backend)
-    }
-
-    fn list(&self, ns: &Namespace, from: u64) -> Result<(Vec<String>, Option<u64>), KeyValueError> {
-        let txn = self.db.begin_read().map_err(backend)?;
-        let data = txn.open_table(DATA).map_err(backend)?;
-        let skip = usize::try_from(from).unwrap_or(usize::MAX);
-        let mut keys = Vec::new();
-        let mut more = false;
-        for entry in data.range((ns.as_str(), "")..).map_err(backend)?.skip(skip) {
-            let (k, _) = entry.map_err(backend)?;
-            let (entry_ns, key) = k.value();
-            if entry_ns != ns.as_str() {
-                break;
-            }
-            if keys.len() == PAGE {
-                more = true;
-                break;
-            }
-            keys.push(key.to_owned());
-        }
-        let next = more.then(|| from + u64::try_from(PAGE).unwrap_or(u64::MAX));
-        Ok((keys, next))
-    }
-
-    fn increment(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        delta: u64,
-        quota: &KeyValueQuota,
-    ) -> Result<u64, KeyValueError> {
-        self.update(ns, key, quota, |old| {
-            let sum = incremented(key, old, delta)?;
-            Ok((Some(sum.to_string().into_bytes()), sum))
-        })
-    }
-
-    fn swap(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: &[u8],
-        quota: &KeyValueQuota,
-    ) -> Result<bool, KeyValueError> {
-        self.update(ns, key, quota, |old| {
-            Ok(if old == Some(value) {
-                // Already there: nothing to write (as the Redis backend answers).
-                (None, true)
-            } else if old == expected {
-                (Some(value.to_vec()), true)
-            } else {
-                (None, false)
-            })
-        })
-    }
-}
-
-/// The embedded store in a file, opened on first use (a host that never calls a tool
-/// with a store never opens it, so two `hermetic` processes on one machine collide only
-/// when both use it — and then the second is told why).
-pub struct EmbeddedFile {
-    path: std::path::PathBuf,
-    opened: parking_lot::Mutex<Option<std::sync::Arc<Embedded>>>,
-}
-
-impl std::fmt::Debug for EmbeddedFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedFile")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
-    }
-}
-
-impl EmbeddedFile {
-    /// The store at `path`, not opened yet.
-    pub fn new(path: std::path::PathBuf) -> Self {
-        Self {
-            path,
-            opened: parking_lot::Mutex::new(None),
-        }
-    }
-
-    fn store(&self) -> Result<std::sync::Arc<Embedded>, KeyValueError> {
-        let mut opened = self.opened.lock();
-        if let Some(store) = &*opened {
-            return Ok(std::sync::Arc::clone(store));
-        }
-        let store = std::sync::Arc::new(Embedded::open(&self.path).map_err(|e| {
-            KeyValueError::Backend(format!(
-                "{e} (another hermetic process may be using {}: give each host its own with [keyvalue] file)",
-                self.path.display()
-            ))
-        })?);
-        *opened = Some(std::sync::Arc::clone(&store));
-        Ok(store)
-    }
-}
-
-impl KeyValueBackend for EmbeddedFile {
-    fn get(&self, ns: &Namespace, key: &str) -> Result<Option<Vec<u8>>, KeyValueError> {
-        self.store()?.get(ns, key)
-    }
-
-    fn set(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        value: &[u8],
-        quota: &KeyValueQuota,
-    ) -> Result<(), KeyValueError> {
-        self.store()?.set(ns, key, value, quota)
-    }
-
-    fn delete(&self, ns: &Namespace, key: &str) -> Result<(), KeyValueError> {
-        self.store()?.delete(ns, key)
-    }
-
-    fn list(&self, ns: &Namespace, from: u64) -> Result<(Vec<String>, Option<u64>), KeyValueError> {
-        self.store()?.list(ns, from)
-    }
-
-    fn increment(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        delta: u64,
-        quota: &KeyValueQuota,
-    ) -> Result<u64, KeyValueError> {
-        self.store()?.increment(ns, key, delta, quota)
-    }
-
-    fn swap(
-        &self,
-        ns: &Namespace,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: &[u8],
-        quota: &KeyValueQuota,
-    ) -> Result<bool, KeyValueError> {
-        self.store()?.swap(ns, key, expected, value, quota)
+        Ok(self
+            .delete_stores(&StoreFilter::session(tenant, session))?
+            .len())
     }
 }
 
@@ -466,90 +421,48 @@ impl KeyValueBackend for EmbeddedFile {
 mod tests {
     use super::*;
 
-    #[test]
-    fn namespaces_are_injective() {
-        assert_ne!(
-            Namespace::new("t", "a|1:b", "", "x"),
-            Namespace::new("t", "a", "1:b", "x")
-        );
-        assert_ne!(
-            Namespace::new("t", "a", "", "b"),
-            Namespace::new("t", "", "a", "b")
-        );
+    fn ns(tool: &str, tenant: &str, session: &str, bucket: &str) -> Namespace {
+        let id = if session.is_empty() {
+            StoreId::tenant(tool, tenant)
+        } else {
+            StoreId::session(tool, tenant, session)
+        };
+        Namespace::new(Arc::new(Store::new(id)), bucket)
     }
 
     #[test]
-    fn quotas_usage_and_listing_hold_across_reopening() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let path = dir.path().join("kv.redb");
-        let quota = KeyValueQuota {
-            max_keys: 3,
-            max_value_bytes: 10,
-            max_total_bytes: 20,
-        };
-        let ns = Namespace::new("t", "acme", "", "");
-        let other = Namespace::new("t", "globex", "", "");
-        {
-            let kv = Embedded::open(&path).unwrap();
-            kv.set(&ns, "a", b"1234", &quota).unwrap();
-            kv.set(&ns, "b", b"1", &quota).unwrap();
-            assert!(matches!(
-                kv.set(&ns, "c", &[0; 11], &quota),
-                Err(KeyValueError::Quota(_))
-            ));
-            // a: 5, b: 2, c with 9 bytes: 10 → 17 total, fits; a fourth key does not.
-            kv.set(&ns, "c", &[0; 9], &quota).unwrap();
-            assert!(matches!(
-                kv.set(&ns, "d", b"", &quota),
-                Err(KeyValueError::Quota(_))
-            ));
-            // Overwriting an existing key is not a new key; growing past the total is
-            // refused and changes nothing.
-            kv.set(&ns, "b", b"22", &quota).unwrap();
-            assert!(matches!(
-                kv.set(&ns, "a", &[1; 10], &quota),
-                Err(KeyValueError::Quota(_))
-            ));
-            assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"1234");
-            assert_eq!(kv.get(&other, "a").unwrap(), None);
-            assert_eq!(kv.increment(&other, "n", 5, &quota).unwrap(), 5);
-            assert_eq!(kv.increment(&other, "n", 2, &quota).unwrap(), 7);
-            assert!(
-                kv.increment(&ns, "a", 1, &quota).is_ok(),
-                "\"1234\" is a number"
-            );
-            assert!(matches!(
-                kv.increment(&ns, "c", 1, &quota),
-                Err(KeyValueError::Value(_))
-            ));
-        }
-        let kv = Embedded::open(&path).unwrap();
-        assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"1235");
+    fn namespaces_are_injective_and_parse_back() {
+        assert_ne!(ns("t", "a|1:b", "", "x"), ns("t", "a", "1:b", "x"));
+        assert_ne!(
+            ns("t", "a", "", "b").as_str(),
+            ns("t", "", "a", "b").as_str()
+        );
+        // The form data was always kept under (before stores were counted as one).
         assert_eq!(
-            kv.list(&ns, 0).unwrap(),
-            (vec!["a".into(), "b".into(), "c".into()], None)
+            ns("todo", "acme", "s1", "").as_str(),
+            "4:todo|4:acme|2:s1|0:|"
         );
-        assert_eq!(kv.list(&ns, 2).unwrap().0, vec!["c".to_owned()]);
-        kv.delete(&ns, "a").unwrap();
-        kv.delete(&ns, "a").unwrap();
-        // Swap: written only over the value expected (absent, empty or bytes), under
-        // the quota; a refused swap changes nothing.
-        assert!(!kv.swap(&ns, "a", Some(b"1235"), b"x", &quota).unwrap());
-        assert!(kv.swap(&ns, "a", None, b"", &quota).unwrap());
-        assert!(!kv.swap(&ns, "a", None, b"y", &quota).unwrap());
-        assert!(
-            kv.swap(&ns, "a", Some(b"other"), b"", &quota).unwrap(),
-            "already holds the value"
-        );
-        assert!(kv.swap(&ns, "a", Some(b""), b"zz", &quota).unwrap());
-        assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"zz");
-        assert!(matches!(
-            kv.swap(&ns, "a", Some(b"zz"), &[0; 11], &quota),
-            Err(KeyValueError::Quota(_))
-        ));
-        assert_eq!(kv.get(&ns, "a").unwrap().unwrap(), b"zz");
-        kv.delete(&ns, "a").unwrap();
-        kv.set(&ns, "d", b"x", &quota).unwrap();
-        assert_eq!(kv.list(&other, 0).unwrap().0, vec!["n".to_owned()]);
+        let n = ns("t:x", "ac|me", "s:1", "b.1");
+        let (tool, tenant, session, rest) = StoreId::parse_prefix(n.as_str()).unwrap();
+        assert_eq!((tool, tenant, session), ("t:x", "ac|me", "s:1"));
+        assert_eq!(rest, n.bucket_part());
+        assert_eq!(n.bucket(), "b.1");
+        assert_eq!(parse_bucket("3:b.1|key|x"), Some(("b.1", "key|x")));
+        assert_eq!(StoreId::parse_prefix("9:short|"), None);
+    }
+
+    #[test]
+    fn a_filter_matches_what_it_names() {
+        let tenant = StoreId::tenant("memory", "acme");
+        let session = StoreId::session("todo", "acme", "s1");
+        let f = StoreFilter::session("acme", "s1");
+        assert!(f.matches(&session) && !f.matches(&tenant));
+        assert!(!StoreFilter::session("acme", "s2").matches(&session));
+        let all_of_acme = StoreFilter {
+            tenant: Some("acme".into()),
+            ..StoreFilter::default()
+        };
+        assert!(all_of_acme.matches(&tenant) && all_of_acme.matches(&session));
+        assert!(!all_of_acme.matches(&StoreId::tenant("memory", "globex")));
     }
 }

@@ -11,10 +11,13 @@
 //! what this implements.
 
 pub mod backend;
+mod embedded;
+pub mod file;
+pub mod settings;
 
 use crate::policy::keyvalue::{KeyValueGrant, KeyValueScope};
 use crate::sandbox::{CallState, SandboxError};
-use backend::{KeyValueBackend, KeyValueError, Namespace};
+use backend::{KeyValueBackend, KeyValueError, Namespace, Store, StoreId};
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker, Resource};
 
@@ -49,19 +52,14 @@ const MAX_BATCH: usize = 1000;
 #[derive(Clone)]
 pub struct KeyValueAccess {
     backend: Arc<dyn KeyValueBackend>,
-    tool: Arc<str>,
-    tenant: String,
-    /// `""` for a tool of tenant scope.
-    session: String,
+    store: Arc<Store>,
     grant: KeyValueGrant,
 }
 
 impl std::fmt::Debug for KeyValueAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyValueAccess")
-            .field("tool", &self.tool)
-            .field("tenant", &self.tenant)
-            .field("session", &self.session)
+            .field("store", self.store.id())
             .finish_non_exhaustive()
     }
 }
@@ -75,21 +73,19 @@ impl KeyValueAccess {
         session: &str,
         grant: KeyValueGrant,
     ) -> Self {
-        let session = match grant.scope {
-            KeyValueScope::Tenant => String::new(),
-            KeyValueScope::Session => session.to_owned(),
+        let id = match grant.scope {
+            KeyValueScope::Tenant => StoreId::tenant(&tool, tenant),
+            KeyValueScope::Session => StoreId::session(&tool, tenant, session),
         };
         Self {
             backend,
-            tool,
-            tenant: tenant.to_owned(),
-            session,
+            store: Arc::new(Store::new(id)),
             grant,
         }
     }
 
     fn namespace(&self, bucket: &str) -> Namespace {
-        Namespace::new(&self.tool, &self.tenant, &self.session, bucket)
+        Namespace::new(Arc::clone(&self.store), bucket)
     }
 }
 

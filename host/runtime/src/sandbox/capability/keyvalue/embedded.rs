@@ -1,0 +1,970 @@
+//! The embedded backend: one `redb` file. Every acknowledged write is committed and
+//! synced before the guest hears "ok", so a `kill -9` loses none. A store's use (keys,
+//! bytes, last write) is one row, and a tenant's session stores' use together another;
+//! both are checked and changed in the same transaction as the write they limit, so
+//! two concurrent writers cannot both squeeze under a quota.
+//!
+//! After an I/O error (a full disk) redb refuses every later operation until the
+//! database is opened again: [`Embedded::is_broken`] says so, and [`super::file`]
+//! opens it again.
+
+use super::backend::{
+    EntryInfo, KeyValueBackend, KeyValueError, Namespace, PAGE, StoreFilter, StoreId, StoreInfo,
+    incremented, parse_bucket,
+};
+use super::settings::KeyValueSettings;
+use crate::policy::keyvalue::KeyValueQuota;
+use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// (namespace, key) → value.
+const DATA: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("data");
+/// A store's row key: (tenant, session, tool).
+type StoreKey = (&'static str, &'static str, &'static str);
+/// A store's row: (keys, bytes of keys and values, last write in ms since the epoch,
+/// whether it is a session store).
+type StoreRow = (u64, u64, u64, bool);
+/// Every store's use.
+const STORES: TableDefinition<StoreKey, StoreRow> = TableDefinition::new("stores");
+/// tenant → (keys, bytes) of its session stores together.
+const SESSIONS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("session_use");
+/// `layout` → the version of the tables beside `data`.
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Layout 1's use per bucket (namespace → keys, bytes): replaced by [`STORES`].
+const OLD_USAGE: TableDefinition<&str, (u64, u64)> = TableDefinition::new("usage");
+/// The layout written here: use per store ([`STORES`]) and per tenant ([`SESSIONS`]).
+const LAYOUT: u64 = 2;
+/// Session stores deleted per transaction of a sweep (a sweep never holds the single
+/// writer for long).
+const SWEEP_BATCH: usize = 256;
+
+/// A store's use, as [`STORES`] keeps it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Row {
+    keys: u64,
+    bytes: u64,
+    written_ms: u64,
+    session: bool,
+}
+
+impl Row {
+    fn of(v: StoreRow) -> Self {
+        Self {
+            keys: v.0,
+            bytes: v.1,
+            written_ms: v.2,
+            session: v.3,
+        }
+    }
+
+    fn value(self) -> StoreRow {
+        (self.keys, self.bytes, self.written_ms, self.session)
+    }
+}
+
+/// Milliseconds since the epoch (0 for a clock before it).
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The smallest string above every string that starts with `prefix` (which ends in
+/// `|`, as every encoded prefix does): `|` → `}`, the next character.
+fn prefix_end(prefix: &str) -> String {
+    let mut end = prefix.strip_suffix('|').unwrap_or(prefix).to_owned();
+    end.push('}');
+    end
+}
+
+fn bytes_of(len: usize) -> u64 {
+    u64::try_from(len).unwrap_or(u64::MAX)
+}
+
+/// The embedded backend: one `redb` database.
+pub struct Embedded {
+    db: redb::Database,
+    settings: KeyValueSettings,
+    /// An I/O error was met: redb answers every later call with "Previous I/O error"
+    /// until the database is opened again.
+    broken: AtomicBool,
+}
+
+impl std::fmt::Debug for Embedded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedded")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Embedded {
+    /// The store in the file at `path` (created mode 0600 if missing, in a directory
+    /// created mode 0700 if missing; an existing file readable by others is made
+    /// 0600), with the default [`KeyValueSettings`].
+    ///
+    /// # Errors
+    /// [`KeyValueError::InUse`] when another process has it open;
+    /// [`KeyValueError::Backend`] when it cannot be opened or created (not a redb
+    /// file, the directory is not writable).
+    pub fn open(path: &Path) -> Result<Self, KeyValueError> {
+        Self::open_with(path, KeyValueSettings::default())
+    }
+
+    /// [`Embedded::open`] with `settings`.
+    ///
+    /// # Errors
+    /// As [`Embedded::open`].
+    pub fn open_with(path: &Path, settings: KeyValueSettings) -> Result<Self, KeyValueError> {
+        let file = private_file(path)?;
+        let db = redb::Database::builder()
+            .create_with_backend(redb::backends::FileBackend::new(file))
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => {
+                    KeyValueError::InUse(path.display().to_string())
+                }
+                e => KeyValueError::Backend(format!("opening {}: {e}", path.display())),
+            })?;
+        Self::with_tables(db, settings)
+    }
+
+    /// A store in this process's memory (nothing survives it: for embedders and tests).
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`] if redb cannot set up its tables.
+    pub fn in_memory() -> Result<Self, KeyValueError> {
+        Self::in_memory_with(KeyValueSettings::default())
+    }
+
+    /// [`Embedded::in_memory`] with `settings`.
+    ///
+    /// # Errors
+    /// As [`Embedded::in_memory`].
+    pub fn in_memory_with(settings: KeyValueSettings) -> Result<Self, KeyValueError> {
+        let db = redb::Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| KeyValueError::Backend(e.to_string()))?;
+        Self::with_tables(db, settings)
+    }
+
+    /// Whether an I/O error stopped this database: it must be opened again.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::SeqCst)
+    }
+
+    /// The tables exist from the start, so readers never meet a missing one; a file of
+    /// layout 1 (use per bucket) gets its use per store counted from its data, once.
+    fn with_tables(db: redb::Database, settings: KeyValueSettings) -> Result<Self, KeyValueError> {
+        let store = Self {
+            db,
+            settings,
+            broken: AtomicBool::new(false),
+        };
+        let txn = store.db.begin_write().map_err(|e| store.fail(e))?;
+        {
+            let data = txn.open_table(DATA).map_err(|e| store.fail(e))?;
+            let mut stores = txn.open_table(STORES).map_err(|e| store.fail(e))?;
+            let mut sessions = txn.open_table(SESSIONS).map_err(|e| store.fail(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| store.fail(e))?;
+            let layout = meta
+                .get("layout")
+                .map_err(|e| store.fail(e))?
+                .map(|v| v.value());
+            if layout != Some(LAYOUT) {
+                store.count_use(&data, &mut stores, &mut sessions)?;
+                meta.insert("layout", LAYOUT).map_err(|e| store.fail(e))?;
+            }
+        }
+        txn.delete_table(OLD_USAGE).map_err(|e| store.fail(e))?;
+        txn.commit().map_err(|e| store.fail(e))?;
+        Ok(store)
+    }
+
+    /// Counts every store's use from the data (an older layout's file). Its stores with
+    /// a session id are taken as session stores, as only those have one.
+    fn count_use(
+        &self,
+        data: &redb::Table<(&str, &str), &[u8]>,
+        stores: &mut redb::Table<StoreKey, StoreRow>,
+        sessions: &mut redb::Table<&str, (u64, u64)>,
+    ) -> Result<(), KeyValueError> {
+        stores.retain(|_, _| false).map_err(|e| self.fail(e))?;
+        sessions.retain(|_, _| false).map_err(|e| self.fail(e))?;
+        let mut rows: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
+        for entry in data.iter().map_err(|e| self.fail(e))? {
+            let (k, v) = entry.map_err(|e| self.fail(e))?;
+            let (ns, key) = k.value();
+            let Some((tool, tenant, session, _)) = StoreId::parse_prefix(ns) else {
+                continue;
+            };
+            let row = rows
+                .entry((tenant.to_owned(), session.to_owned(), tool.to_owned()))
+                .or_default();
+            row.0 += 1;
+            row.1 += bytes_of(key.len() + v.value().len());
+        }
+        let now = now_ms();
+        let mut totals: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for ((tenant, session, tool), (keys, bytes)) in &rows {
+            let session_store = !session.is_empty();
+            if session_store {
+                let t = totals.entry(tenant).or_default();
+                t.0 += keys;
+                t.1 += bytes;
+            }
+            stores
+                .insert(
+                    (tenant.as_str(), session.as_str(), tool.as_str()),
+                    (*keys, *bytes, now, session_store),
+                )
+                .map_err(|e| self.fail(e))?;
+        }
+        for (tenant, use_) in totals {
+            sessions.insert(tenant, use_).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// A redb error as the guest sees it; an I/O error also marks the database broken.
+    fn fail(&self, e: impl Into<redb::Error>) -> KeyValueError {
+        let e: redb::Error = e.into();
+        match &e {
+            redb::Error::Io(io) => {
+                self.broken.store(true, Ordering::SeqCst);
+                if io.kind() == std::io::ErrorKind::StorageFull {
+                    KeyValueError::Backend(format!(
+                        "the disk holding the key-value store is full ({io}): nothing was written; \
+                         once space is freed there, the store is opened again by itself"
+                    ))
+                } else {
+                    KeyValueError::Backend(format!(
+                        "{io}: nothing was written; the store is opened again on a later call"
+                    ))
+                }
+            }
+            redb::Error::PreviousIo => {
+                self.broken.store(true, Ordering::SeqCst);
+                KeyValueError::Backend(
+                    "an earlier disk error stopped the store: it is opened again on a later call"
+                        .to_owned(),
+                )
+            }
+            _ => KeyValueError::Backend(e.to_string()),
+        }
+    }
+
+    fn row(
+        &self,
+        stores: &impl redb::ReadableTable<StoreKey, StoreRow>,
+        id: &StoreId,
+    ) -> Result<Option<Row>, KeyValueError> {
+        Ok(stores
+            .get((id.tenant.as_str(), id.session_str(), id.tool.as_str()))
+            .map_err(|e| self.fail(e))?
+            .map(|v| Row::of(v.value())))
+    }
+
+    /// Writes `new` at `key` in one transaction with its quota checks; `new` sees the
+    /// old value and returns the new one (`None`: write nothing) and what to hand back.
+    fn update<T>(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        quota: &KeyValueQuota,
+        new: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), KeyValueError>,
+    ) -> Result<T, KeyValueError> {
+        let id = ns.store().id();
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        let out = {
+            let mut data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+            let old = data
+                .get((ns.as_str(), key))
+                .map_err(|e| self.fail(e))?
+                .map(|v| v.value().to_vec());
+            let (value, out) = new(old.as_deref())?;
+            let Some(value) = value else {
+                // Nothing to write: the transaction is dropped, aborted.
+                return Ok(out);
+            };
+            let value_len = bytes_of(value.len());
+            if value_len > quota.max_value_bytes {
+                return Err(KeyValueError::value_too_large(value_len, quota));
+            }
+            let mut stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+            let row = self.row(&stores, id)?.unwrap_or_default();
+            let added = u64::from(old.is_none());
+            let before = old.as_ref().map_or(0, |o| bytes_of(key.len() + o.len()));
+            let after = bytes_of(key.len() + value.len());
+            let keys = row.keys + added;
+            let bytes = row.bytes.saturating_sub(before).saturating_add(after);
+            if keys > quota.max_keys {
+                return Err(KeyValueError::too_many_keys(quota));
+            }
+            if bytes > quota.max_total_bytes {
+                return Err(KeyValueError::over_total(bytes, quota));
+            }
+            if id.is_session() {
+                let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.fail(e))?;
+                let (tk, tb) = sessions
+                    .get(id.tenant.as_str())
+                    .map_err(|e| self.fail(e))?
+                    .map_or((0, 0), |v| v.value());
+                let tk = tk + added;
+                let tb = tb.saturating_sub(before).saturating_add(after);
+                // Only growth is refused: a session may still rewrite what it holds
+                // after the operator lowered the ceiling.
+                if added > 0 && tk > self.settings.sessions_max_keys {
+                    return Err(KeyValueError::sessions_too_many_keys(
+                        self.settings.sessions_max_keys,
+                    ));
+                }
+                if after > before && tb > self.settings.sessions_max_total_bytes {
+                    return Err(KeyValueError::sessions_over_total(
+                        tb,
+                        self.settings.sessions_max_total_bytes,
+                    ));
+                }
+                sessions
+                    .insert(id.tenant.as_str(), (tk, tb))
+                    .map_err(|e| self.fail(e))?;
+            }
+            data.insert((ns.as_str(), key), value.as_slice())
+                .map_err(|e| self.fail(e))?;
+            let row = Row {
+                keys,
+                bytes,
+                written_ms: now_ms(),
+                session: id.is_session(),
+            };
+            stores
+                .insert(
+                    (id.tenant.as_str(), id.session_str(), id.tool.as_str()),
+                    row.value(),
+                )
+                .map_err(|e| self.fail(e))?;
+            out
+        };
+        txn.commit().map_err(|e| self.fail(e))?;
+        Ok(out)
+    }
+
+    /// Deletes store `id` (its data, its row, its share of its tenant's session use)
+    /// in `txn`: whether it existed.
+    fn drop_store(
+        &self,
+        txn: &redb::WriteTransaction,
+        id: &StoreId,
+    ) -> Result<bool, KeyValueError> {
+        let mut stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+        let Some(row) = stores
+            .remove((id.tenant.as_str(), id.session_str(), id.tool.as_str()))
+            .map_err(|e| self.fail(e))?
+            .map(|v| Row::of(v.value()))
+        else {
+            return Ok(false);
+        };
+        let prefix = id.prefix();
+        let end = prefix_end(&prefix);
+        let mut data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+        data.retain_in((prefix.as_str(), "")..(end.as_str(), ""), |_, _| false)
+            .map_err(|e| self.fail(e))?;
+        if row.session {
+            self.take_from_sessions(txn, &id.tenant, row.keys, row.bytes)?;
+        }
+        Ok(true)
+    }
+
+    /// Takes `keys` and `bytes` from `tenant`'s session use (the row goes at zero).
+    fn take_from_sessions(
+        &self,
+        txn: &redb::WriteTransaction,
+        tenant: &str,
+        keys: u64,
+        bytes: u64,
+    ) -> Result<(), KeyValueError> {
+        let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.fail(e))?;
+        let (tk, tb) = sessions
+            .get(tenant)
+            .map_err(|e| self.fail(e))?
+            .map_or((0, 0), |v| v.value());
+        let (tk, tb) = (tk.saturating_sub(keys), tb.saturating_sub(bytes));
+        if tk == 0 {
+            sessions.remove(tenant).map_err(|e| self.fail(e))?;
+        } else {
+            sessions
+                .insert(tenant, (tk, tb))
+                .map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the session stores not written for the settings' expiry as of `now`
+    /// (ms since the epoch): how many. Each is checked again in the transaction that
+    /// deletes it, so one written meanwhile stays.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`].
+    pub fn sweep_at(&self, now: u64) -> Result<usize, KeyValueError> {
+        let expiry = self.settings.expiry_millis();
+        let expired = |row: &Row| row.session && row.written_ms.saturating_add(expiry) < now;
+        let candidates: Vec<StoreId> = {
+            let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+            let stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+            let mut out = Vec::new();
+            for entry in stores.iter().map_err(|e| self.fail(e))? {
+                let (k, v) = entry.map_err(|e| self.fail(e))?;
+                if expired(&Row::of(v.value())) {
+                    let (tenant, session, tool) = k.value();
+                    out.push(StoreId::session(tool, tenant, session));
+                }
+            }
+            out
+        };
+        let mut deleted = 0;
+        for batch in candidates.chunks(SWEEP_BATCH) {
+            let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+            for id in batch {
+                let still = {
+                    let stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+                    self.row(&stores, id)?.is_some_and(|r| expired(&r))
+                };
+                if still && self.drop_store(&txn, id)? {
+                    deleted += 1;
+                }
+            }
+            txn.commit().map_err(|e| self.fail(e))?;
+        }
+        Ok(deleted)
+    }
+
+    /// [`Embedded::sweep_at`] now.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`].
+    pub fn sweep(&self) -> Result<usize, KeyValueError> {
+        self.sweep_at(now_ms())
+    }
+
+    fn info(&self, id: StoreId, row: Row, now: u64) -> StoreInfo {
+        let expires_in = row.session.then(|| {
+            let at = row.written_ms.saturating_add(self.settings.expiry_millis());
+            Duration::from_millis(at.saturating_sub(now))
+        });
+        StoreInfo {
+            id,
+            keys: row.keys,
+            bytes: row.bytes,
+            expires_in,
+        }
+    }
+}
+
+/// The file at `path`, opened for reading and writing, created mode 0600 (its
+/// directory 0700) when missing; an existing one open to others is made 0600.
+fn private_file(path: &Path) -> Result<std::fs::File, KeyValueError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    let failed = |what: &str, e: std::io::Error| {
+        KeyValueError::Backend(format!("{what} {}: {e}", path.display()))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| failed("creating the directory of", e))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| failed("opening", e))?;
+    let mode = file
+        .metadata()
+        .map_err(|e| failed("reading", e))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        // Tenants' data: the host's alone, as every other host file.
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))
+            .map_err(|e| failed("making private", e))?;
+    }
+    Ok(file)
+}
+
+impl KeyValueBackend for Embedded {
+    fn get(&self, ns: &Namespace, key: &str) -> Result<Option<Vec<u8>>, KeyValueError> {
+        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+        Ok(data
+            .get((ns.as_str(), key))
+            .map_err(|e| self.fail(e))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn set(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<(), KeyValueError> {
+        self.update(ns, key, quota, |_| Ok((Some(value.to_vec()), ())))
+    }
+
+    fn delete(&self, ns: &Namespace, key: &str) -> Result<(), KeyValueError> {
+        let id = ns.store().id();
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        {
+            let mut data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+            let removed = data
+                .remove((ns.as_str(), key))
+                .map_err(|e| self.fail(e))?
+                .map(|v| v.value().len());
+            let Some(len) = removed else {
+                return Ok(());
+            };
+            let entry = bytes_of(key.len() + len);
+            let mut stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+            let row = self.row(&stores, id)?.unwrap_or_default();
+            let k = (id.tenant.as_str(), id.session_str(), id.tool.as_str());
+            if row.keys <= 1 {
+                // Its last key: the store is gone.
+                stores.remove(k).map_err(|e| self.fail(e))?;
+            } else {
+                // A delete does not keep a session store alive: writes do (as Redis's
+                // expiry, set by the write script alone).
+                let row = Row {
+                    keys: row.keys - 1,
+                    bytes: row.bytes.saturating_sub(entry),
+                    ..row
+                };
+                stores.insert(k, row.value()).map_err(|e| self.fail(e))?;
+            }
+            if id.is_session() {
+                self.take_from_sessions(&txn, &id.tenant, 1, entry)?;
+            }
+        }
+        txn.commit().map_err(|e| self.fail(e))
+    }
+
+    fn list(&self, ns: &Namespace, from: u64) -> Result<(Vec<String>, Option<u64>), KeyValueError> {
+        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+        let skip = usize::try_from(from).unwrap_or(usize::MAX);
+        let mut keys = Vec::new();
+        let mut more = false;
+        for entry in data
+            .range((ns.as_str(), "")..)
+            .map_err(|e| self.fail(e))?
+            .skip(skip)
+        {
+            let (k, _) = entry.map_err(|e| self.fail(e))?;
+            let (entry_ns, key) = k.value();
+            if entry_ns != ns.as_str() {
+                break;
+            }
+            if keys.len() == PAGE {
+                more = true;
+                break;
+            }
+            keys.push(key.to_owned());
+        }
+        let next = more.then(|| from + u64::try_from(PAGE).unwrap_or(u64::MAX));
+        Ok((keys, next))
+    }
+
+    fn increment(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        delta: u64,
+        quota: &KeyValueQuota,
+    ) -> Result<u64, KeyValueError> {
+        self.update(ns, key, quota, |old| {
+            let sum = incremented(key, old, delta)?;
+            Ok((Some(sum.to_string().into_bytes()), sum))
+        })
+    }
+
+    fn swap(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+        quota: &KeyValueQuota,
+    ) -> Result<bool, KeyValueError> {
+        self.update(ns, key, quota, |old| {
+            Ok(if old == Some(value) {
+                // Already there: nothing to write (as the Redis backend answers).
+                (None, true)
+            } else if old == expected {
+                (Some(value.to_vec()), true)
+            } else {
+                (None, false)
+            })
+        })
+    }
+
+    fn stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError> {
+        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
+        let now = now_ms();
+        let from = filter.tenant.as_deref().unwrap_or_default();
+        let mut out = Vec::new();
+        for entry in stores.range((from, "", "")..).map_err(|e| self.fail(e))? {
+            let (k, v) = entry.map_err(|e| self.fail(e))?;
+            let (tenant, session, tool) = k.value();
+            if filter.tenant.as_deref().is_some_and(|t| t != tenant) {
+                break;
+            }
+            let row = Row::of(v.value());
+            let id = StoreId {
+                tool: tool.to_owned(),
+                tenant: tenant.to_owned(),
+                session: row.session.then(|| session.to_owned()),
+            };
+            if filter.matches(&id) {
+                out.push(self.info(id, row, now));
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    fn entries(&self, store: &StoreId) -> Result<Vec<EntryInfo>, KeyValueError> {
+        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+        let prefix = store.prefix();
+        let end = prefix_end(&prefix);
+        let mut out = Vec::new();
+        for entry in data
+            .range((prefix.as_str(), "")..(end.as_str(), ""))
+            .map_err(|e| self.fail(e))?
+        {
+            let (k, v) = entry.map_err(|e| self.fail(e))?;
+            let (ns, key) = k.value();
+            let bucket = ns
+                .get(prefix.len()..)
+                .and_then(parse_bucket)
+                .map_or("", |(b, _)| b);
+            out.push(EntryInfo {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+                len: bytes_of(v.value().len()),
+            });
+        }
+        Ok(out)
+    }
+
+    fn delete_stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError> {
+        let meant = self.stores(filter)?;
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        let mut deleted = Vec::with_capacity(meant.len());
+        for info in meant {
+            if self.drop_store(&txn, &info.id)? {
+                deleted.push(info);
+            }
+        }
+        txn.commit().map_err(|e| self.fail(e))?;
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::super::backend::Store;
+    use super::*;
+    use std::sync::Arc;
+
+    fn ns(id: &StoreId, bucket: &str) -> Namespace {
+        Namespace::new(Arc::new(Store::new(id.clone())), bucket)
+    }
+
+    fn quota(max_keys: u64, max_value_bytes: u64, max_total_bytes: u64) -> KeyValueQuota {
+        KeyValueQuota {
+            max_keys,
+            max_value_bytes,
+            max_total_bytes,
+        }
+    }
+
+    #[test]
+    fn quotas_usage_and_listing_hold_across_reopening() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("kv.redb");
+        let quota = quota(3, 10, 20);
+        let acme = StoreId::tenant("t", "acme");
+        let ns_ = ns(&acme, "");
+        let other = ns(&StoreId::tenant("t", "globex"), "");
+        {
+            let kv = Embedded::open(&path).unwrap();
+            kv.set(&ns_, "a", b"1234", &quota).unwrap();
+            kv.set(&ns_, "b", b"1", &quota).unwrap();
+            assert!(matches!(
+                kv.set(&ns_, "c", &[0; 11], &quota),
+                Err(KeyValueError::Quota(_))
+            ));
+            // a: 5, b: 2, c with 9 bytes: 10 → 17 total, fits; a fourth key does not.
+            kv.set(&ns_, "c", &[0; 9], &quota).unwrap();
+            assert!(matches!(
+                kv.set(&ns_, "d", b"", &quota),
+                Err(KeyValueError::Quota(_))
+            ));
+            // Overwriting an existing key is not a new key; growing past the total is
+            // refused and changes nothing.
+            kv.set(&ns_, "b", b"22", &quota).unwrap();
+            assert!(matches!(
+                kv.set(&ns_, "a", &[1; 10], &quota),
+                Err(KeyValueError::Quota(_))
+            ));
+            assert_eq!(kv.get(&ns_, "a").unwrap().unwrap(), b"1234");
+            assert_eq!(kv.get(&other, "a").unwrap(), None);
+            assert_eq!(kv.increment(&other, "n", 5, &quota).unwrap(), 5);
+            assert_eq!(kv.increment(&other, "n", 2, &quota).unwrap(), 7);
+            assert!(
+                kv.increment(&ns_, "a", 1, &quota).is_ok(),
+                "\"1234\" is a number"
+            );
+            assert!(matches!(
+                kv.increment(&ns_, "c", 1, &quota),
+                Err(KeyValueError::Value(_))
+            ));
+        }
+        let kv = Embedded::open(&path).unwrap();
+        assert_eq!(kv.get(&ns_, "a").unwrap().unwrap(), b"1235");
+        assert_eq!(
+            kv.list(&ns_, 0).unwrap(),
+            (vec!["a".into(), "b".into(), "c".into()], None)
+        );
+        assert_eq!(kv.list(&ns_, 2).unwrap().0, vec!["c".to_owned()]);
+        kv.delete(&ns_, "a").unwrap();
+        kv.delete(&ns_, "a").unwrap();
+        // Swap: written only over the value expected (absent, empty or bytes), under
+        // the quota; a refused swap changes nothing.
+        assert!(!kv.swap(&ns_, "a", Some(b"1235"), b"x", &quota).unwrap());
+        assert!(kv.swap(&ns_, "a", None, b"", &quota).unwrap());
+        assert!(!kv.swap(&ns_, "a", None, b"y", &quota).unwrap());
+        assert!(
+            kv.swap(&ns_, "a", Some(b"other"), b"", &quota).unwrap(),
+            "already holds the value"
+        );
+        assert!(kv.swap(&ns_, "a", Some(b""), b"zz", &quota).unwrap());
+        assert_eq!(kv.get(&ns_, "a").unwrap().unwrap(), b"zz");
+        assert!(matches!(
+            kv.swap(&ns_, "a", Some(b"zz"), &[0; 11], &quota),
+            Err(KeyValueError::Quota(_))
+        ));
+        assert_eq!(kv.get(&ns_, "a").unwrap().unwrap(), b"zz");
+        kv.delete(&ns_, "a").unwrap();
+        kv.set(&ns_, "d", b"x", &quota).unwrap();
+        assert_eq!(kv.list(&other, 0).unwrap().0, vec!["n".to_owned()]);
+    }
+
+    #[test]
+    fn a_quota_holds_for_the_store_across_its_buckets() {
+        let kv = Embedded::in_memory().unwrap();
+        let quota = quota(5, 100, 1000);
+        let id = StoreId::tenant("t", "acme");
+        let mut written = 0;
+        for bucket in ["a", "b", "c", "d"] {
+            for i in 0..5 {
+                if kv
+                    .set(&ns(&id, bucket), &format!("k{i}"), b"x", &quota)
+                    .is_ok()
+                {
+                    written += 1;
+                }
+            }
+        }
+        assert_eq!(written, 5, "four buckets, one store: five keys in all");
+        let info = kv.stores(&StoreFilter::default()).unwrap();
+        assert_eq!(info.len(), 1);
+        assert_eq!((info[0].keys, info[0].bytes), (5, 15));
+        // Deleting in one bucket makes room in another.
+        kv.delete(&ns(&id, "a"), "k0").unwrap();
+        kv.set(&ns(&id, "d"), "k0", b"x", &quota).unwrap();
+        let entries = kv.entries(&id).unwrap();
+        assert_eq!(entries.len(), 5);
+        assert_eq!(
+            entries.last().unwrap(),
+            &EntryInfo {
+                bucket: "d".into(),
+                key: "k0".into(),
+                len: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_tenant_s_session_stores_share_one_ceiling_and_end_with_their_session() {
+        let settings = KeyValueSettings {
+            sessions_max_keys: 8,
+            sessions_max_total_bytes: 1000,
+            ..KeyValueSettings::default()
+        };
+        let kv = Embedded::in_memory_with(settings).unwrap();
+        let quota = quota(5, 100, 1000);
+        let mut written = Vec::new();
+        for s in ["s1", "s2", "s3", "s4"] {
+            let id = StoreId::session("todo", "acme", s);
+            let n = (0..5)
+                .take_while(|i| kv.set(&ns(&id, ""), &format!("k{i}"), b"x", &quota).is_ok())
+                .count();
+            written.push(n);
+        }
+        assert_eq!(written, [5, 3, 0, 0], "eight keys across the sessions");
+        let refused = kv
+            .set(
+                &ns(&StoreId::session("todo", "acme", "s9"), ""),
+                "k",
+                b"x",
+                &quota,
+            )
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("session stores hold their 8 keys together"),
+            "{refused}"
+        );
+        // Another tenant, and the tenant's own tenant-scope store, are not held to it.
+        kv.set(
+            &ns(&StoreId::session("todo", "globex", "s1"), ""),
+            "k",
+            b"x",
+            &quota,
+        )
+        .unwrap();
+        kv.set(
+            &ns(&StoreId::tenant("memory", "acme"), ""),
+            "k",
+            b"x",
+            &quota,
+        )
+        .unwrap();
+        // The end of s1 frees its five keys; a session without an id ends nothing.
+        assert_eq!(kv.end_session("acme", "").unwrap(), 0);
+        assert_eq!(kv.end_session("acme", "s1").unwrap(), 1);
+        assert_eq!(kv.end_session("acme", "s1").unwrap(), 0);
+        let s3 = StoreId::session("todo", "acme", "s3");
+        for i in 0..5 {
+            kv.set(&ns(&s3, ""), &format!("k{i}"), b"x", &quota)
+                .unwrap();
+        }
+        assert_eq!(
+            kv.get(&ns(&StoreId::session("todo", "acme", "s1"), ""), "k0")
+                .unwrap(),
+            None
+        );
+        let acme = kv
+            .stores(&StoreFilter {
+                tenant: Some("acme".into()),
+                ..StoreFilter::default()
+            })
+            .unwrap();
+        let names: Vec<String> = acme.iter().map(|s| s.id.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "memory of tenant \"acme\"",
+                "todo of tenant \"acme\", session \"s2\"",
+                "todo of tenant \"acme\", session \"s3\""
+            ]
+        );
+        assert!(acme[0].expires_in.is_none() && acme[1].expires_in.is_some());
+    }
+
+    #[test]
+    fn idle_session_stores_are_swept_and_tenant_stores_kept() {
+        let settings = KeyValueSettings {
+            session_expiry: Duration::from_secs(60),
+            ..KeyValueSettings::default()
+        };
+        let kv = Embedded::in_memory_with(settings).unwrap();
+        let quota = quota(5, 100, 1000);
+        let session = StoreId::session("todo", "acme", "s1");
+        kv.set(&ns(&session, "b"), "k", b"x", &quota).unwrap();
+        kv.set(
+            &ns(&StoreId::tenant("memory", "acme"), ""),
+            "k",
+            b"x",
+            &quota,
+        )
+        .unwrap();
+        let now = now_ms();
+        assert_eq!(
+            kv.sweep_at(now + 30_000).unwrap(),
+            0,
+            "not idle long enough"
+        );
+        assert_eq!(kv.sweep_at(now + 120_000).unwrap(), 1);
+        assert_eq!(kv.get(&ns(&session, "b"), "k").unwrap(), None);
+        assert_eq!(kv.entries(&session).unwrap(), []);
+        let left = kv.stores(&StoreFilter::default()).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, StoreId::tenant("memory", "acme"));
+        // Its use left with it: the ceiling counts from zero again.
+        assert_eq!(kv.sweep_at(now + 1_000_000).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_layout_1_file_gets_its_use_per_store_counted_once() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("kv.redb");
+        {
+            // What an older host left: data, and use per bucket.
+            let db = redb::Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut data = txn.open_table(DATA).unwrap();
+                let mut usage = txn.open_table(OLD_USAGE).unwrap();
+                let a = ns(&StoreId::tenant("memory", "acme"), "");
+                let b = ns(&StoreId::tenant("memory", "acme"), "other");
+                let s = ns(&StoreId::session("todo", "acme", "s1"), "");
+                for (n, key) in [(&a, "x"), (&b, "y"), (&s, "z")] {
+                    data.insert((n.as_str(), key), b"12".as_slice()).unwrap();
+                    usage.insert(n.as_str(), (1, 3)).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        let kv = Embedded::open(&path).unwrap();
+        let stores = kv.stores(&StoreFilter::default()).unwrap();
+        let got: Vec<(String, u64, u64)> = stores
+            .iter()
+            .map(|s| (s.id.to_string(), s.keys, s.bytes))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("memory of tenant \"acme\"".to_owned(), 2, 6),
+                ("todo of tenant \"acme\", session \"s1\"".to_owned(), 1, 3)
+            ]
+        );
+        assert_eq!(kv.end_session("acme", "s1").unwrap(), 1);
+    }
+
+    #[test]
+    fn the_file_is_private_to_the_host() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("made/here/kv.redb");
+        drop(Embedded::open(&path).unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&dir.path().join("made")), 0o700);
+        // A file an older host left readable by all is made private.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(Embedded::open(&path).unwrap());
+        assert_eq!(mode(&path), 0o600);
+    }
+}
