@@ -243,6 +243,11 @@ enum Command {
     /// Check audit logs.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// List, show and delete tools' key-value data (the embedded file, or the
+    /// cluster's Redis): what `todo`, `memory` and other tools keep per tenant and
+    /// session.
+    #[command(subcommand)]
+    State(crate::state::StateCommand),
     /// Push a wasm component to an OCI registry.
     ///
     /// REF is HOST[:PORT]/REPOSITORY:TAG. Prints the pinned reference (…@sha256:…) to
@@ -495,7 +500,7 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
 /// (the operator's word: `true`), else `$XDG_DATA_HOME/hermetic`, else
 /// `~/.local/share/hermetic` (a default: `false`), then `keyvalue.redb`. `None` without
 /// a home: the store is kept in memory.
-fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
+pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
     if let Some(dir) = std::env::var_os("HERMETIC_DATA_DIR") {
         return Some((std::path::PathBuf::from(dir).join("keyvalue.redb"), true));
     }
@@ -529,28 +534,30 @@ fn build_host(
         }
         None => None,
     };
-    let (mut policy, secrets, mut state_files, server, trust, keyvalue_file) = match &global.policy
-    {
-        Some(file) => {
-            let loaded = hermetic::policy_file::load(file, &cwd)?;
-            (
-                loaded.policy,
-                loaded.secrets,
-                loaded.state_files,
-                loaded.server,
-                loaded.trust,
-                loaded.keyvalue_file,
-            )
-        }
-        None => (
-            OperatorPolicy::with_workspace(cwd.clone()),
-            hermetic::Secrets::default(),
-            Vec::new(),
-            hermetic::policy_file::ServerPolicy::default(),
-            hermetic::policy::trust::TrustPolicy::default(),
-            None,
-        ),
-    };
+    let (mut policy, secrets, mut state_files, server, trust, keyvalue_file, keyvalue_settings) =
+        match &global.policy {
+            Some(file) => {
+                let loaded = hermetic::policy_file::load(file, &cwd)?;
+                (
+                    loaded.policy,
+                    loaded.secrets,
+                    loaded.state_files,
+                    loaded.server,
+                    loaded.trust,
+                    loaded.keyvalue_file,
+                    loaded.keyvalue_settings,
+                )
+            }
+            None => (
+                OperatorPolicy::with_workspace(cwd.clone()),
+                hermetic::Secrets::default(),
+                Vec::new(),
+                hermetic::policy_file::ServerPolicy::default(),
+                hermetic::policy::trust::TrustPolicy::default(),
+                None,
+                hermetic::KeyValueSettings::default(),
+            ),
+        };
     if let Some(dir) = workspace {
         policy.move_workspace(dir);
     }
@@ -568,7 +575,7 @@ fn build_host(
     let keyvalue_file = match redis_url.or(server.redis_url.as_deref()) {
         Some(url) => {
             options.keyvalue = Some(std::sync::Arc::new(
-                hermetic_server::store::RedisKeyValue::new(url)?,
+                hermetic_server::store::RedisKeyValue::new(url)?.with_settings(keyvalue_settings),
             ));
             None
         }
@@ -607,9 +614,9 @@ fn build_host(
                     path: file.clone(),
                 });
             }
-            options.keyvalue = Some(std::sync::Arc::new(hermetic::EmbeddedKeyValueFile::new(
-                file,
-            )));
+            options.keyvalue = Some(std::sync::Arc::new(
+                hermetic::EmbeddedKeyValueFile::with_settings(file, keyvalue_settings),
+            ));
         }
     }
     // Under require_signature, a component file (--tools-dir, reloads) must be signed
@@ -685,6 +692,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 | Command::Push { .. }
                 | Command::Keygen { .. }
                 | Command::Sign { .. }
+                | Command::State(_)
         )
     {
         eprintln!(
@@ -696,6 +704,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let outer = cli.host;
     match cli.command {
         Command::Approval(command) => return crate::approval::run(command),
+        Command::State(command) => return crate::state::run(command),
         Command::Token(command) => return token(command),
         Command::New { lang, name, dir } => {
             let made = crate::new::create(lang, &name, dir.as_deref())?;

@@ -17,6 +17,7 @@ mod approval;
 mod cli;
 mod community;
 mod new;
+mod state;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -815,3 +815,261 @@ fn an_always_answer_on_one_node_holds_on_another() {
     assert!(answer.contains("gone too"), "{answer}");
     assert!(!dirs[1].path().join("ws/two").exists());
 }
+
+/// The cluster's directory with the session-scope key-value probe too (5 keys a store)
+/// and `keyvalue` (a `[keyvalue]` table) added to its policy.
+fn kv_sessions_dir(keyvalue: &str) -> TempDir {
+    let dir = cluster_dir();
+    std::fs::copy(
+        Path::new(hermetic::GUEST_BUILD_DIR).join("kvprobe_session.wasm"),
+        dir.path().join("tools/kvprobe_session.wasm"),
+    )
+    .unwrap();
+    let policy = dir.path().join("policy.toml");
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push_str("\n[tools.kvprobe_session]\nkeyvalue = { max_keys = 5 }\n\n");
+    text.push_str(keyvalue);
+    std::fs::write(&policy, text).unwrap();
+    dir
+}
+
+/// The JSON-RPC answer in an HTTP answer (a JSON body, or an event stream's `data:`).
+fn rpc_answer(answer: &str) -> serde_json::Value {
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    body.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let text = line.strip_prefix("data:").map_or(line, str::trim);
+            serde_json::from_str::<serde_json::Value>(text).ok()
+        })
+        .find(|v| v.get("id").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer: {answer}"))
+}
+
+impl Node {
+    /// A legacy session of `token`'s, initialized: its id.
+    fn open_session(&self, token: &str) -> String {
+        let (status, id, answer) = self.initialize(token);
+        assert_eq!(status, 200, "{answer}");
+        let id = id.unwrap_or_else(|| panic!("no session id: {answer}"));
+        let (status, answer) = self.request(
+            "POST /mcp",
+            token,
+            &format!(
+                "Accept: application/json, text/event-stream\r\nMcp-Session-Id: {id}\r\n\
+                 MCP-Protocol-Version: 2025-06-18\r\n"
+            ),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        );
+        assert!(matches!(status, 200 | 202), "{answer}");
+        id
+    }
+
+    /// `tool`'s JSON result of a call with `arguments` in legacy session `id`.
+    fn call_in_session(
+        &self,
+        token: &str,
+        id: &str,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> serde_json::Value {
+        let (status, answer) = self.request(
+            "POST /mcp",
+            token,
+            &format!(
+                "Accept: application/json, text/event-stream\r\nMcp-Session-Id: {id}\r\n\
+                 MCP-Protocol-Version: 2025-06-18\r\n"
+            ),
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}})
+            .to_string(),
+        );
+        assert_eq!(status, 200, "{answer}");
+        let text = rpc_answer(&answer)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_owned();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// `hermetic state ARGS` run in `dir`: exit code, stdout, stderr.
+fn state(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .current_dir(dir)
+        .arg("state")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The stores `hermetic state list --json ARGS` lists in `dir`: (tenant, tool,
+/// session, keys).
+fn listed(dir: &Path, args: &[&str]) -> Vec<(String, String, serde_json::Value, u64)> {
+    let mut all = vec!["list", "--json"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = state(dir, &all);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["tenant"].as_str().unwrap().to_owned(),
+                s["tool"].as_str().unwrap().to_owned(),
+                s["session"].clone(),
+                s["keys"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// In Redis too: a store's quota spans its buckets; a tenant's sessions share one
+/// ceiling; a DELETE ends the session's stores; idle ones expire (PEXPIRE) and their
+/// share of the ceiling is free again; `hermetic state` lists and deletes while the
+/// node runs.
+#[test]
+fn in_redis_a_quota_spans_buckets_sessions_share_a_ceiling_and_end_or_expire() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let dir = kv_sessions_dir("[keyvalue]\nsessions_max_keys = 8\nsession_expiry_secs = 3\n");
+    let node = Node::start(dir.path(), &url);
+    let probe = |args: serde_json::Value| -> serde_json::Value {
+        let (status, answer) = node.call_tool(GLOBEX, "kvprobe", &args);
+        assert_eq!(status, 200, "{answer}");
+        let text = result_of(&answer)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        serde_json::from_str(&text).unwrap()
+    };
+    assert_eq!(
+        probe(json!({"op": "flood", "n": 3, "bucket": "a"}))["written"],
+        3
+    );
+    let second = probe(json!({"op": "flood", "n": 10, "bucket": "b"}));
+    assert_eq!(second["written"], 2, "5 keys for the store: {second}");
+
+    let flood = |id: &str| {
+        node.call_in_session(
+            GLOBEX,
+            id,
+            "kvprobe_session",
+            &json!({"op": "flood", "n": 5}),
+        )
+    };
+    let s1 = node.open_session(GLOBEX);
+    let s2 = node.open_session(GLOBEX);
+    assert_eq!(flood(&s1)["written"], 5);
+    let capped = flood(&s2);
+    assert_eq!(
+        capped["written"], 3,
+        "eight keys across the sessions: {capped}"
+    );
+    assert!(
+        capped["refused"]
+            .as_str()
+            .unwrap()
+            .contains("session stores hold their 8 keys together"),
+        "{capped}"
+    );
+    let at = ["--redis-url", url.as_str()];
+    let sessions_of = |listed: &[(String, String, serde_json::Value, u64)]| -> Vec<(String, u64)> {
+        listed
+            .iter()
+            .filter(|s| s.1 == "ext:kvprobe_session")
+            .map(|s| (s.2.as_str().unwrap().to_owned(), s.3))
+            .collect()
+    };
+    let mut both = vec![(s1.clone(), 5), (s2.clone(), 3)];
+    both.sort();
+    assert_eq!(sessions_of(&listed(dir.path(), &at)), both);
+
+    // s1 ends: its store goes (before the DELETE is answered), its share is free.
+    assert!(matches!(node.end_session(GLOBEX, &s1), 200 | 204));
+    assert_eq!(
+        sessions_of(&listed(dir.path(), &at)),
+        [(s2.clone(), 3)],
+        "s1's store ended with it"
+    );
+    let s3 = node.open_session(GLOBEX);
+    assert_eq!(flood(&s3)["written"], 5);
+
+    // Idle past the expiry: Redis drops them; the next write of the tenant takes
+    // their share off, so both sessions have their room again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sessions_of(&listed(dir.path(), &at)).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "idle session stores never expired"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(flood(&s2)["written"], 5);
+    assert_eq!(flood(&s3)["written"], 3);
+
+    // The operator deletes globex's kvprobe data while the node runs.
+    let (code, said, stderr) = state(
+        dir.path(),
+        &[
+            "delete",
+            "--redis-url",
+            &url,
+            "--tenant",
+            "globex",
+            "--tool",
+            "ext:kvprobe",
+            "--yes",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(said.contains("deleted 1 stores (5 keys"), "{said}");
+    assert_eq!(
+        probe(json!({"op": "list", "bucket": "a"}))["keys"],
+        json!([])
+    );
+}
+
+/// One node with the embedded file: a DELETE ends the session's stores there too
+/// (the other session's stay), and while the node holds the file `hermetic state`
+/// says so.
+#[test]
+fn a_delete_ends_the_session_s_stores_in_the_embedded_file() {
+    let dir = kv_sessions_dir("[keyvalue]\nfile = \"kv.redb\"\n");
+    let node = Node::start_args(dir.path(), &[]);
+    let s1 = node.open_session(GLOBEX);
+    let s2 = node.open_session(GLOBEX);
+    for s in [&s1, &s2] {
+        let out = node.call_in_session(
+            GLOBEX,
+            s,
+            "kvprobe_session",
+            &json!({"op": "flood", "n": 2}),
+        );
+        assert_eq!(out["written"], 2, "{out}");
+    }
+    let at = ["--policy", "policy.toml"];
+    let (code, _, stderr) = state(dir.path(), &["list", at[0], at[1]]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("is open in another process"), "{stderr}");
+    assert!(matches!(node.end_session(GLOBEX, &s1), 200 | 204));
+    drop(node);
+    let left = listed(dir.path(), &at);
+    assert_eq!(
+        left,
+        [(
+            "globex".to_owned(),
+            "ext:kvprobe_session".to_owned(),
+            json!(s2),
+            2
+        )]
+    );
+}

@@ -167,3 +167,170 @@ fn todo_and_memory_over_mcp() {
         "{refused}"
     );
 }
+
+/// `hermetic state` with `data` as `HERMETIC_DATA_DIR`: exit code, stdout, stderr.
+fn state(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        .env("HERMETIC_DATA_DIR", data)
+        .arg("state")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The stores `hermetic state list --json` lists: (tenant, tool, session, keys).
+fn stores(data: &Path) -> Vec<(String, String, Value, u64)> {
+    let (code, stdout, stderr) = state(data, &["list", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["tenant"].as_str().unwrap().to_owned(),
+                s["tool"].as_str().unwrap().to_owned(),
+                s["session"].clone(),
+                s["keys"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// An operator lists what tools keep, shows a store and a value, and deletes a tool's
+/// stores — asked for --yes when there is no terminal to confirm on.
+#[test]
+fn hermetic_state_lists_shows_and_deletes_what_tools_keep() {
+    let data = tempfile::TempDir::new().unwrap();
+    let d = data.path();
+    let (code, _, stderr) = state(d, &["list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("nothing has been stored there"), "{stderr}");
+    call(
+        d,
+        "todo",
+        r#"{"todos": [{"id": "1", "content": "Write spec", "status": "in_progress"}]}"#,
+    );
+    call(
+        d,
+        "memory",
+        r#"{"action": "add", "target": "user", "content": "Name: Alice"}"#,
+    );
+    // `hermetic call` has no session: todo's store is the session "".
+    assert_eq!(
+        stores(d),
+        [
+            ("".to_owned(), "memory".to_owned(), Value::Null, 1),
+            ("".to_owned(), "todo".to_owned(), json!(""), 1)
+        ]
+    );
+    let (code, table, _) = state(d, &["list"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("TENANT"), "{table}");
+    assert!(
+        lines[1].contains("memory") && lines[1].ends_with("never"),
+        "{table}"
+    );
+    assert!(
+        lines[2].contains("todo") && lines[2].contains("23h59m"),
+        "{table}"
+    );
+
+    let (code, entries, stderr) = state(d, &["show", "--tenant", "", "--tool", "memory"]);
+    assert_eq!(code, 0, "{stderr}");
+    let key = entries
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .trim_matches('"')
+        .to_owned();
+    let (code, value, _) = state(d, &["show", "--tenant", "", "--tool", "memory", &key]);
+    assert_eq!(code, 0);
+    assert!(value.contains("Name: Alice"), "{value}");
+    let (code, _, stderr) = state(d, &["show", "--tenant", "", "--tool", "memory", "nope"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no key \"nope\""), "{stderr}");
+    let (code, _, stderr) = state(d, &["show", "--tenant", "acme", "--tool", "memory"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("no store memory of tenant \"acme\""),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = state(d, &["delete", "--tenant", "", "--tool", "todo"]);
+    assert_eq!(code, 2, "no terminal to ask on: refused");
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert_eq!(stores(d).len(), 2, "nothing deleted");
+    let (code, said, stderr) = state(d, &["delete", "--tenant", "", "--tool", "todo", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(said.contains("deleted 1 stores (1 keys"), "{said}");
+    assert_eq!(
+        stores(d),
+        [("".to_owned(), "memory".to_owned(), Value::Null, 1)]
+    );
+    assert_eq!(call(d, "todo", "{}")["summary"]["total"], 0);
+}
+
+/// A session over stdio: its `todo` store goes when the client leaves (a new process
+/// is a new session: nothing would ever read it again); `memory`'s stays. While the
+/// server holds the file, `hermetic state` says who holds it and what to do.
+#[test]
+fn a_stdio_session_s_stores_end_with_it_and_state_says_who_holds_the_file() {
+    let data = tempfile::TempDir::new().unwrap();
+    let workspace = tempfile::TempDir::new().unwrap();
+    let common::stdio::Session {
+        mut child,
+        mut stdin,
+        mut lines,
+    } = common::stdio::open(
+        Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            .current_dir(workspace.path())
+            .env("HERMETIC_DATA_DIR", data.path())
+            .env(
+                "HERMETIC_CACHE_DIR",
+                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
+            )
+            .args(["serve", "--stdio", "--no-watch"]),
+    );
+    for (id, tool, args) in [
+        (
+            2,
+            "todo",
+            json!({"todos": [{"id": "1", "content": "Ship", "status": "pending"}]}),
+        ),
+        (
+            3,
+            "memory",
+            json!({"action": "add", "target": "user", "content": "Name: Alice"}),
+        ),
+    ] {
+        common::stdio::send(
+            &mut stdin,
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
+        );
+        let reply = common::stdio::reply(&mut lines, id);
+        assert!(reply["result"]["isError"] != true, "{reply}");
+    }
+    let (code, _, stderr) = state(data.path(), &["list"]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("is open in another process: a running `hermetic serve`")
+            && stderr.contains("Stop that process and run `hermetic state` again"),
+        "{stderr}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        stores(data.path()),
+        [("".to_owned(), "memory".to_owned(), Value::Null, 1)],
+        "the session's todo store ended with it"
+    );
+}

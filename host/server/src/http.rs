@@ -288,7 +288,7 @@ pub async fn serve(
                 tokio::select! {
                     () = stop.cancelled() => break,
                     closed = closes.recv() => match closed {
-                        Some(id) => front.session_ended(&id),
+                        Some(id) => drop(front.session_ended(&id)),
                         None => break,
                     },
                     _ = renew.tick() => front.sessions.renew().await,

@@ -91,8 +91,12 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     // The process serves exactly one session: its id only needs to tell this
-    // process's session from other processes' in logs and session state.
-    let session = format!("stdio-{}", std::process::id());
+    // process's session from other processes' in logs and session state — including
+    // an earlier process's with the same pid (a killed one's stores wait for expiry).
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let session = format!("stdio-{}-{started:x}", std::process::id());
     let session_end = tokio_util::sync::CancellationToken::new();
     let transport = LineTransport {
         read: BufReader::new(read),
@@ -112,6 +116,7 @@ where
             with_rmcp: HashMap::new(),
         },
     };
+    let ended_session = session.clone();
     let running = match server
         .handler(Some(session))
         .serve_with_ct(transport, session_end.clone())
@@ -142,6 +147,14 @@ where
     // The session's calls were cancelled when it ended; let them finish so their
     // sandboxes are torn down (and logged) before the runtime goes away.
     server.wait_for_calls(CALLS_GRACE).await;
+    // Its tools' session stores end with it (no other process can resume it).
+    let keyvalue = Arc::clone(server.registry().dispatcher().keyvalue());
+    let tenant = server.shared.options.tenant.clone();
+    let deleted =
+        tokio::task::spawn_blocking(move || keyvalue.end_session(&tenant, &ended_session)).await;
+    if let Ok(Err(e)) = deleted {
+        tracing::warn!("the session's stores were not deleted: {e}");
+    }
     server.run_shutdown_hooks();
     ended.map_err(|e| ServeError::Session(e.to_string()))?;
     Ok(())

@@ -264,8 +264,11 @@ impl Front {
                 && response.status().is_success()
             {
                 // Now, not when the store reports the close: rmcp cancels a session's
-                // handlers only after a drain period of its own.
-                self.session_ended(id);
+                // handlers only after a drain period of its own. Answered once its
+                // stores are gone, so a client that saw the DELETE done sees them gone.
+                if let Some(ended) = self.session_ended(id) {
+                    let _ = ended.await;
+                }
             }
             // rmcp answers a session DELETE with 202; clients (the Python SDK among
             // them) expect 200 or 204 and warn otherwise. The session is closed
@@ -301,21 +304,29 @@ impl Front {
 
     /// Session `id` ended (a DELETE, or the store reported its close: it idled out,
     /// its worker ended, the server shuts down). It is forgotten, its calls end now,
-    /// and its background processes are killed and reaped and its container removed
-    /// (off the async workers: removing a container can take seconds). A second
-    /// report of the same end finds nothing left to do.
-    pub(super) fn session_ended(&self, id: &str) {
-        let Some(tenant) = self.sessions.unbind(id) else {
-            return;
-        };
+    /// its background processes are killed and reaped and its container removed, and
+    /// its tools' session stores are deleted (off the async workers: removing a
+    /// container can take seconds, the store is a file or Redis). A second report of
+    /// the same end finds nothing left to do. The returned task ends when the session
+    /// stores are gone (a DELETE answers after it).
+    pub(super) fn session_ended(&self, id: &str) -> Option<tokio::task::JoinHandle<()>> {
+        let tenant = self.sessions.unbind(id)?;
         let cancelled = self.server.shared.live.cancel_session(id);
         tracing::debug!(session = id, %tenant, cancelled, "the session ended");
         if let Some(terminal) = self.server.registry().terminal().cloned() {
-            let session = id.to_owned();
+            let (tenant, session) = (tenant.clone(), id.to_owned());
             tokio::task::spawn_blocking(move || {
                 terminal.end_session(&tenant, &session);
             });
         }
+        let keyvalue = std::sync::Arc::clone(self.server.registry().dispatcher().keyvalue());
+        let session = id.to_owned();
+        Some(tokio::task::spawn_blocking(move || {
+            // A write racing the end may leave a store behind: the idle expiry takes it.
+            if let Err(e) = keyvalue.end_session(&tenant, &session) {
+                tracing::warn!(session, %tenant, "the session's stores were not deleted: {e}");
+            }
+        }))
     }
 
     /// A `notifications/cancelled` reaches the calls [`direct`] runs (rmcp, which gets

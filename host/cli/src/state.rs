@@ -1,0 +1,365 @@
+//! `hermetic state`: tools' key-value data for operators — list the stores, show one,
+//! delete a tenant's, a tool's or a session's — in the embedded file or the cluster's
+//! Redis, found as `hermetic serve` finds them.
+//!
+//! Exit codes: 0 done; 1 `show` of a store or key that does not exist; 2 bad usage
+//! (`delete` without `--yes` and no terminal to ask on); 3 the store cannot be opened
+//! (a running server holds the embedded file, Redis is unreachable).
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use hermetic::{
+    KeyValueBackend, KeyValueNamespace, KeyValueSettings, KeyValueStore, KeyValueStoreFilter,
+    KeyValueStoreId, KeyValueStoreInfo,
+};
+use serde_json::json;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Subcommands of `hermetic state`.
+#[derive(Subcommand, Debug)]
+pub enum StateCommand {
+    /// List the stores: tenant, tool, session (`-` for a tool of tenant scope), keys,
+    /// bytes, and when a session store expires unless written again.
+    List {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Only this tenant's stores (`""`: the operator's own).
+        #[arg(long, value_name = "T")]
+        tenant: Option<String>,
+        /// Print JSON: [{"tenant","tool","session","keys","bytes","expires_in_secs"}].
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one store's entries (bucket, key, bytes), or with KEY its value (written
+    /// to stdout as stored).
+    ///
+    /// Exit code 1 when the store or the key does not exist.
+    Show {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// The tenant (`""`: the operator's own).
+        #[arg(long, value_name = "T")]
+        tenant: String,
+        /// The tool, as `list` shows it (a bundled tool's name; `ext:NAME` for a tool
+        /// from a file or a registry).
+        #[arg(long, value_name = "NAME")]
+        tool: String,
+        /// The session, for a tool of session scope (`todo`).
+        #[arg(long, value_name = "S")]
+        session: Option<String>,
+        /// The bucket of KEY (default: the default bucket, `""`).
+        #[arg(long, value_name = "B", default_value = "")]
+        bucket: String,
+        /// Print entries as JSON: [{"bucket","key","bytes"}].
+        #[arg(long)]
+        json: bool,
+        /// One key whose value to print.
+        key: Option<String>,
+    },
+    /// Delete stores: every store of a tenant, or only one tool's, or only one
+    /// session's. Lists what it deletes and asks first (on a terminal) unless --yes.
+    Delete {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// The tenant whose stores to delete (`""`: the operator's own).
+        #[arg(long, value_name = "T")]
+        tenant: String,
+        /// Only this tool's stores.
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// Only this session's stores.
+        #[arg(long, value_name = "S")]
+        session: Option<String>,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// Where the data is. Without --file or --redis-url, as `hermetic serve` finds it:
+/// the policy's `[cluster] redis_url`, else its `[keyvalue] file`, else
+/// $HERMETIC_DATA_DIR/keyvalue.redb (default ~/.local/share/hermetic).
+///
+/// The embedded file is used by one process at a time: while a server that used it
+/// runs, stop the server first (Redis works while nodes run).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Store")]
+pub struct StoreArgs {
+    /// The operator policy file (its [keyvalue] and [cluster] settings).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The embedded store's file.
+    #[arg(long, value_name = "PATH", conflicts_with = "redis_url")]
+    file: Option<PathBuf>,
+    /// The cluster's Redis (`redis://[user:password@]host[:port][/db]`).
+    #[arg(long, value_name = "URL")]
+    redis_url: Option<String>,
+}
+
+/// Where the data is, resolved.
+enum Place {
+    File(PathBuf),
+    Redis(String),
+}
+
+impl StoreArgs {
+    fn place(&self) -> Result<(Place, KeyValueSettings)> {
+        let loaded = match &self.policy {
+            Some(file) => {
+                let cwd =
+                    std::env::current_dir().context("cannot determine the current directory")?;
+                Some(hermetic::policy_file::load(file, &cwd)?)
+            }
+            None => None,
+        };
+        let settings = loaded
+            .as_ref()
+            .map_or_else(KeyValueSettings::default, |l| l.keyvalue_settings);
+        if let Some(file) = &self.file {
+            return Ok((Place::File(file.clone()), settings));
+        }
+        if let Some(url) = self
+            .redis_url
+            .clone()
+            .or_else(|| loaded.as_ref().and_then(|l| l.server.redis_url.clone()))
+        {
+            return Ok((Place::Redis(url), settings));
+        }
+        let file = loaded
+            .and_then(|l| l.keyvalue_file)
+            .or_else(|| crate::cli::default_keyvalue_file().map(|(f, _)| f));
+        match file {
+            Some(file) => Ok((Place::File(file), settings)),
+            None => bail!(
+                "no place for key-value data: HOME is not set; name the file with --file or --policy"
+            ),
+        }
+    }
+
+    /// The backend, or `None` when the embedded file does not exist (nothing stored).
+    fn open(&self) -> Result<Option<Arc<dyn KeyValueBackend>>> {
+        let (place, settings) = self.place()?;
+        match place {
+            Place::Redis(url) => Ok(Some(Arc::new(
+                hermetic_server::store::RedisKeyValue::new(&url)?.with_settings(settings),
+            ))),
+            Place::File(path) => {
+                if !path.exists() {
+                    eprintln!(
+                        "no key-value store at {}: nothing has been stored there",
+                        path.display()
+                    );
+                    return Ok(None);
+                }
+                match hermetic::EmbeddedKeyValue::open_with(&path, settings) {
+                    Ok(store) => Ok(Some(Arc::new(store))),
+                    Err(hermetic::KeyValueError::InUse(_)) => Err(in_use(&path)),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        }
+    }
+}
+
+fn in_use(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is open in another process: a running `hermetic serve` (or a `hermetic call` in progress) holds it, and the embedded store lets one process use its file at a time. Stop that process and run `hermetic state` again (a cluster keeps its data in Redis, where `hermetic state --redis-url` works while the nodes run)",
+        path.display()
+    )
+}
+
+/// Runs a state subcommand.
+///
+/// # Errors
+/// When the store cannot be opened or read (exit code 3).
+pub fn run(command: StateCommand) -> Result<ExitCode> {
+    match command {
+        StateCommand::List { at, tenant, json } => list(&at, tenant, json),
+        StateCommand::Show {
+            at,
+            tenant,
+            tool,
+            session,
+            bucket,
+            json,
+            key,
+        } => {
+            let id = match session {
+                Some(s) => KeyValueStoreId::session(&tool, &tenant, &s),
+                None => KeyValueStoreId::tenant(&tool, &tenant),
+            };
+            show(&at, &id, &bucket, key.as_deref(), json)
+        }
+        StateCommand::Delete {
+            at,
+            tenant,
+            tool,
+            session,
+            yes,
+        } => delete(
+            &at,
+            &KeyValueStoreFilter {
+                tenant: Some(tenant),
+                tool,
+                session,
+            },
+            yes,
+        ),
+    }
+}
+
+/// `3h05m`, `59s`: how long until a session store expires.
+fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+fn print_stores(stores: &[KeyValueStoreInfo]) -> Result<()> {
+    let row = |s: &KeyValueStoreInfo| {
+        [
+            format!("{:?}", s.id.tenant),
+            s.id.tool.clone(),
+            s.id.session
+                .as_ref()
+                .map_or("-".to_owned(), |s| format!("{s:?}")),
+            s.keys.to_string(),
+            s.bytes.to_string(),
+            s.expires_in.map_or("never".to_owned(), duration),
+        ]
+    };
+    let head = ["TENANT", "TOOL", "SESSION", "KEYS", "BYTES", "EXPIRES"].map(str::to_owned);
+    let rows: Vec<[String; 6]> = std::iter::once(head)
+        .chain(stores.iter().map(row))
+        .collect();
+    let mut widths = [0; 6];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out!("{}", line.join("  ").trim_end());
+    }
+    Ok(())
+}
+
+fn list(at: &StoreArgs, tenant: Option<String>, json: bool) -> Result<ExitCode> {
+    let stores = match at.open()? {
+        Some(kv) => kv.stores(&KeyValueStoreFilter {
+            tenant,
+            ..KeyValueStoreFilter::default()
+        })?,
+        None => Vec::new(),
+    };
+    if json {
+        let items: Vec<_> = stores
+            .iter()
+            .map(|s| {
+                json!({
+                    "tenant": s.id.tenant,
+                    "tool": s.id.tool,
+                    "session": s.id.session,
+                    "keys": s.keys,
+                    "bytes": s.bytes,
+                    "expires_in_secs": s.expires_in.map(|d| d.as_secs()),
+                })
+            })
+            .collect();
+        out!("{}", serde_json::to_string_pretty(&items)?);
+    } else {
+        print_stores(&stores)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(
+    at: &StoreArgs,
+    id: &KeyValueStoreId,
+    bucket: &str,
+    key: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let Some(kv) = at.open()? else {
+        return Ok(ExitCode::from(1));
+    };
+    if let Some(key) = key {
+        let ns = KeyValueNamespace::new(Arc::new(KeyValueStore::new(id.clone())), bucket);
+        return match kv.get(&ns, key)? {
+            Some(value) => {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(&value)?;
+                stdout.flush()?;
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                eprintln!("no key {key:?} in bucket {bucket:?} of {id}");
+                Ok(ExitCode::from(1))
+            }
+        };
+    }
+    let entries = kv.entries(id)?;
+    if entries.is_empty() {
+        eprintln!("no store {id} (`hermetic state list` shows the stores there are)");
+        return Ok(ExitCode::from(1));
+    }
+    if json {
+        let items: Vec<_> = entries
+            .iter()
+            .map(|e| json!({"bucket": e.bucket, "key": e.key, "bytes": e.len}))
+            .collect();
+        out!("{}", serde_json::to_string_pretty(&items)?);
+    } else {
+        for e in &entries {
+            out!("{:?}\t{:?}\t{}", e.bucket, e.key, e.len);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<ExitCode> {
+    let Some(kv) = at.open()? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let meant = kv.stores(filter)?;
+    if meant.is_empty() {
+        eprintln!("no store matches: nothing deleted");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_stores(&meant)?;
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "error: not deleting without --yes (there is no terminal to ask on): run again with --yes"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        eprint!("Delete these {} stores? [y/N] ", meant.len());
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("nothing deleted");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let deleted = kv.delete_stores(filter)?;
+    let keys: u64 = deleted.iter().map(|s| s.keys).sum();
+    let bytes: u64 = deleted.iter().map(|s| s.bytes).sum();
+    out!(
+        "deleted {} stores ({keys} keys, {bytes} bytes)",
+        deleted.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
