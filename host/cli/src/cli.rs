@@ -207,7 +207,10 @@ enum Command {
     /// Show a tool's declaration, schema and what it would be granted.
     ///
     /// For a new version of a registered tool (a file or a registry reference), also
-    /// what it asks for beyond the granted one (`new_against_granted`).
+    /// what it asks for beyond the granted one (`new_against_granted`), and for a tool
+    /// whose policy entry names a `reviewed` digest, how this version differs from that
+    /// one, field by field (`review`: name, toolset, limits, capabilities, schema; a
+    /// changed text as a line diff).
     Inspect {
         #[command(flatten)]
         host: HostArgs,
@@ -274,7 +277,9 @@ enum Command {
     /// REF is a tag or an @sha256: digest; with --policy and no REF, every tool the
     /// policy names by `source` (tags resolved and written to hermetic.lock beside the
     /// policy). A signature by a trusted key is checked before anything is stored when
-    /// the policy requires one (or --key is given).
+    /// the policy requires one (or --key is given). A tag that now names an older
+    /// signed version than the locked or reviewed one is refused, the lock left as it
+    /// was, unless `[tools.NAME] reviewed` names that version.
     Pull {
         #[command(flatten)]
         host: HostArgs,
@@ -297,7 +302,9 @@ enum Command {
     /// Sign a component file or a pushed tool.
     ///
     /// For FILE the signature goes to FILE.sig; for REF it is pushed beside the tool,
-    /// as the tag sha256-<manifest digest>.sig.
+    /// as the tag sha256-<manifest digest>.sig. What is signed is a statement: the
+    /// component's digest, the repository, and the version and creation time `hermetic
+    /// push` recorded in the manifest.
     Sign {
         /// A .wasm file or a reference.
         target: String,
