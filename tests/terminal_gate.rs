@@ -8,8 +8,8 @@
 //! a fact, not a race.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::eventually;
+use hermetic_terminal::{DockerConfig, TerminalConfig};
+use hermetic_tests::backends::{busybox_image, eventually, podman_conf, require, start_sshd};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -19,12 +19,17 @@ use tempfile::TempDir;
 /// The bundled tools over `workspace`, the terminal on `backend` in it, embedded
 /// approval defaults (manual mode; no approver unless a call brings one).
 fn registry(workspace: &Path, backend: &str) -> Registry {
-    let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     let mut config = TerminalConfig {
         backend: backend.to_owned(),
         ..TerminalConfig::default()
     };
     config.cwd = Some(workspace.to_path_buf());
+    registry_with(workspace, config)
+}
+
+/// [`registry`] with the terminal `config` given.
+fn registry_with(workspace: &Path, config: TerminalConfig) -> Registry {
+    let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
     options.engine = hermetic_tests::engine_config();
@@ -630,4 +635,314 @@ fn a_shell_reading_a_named_pipe_the_session_made_asks_first() {
         let r = s.terminal(json!({"command": command, "background": true}));
         assert_eq!(r["status"], "pending_approval", "{command}: {r}");
     }
+}
+
+// ---- Issue 52, item 1: scripts are judged before they run, and what runs is what
+// was judged. The files are written by the `write_file` tool or by the test itself
+// (never through the terminal, so nothing makes them fresh to the session): only
+// their contents can tell what they do.
+
+/// Writes `content` to `path` in the workspace with the `write_file` tool.
+fn write_file(s: &Session<'_>, path: &str, content: &str) {
+    let r = s.call("write_file", json!({"path": path, "content": content}));
+    assert_eq!(r["bytes_written"], content.len(), "{path}: {r}");
+}
+
+/// Makes the workspace file `path` (written by the test) executable.
+fn executable(root: &Path, path: &str, content: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    let file = root.join(path);
+    std::fs::write(&file, content).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Asserts `r` is a refusal of `run` for a finding of `rule` in a script: pending
+/// approval, the finding first and named with the file it is in, the refused input
+/// the command as written.
+fn refused_for_script(r: &Value, rule: &str, file: &str, run: &str) {
+    assert_eq!(r["status"], "pending_approval", "{run}: {r}");
+    assert_eq!(r["pattern_key"], rule, "{run}: {r}");
+    assert!(
+        r["description"].as_str().unwrap_or_default().contains(file),
+        "{run}: the description names {file}: {r}"
+    );
+    assert_eq!(r["command"], run, "{run}: {r}");
+}
+
+/// The issue's attack on one backend: `write_file` then each way of running the file,
+/// with nobody to ask. `runs`: the forms the backend's shell runs; each is refused and
+/// the victim survives. Then a harmless script runs, with the output its text gives.
+fn a_written_script_is_judged_before_it_runs(
+    registry: &Registry,
+    root: &Path,
+    ws_in_backend: &str,
+    runs: &[&str],
+) {
+    let s = Session {
+        registry,
+        options: opts("scripts", None),
+    };
+    write_file(&s, "cleanup.sh", "rm -rf victim\n");
+    let file = format!("{ws_in_backend}/cleanup.sh");
+    for run in runs {
+        let r = s.terminal(json!({"command": run}));
+        assert_eq!(r["status"], "pending_approval", "{run}: {r}");
+        assert!(
+            r["description"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&file),
+            "{run}: the refusal names the file: {r}"
+        );
+        assert_eq!(r["command"], *run, "{run}: {r}");
+        assert!(
+            root.join("victim/precious").exists(),
+            "{run}: the victim survives"
+        );
+    }
+    write_file(&s, "hello.sh", "echo \"hello from $0 $1\"\n");
+    let r = s.terminal(json!({"command": "sh hello.sh there"}));
+    assert_eq!(r["output"], "hello from hello.sh there", "{r}");
+    assert_eq!(r["exit_code"], 0, "{r}");
+    // Approved by a human, the dangerous script runs (it is what was judged).
+    let once: Arc<dyn Approver> = Arc::new(ScriptedApprover::new([Answer::Once]));
+    let approved = Session {
+        registry,
+        options: opts("scripts", Some(once)),
+    };
+    let r = approved.terminal(json!({"command": "sh cleanup.sh && echo cleaned"}));
+    assert_eq!(r["output"], "cleaned", "{r}");
+    assert!(!root.join("victim").exists(), "approved: it ran");
+}
+
+const BASH_FORMS: &[&str] = &[
+    "sh cleanup.sh",
+    "bash cleanup.sh",
+    "dash ./cleanup.sh",
+    ". ./cleanup.sh",
+    "source cleanup.sh",
+    "sh < cleanup.sh",
+    "bash -s < cleanup.sh",
+    "echo x | xargs sh cleanup.sh",
+    "sudo -n sh cleanup.sh",
+    "for i in 1; do timeout 5 env A=1 sh cleanup.sh; done",
+    "cd . && bash cleanup.sh",
+];
+
+#[test]
+fn a_script_written_with_write_file_is_judged_before_it_runs_locally() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, "local");
+    a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), BASH_FORMS);
+}
+
+#[test]
+fn a_script_written_with_write_file_is_judged_before_it_runs_in_bubblewrap() {
+    require("bwrap", "bubblewrap");
+    let (_ws, root) = workspace();
+    let registry = registry(&root, "bwrap");
+    a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), BASH_FORMS);
+}
+
+/// docker and ssh run commands under `sh`: `sh FILE` is pinned as everywhere; sourcing
+/// and `sh < FILE` have no way to be handed the judged text there, so they ask.
+const SH_FORMS: &[&str] = &[
+    "sh cleanup.sh",
+    "sh ./cleanup.sh a b",
+    ". ./cleanup.sh",
+    "sh < cleanup.sh",
+    "echo x | xargs sh cleanup.sh",
+];
+
+#[test]
+fn a_script_written_with_write_file_is_judged_before_it_runs_in_a_container() {
+    require("podman", "podman");
+    require("runc", "runc");
+    require("/bin/busybox", "busybox-static");
+    let conf_dir = TempDir::new().unwrap();
+    let conf = podman_conf(conf_dir.path());
+    let image = busybox_image(&conf);
+    let (_ws, root) = workspace();
+    let config = TerminalConfig::default()
+        .using(
+            "docker",
+            &DockerConfig {
+                program: "podman".into(),
+                global_args: vec!["--runtime".into(), "runc".into()],
+                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
+                image: image.into(),
+                memory: "256m".into(),
+                pids_limit: 64,
+                workspace: Some(root.clone()),
+                ..DockerConfig::default()
+            },
+        )
+        .unwrap();
+    let registry = registry_with(&root, config);
+    a_written_script_is_judged_before_it_runs(&registry, &root, "/workspace", SH_FORMS);
+}
+
+#[test]
+fn a_script_written_with_write_file_is_judged_before_it_runs_over_ssh() {
+    require("ssh", "openssh-client");
+    let sshd = start_sshd();
+    let (_ws, root) = workspace();
+    let registry = registry_with(&root, sshd.terminal_config(&root));
+    a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), SH_FORMS);
+}
+
+#[test]
+fn scripts_of_every_kind_are_judged_in_their_language() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, "local");
+    let s = Session {
+        registry: &registry,
+        options: opts("kinds", None),
+    };
+    let r#in = |file: &str| format!("{}/{file}", root.display());
+    // Python, read as Python.
+    write_file(&s, "clean.py", "import shutil\nshutil.rmtree('victim')\n");
+    let r = s.terminal(json!({"command": "python3 clean.py"}));
+    refused_for_script(
+        &r,
+        "exec.interpreter_code",
+        &r#in("clean.py"),
+        "python3 clean.py",
+    );
+    write_file(&s, "helper.py", "ANSWER = 42\n");
+    write_file(
+        &s,
+        "main.py",
+        "import sys, helper\nprint(helper.ANSWER, sys.argv[1:], __file__)\n",
+    );
+    let r = s.terminal(json!({"command": "python3 main.py a"}));
+    assert_eq!(
+        r["output"], "42 ['a'] main.py",
+        "siblings import as from the file: {r}"
+    );
+    // A #! line says what reads a file run by its path.
+    executable(&root, "run.sh", b"#!/bin/sh\necho \"shebang-ok $0\"\n");
+    let r = s.terminal(json!({"command": "./run.sh"}));
+    assert_eq!(r["output"], "shebang-ok ./run.sh", "{r}");
+    executable(
+        &root,
+        "evil",
+        b"#!/usr/bin/env python3\nimport shutil; shutil.rmtree('victim')\n",
+    );
+    let r = s.terminal(json!({"command": "./evil"}));
+    refused_for_script(&r, "exec.interpreter_code", &r#in("evil"), "./evil");
+    let r = s.terminal(json!({"command": "exec ./evil"}));
+    assert_eq!(r["status"], "pending_approval", "{r}");
+    executable(&root, "odd", b"#!/usr/bin/make -f\nall:\n\trm -rf victim\n");
+    let r = s.terminal(json!({"command": "./odd"}));
+    refused_for_script(&r, "exec.unjudged_script", &r#in("odd"), "./odd");
+    // A script sourcing a dangerous one: judged through it, named.
+    write_file(&s, "build.sh", "#!/bin/bash\n. ./lib.sh\necho built\n");
+    write_file(&s, "lib.sh", "rm -rf victim\n");
+    let r = s.terminal(json!({"command": "bash build.sh"}));
+    refused_for_script(&r, "fs.rm_recursive", &r#in("lib.sh"), "bash build.sh");
+    write_file(&s, "lib.sh", "echo lib-loaded\n");
+    let r = s.terminal(json!({"command": "bash build.sh"}));
+    assert_eq!(r["output"], "lib-loaded\nbuilt", "{r}");
+    // Binary, too long, missing: nothing the gate could judge, so a human is asked.
+    std::fs::write(root.join("bin.sh"), b"echo a\0rm -rf victim\n").unwrap();
+    let long = "echo padding\n".repeat(6000);
+    std::fs::write(root.join("long.sh"), format!("{long}rm -rf victim\n")).unwrap();
+    for (run, file) in [
+        ("sh bin.sh", "bin.sh"),
+        ("sh long.sh", "long.sh"),
+        ("sh missing.sh", "missing.sh"),
+    ] {
+        let r = s.terminal(json!({"command": run}));
+        refused_for_script(&r, "exec.unjudged_script", &r#in(file), run);
+    }
+    // Named where the judged text cannot replace it: asked, even when harmless.
+    write_file(&s, "ok.sh", "echo ok\n");
+    let r = s.terminal(json!({"command": "bash -c 'sh ok.sh'"}));
+    refused_for_script(
+        &r,
+        "exec.unjudged_script",
+        &r#in("ok.sh"),
+        "bash -c 'sh ok.sh'",
+    );
+    assert!(root.join("victim/precious").exists(), "the victim survives");
+}
+
+#[test]
+fn a_script_changed_between_the_check_and_the_run_runs_as_judged() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, "local");
+    let s = Session {
+        registry: &registry,
+        options: opts("flip", None),
+    };
+    // Someone else (another tenant's tool, a process outside the session) flips the
+    // file between a harmless and a dangerous text while the agent runs it.
+    let file = root.join("flip.sh");
+    std::fs::write(&file, "echo benign\n").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        let file = file.clone();
+        std::thread::spawn(move || {
+            // Whole files swapped in (rename), so each read sees one text or the
+            // other, every few hundred microseconds: many times within the time a
+            // command takes from its check to its shell reading the file.
+            let texts = ["echo benign\n", "rm -rf victim\n"];
+            let next = file.with_extension("next");
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::write(&next, texts[n % 2]);
+                let _ = std::fs::rename(&next, &file);
+                n += 1;
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        })
+    };
+    let (mut ran, mut refused) = (0, 0);
+    for _ in 0..40 {
+        let r = s.terminal(json!({"command": "sh flip.sh"}));
+        if r["status"] == "pending_approval" {
+            refused += 1;
+        } else {
+            assert_eq!(r["exit_code"], 0, "{r}");
+            ran += 1;
+        }
+        assert!(
+            root.join("victim/precious").exists(),
+            "the dangerous text never runs: {r}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        ran > 0,
+        "the harmless text ran ({ran} ran, {refused} refused)"
+    );
+}
+
+#[test]
+fn a_background_shell_sent_a_script_run_judges_the_script() {
+    let (_ws, root) = workspace();
+    let registry = registry(&root, "local");
+    let s = Session {
+        registry: &registry,
+        options: opts("stdin-scripts", None),
+    };
+    write_file(&s, "cleanup.sh", "rm -rf victim\n");
+    write_file(&s, "hello.sh", "echo \"hello $1\"\n");
+    let id = s.start("bash", false);
+    for line in ["sh cleanup.sh", ". ./cleanup.sh", "bash < cleanup.sh"] {
+        let r = s.submit(&id, line);
+        assert_eq!(r["status"], "pending_approval", "{line}: {r}");
+    }
+    // What the shell is given for a harmless one is the judged text.
+    let r = s.submit(&id, "sh hello.sh stdin; touch after");
+    assert_eq!(r["status"], "ok", "{r}");
+    eventually("the shell ran the line", Duration::from_secs(20), || {
+        root.join("after").exists()
+    });
+    assert!(s.output(&id).contains("hello stdin"), "{}", s.output(&id));
+    s.process("kill", &id, None);
+    assert!(root.join("victim/precious").exists(), "the victim survives");
 }

@@ -74,6 +74,31 @@ impl OpenedDir {
         use std::os::fd::AsRawFd;
         std::path::PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
     }
+
+    /// The directory's descriptor (to open files beneath it).
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.0.as_fd()
+    }
+}
+
+/// A file as a command would find it, read for the approval gate (a script the
+/// command runs: [`TerminalBackend::read_file`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileRead {
+    /// There is no such file.
+    Missing,
+    /// It is not a regular file the command could read (a directory, a FIFO, a
+    /// device, no permission), or reading it failed: why.
+    Unreadable(String),
+    /// Its first bytes, at most one more than asked for (more means it is longer),
+    /// and whether its mode lets it be executed.
+    Read {
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// An execute bit is set.
+        executable: bool,
+    },
 }
 
 /// How a backend honours `pty: true`.
@@ -125,6 +150,32 @@ pub trait TerminalBackend: Send + Sync {
         PtyMode::None
     }
 
+    /// Whether commands see this host's file system as it is, every path included
+    /// (`local`): a file the gate must read is then read here, directly.
+    fn host_view(&self) -> bool {
+        false
+    }
+
+    /// Reads `path` (absolute) as a command of `session` would find it, at most
+    /// `cap + 1` bytes, for the approval gate (a script file the command runs). `job`
+    /// holds what a command of the session gets (environment, directory); its script
+    /// is not used. The default runs a small reader (`head -c`) through
+    /// [`command`](Self::command), so the file is read in the backend's own view of
+    /// the file system: what a bwrap sandbox hides reads as empty, a container's or
+    /// remote host's files are theirs.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the reader cannot be run.
+    fn read_file(
+        &self,
+        session: &SessionKey,
+        job: &Job,
+        path: &str,
+        cap: usize,
+    ) -> Result<FileRead, BackendError> {
+        read_through(self, session, job, path, cap)
+    }
+
     /// The host process that runs `job` for `session` (preparing the session first,
     /// e.g. starting its container). The caller sets stdio and the process group.
     ///
@@ -149,6 +200,93 @@ pub trait TerminalBackend: Send + Sync {
 
     /// The host is shutting down: release everything.
     fn shutdown(&self) {}
+}
+
+/// How long reading a file through a backend may take (a container or ssh round
+/// trip): past it the file counts as unreadable.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// [`TerminalBackend::read_file`]'s default: a POSIX `sh` reader run as a command of
+/// the session. Exit 3: missing; 4: not a regular readable file; else a first byte
+/// saying whether it is executable (`x` or `-`), then its bytes.
+pub(crate) fn read_through<B: TerminalBackend + ?Sized>(
+    backend: &B,
+    session: &SessionKey,
+    job: &Job,
+    path: &str,
+    cap: usize,
+) -> Result<FileRead, BackendError> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let reader = format!(
+        "p={}; [ -e \"$p\" ] || exit 3; [ -f \"$p\" ] && [ -r \"$p\" ] || exit 4; \
+         if [ -x \"$p\" ]; then printf x; else printf -; fi; exec head -c {} -- \"$p\"\n",
+        shell_quote(path),
+        cap + 1
+    );
+    let job = Job {
+        script: reader,
+        pty: false,
+        ..job.clone()
+    };
+    let mut cmd = backend.command(session, &job)?;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let spawn_error = |e: std::io::Error| BackendError::Spawn {
+        backend: backend.name(),
+        program: program.clone(),
+        reason: e.to_string(),
+    };
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let Some(stdout) = child.stdout.take() else {
+        return Ok(FileRead::Unreadable("the reader has no output".into()));
+    };
+    let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = stdout.take(limit).read_to_end(&mut bytes);
+        let _ = tx.send(read.map(|_| bytes));
+    });
+    let bytes = match rx.recv_timeout(READ_TIMEOUT) {
+        Ok(Ok(bytes)) => bytes,
+        outcome => {
+            let pgid = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(pgid) = pgid {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+            let _ = child.wait();
+            return Ok(FileRead::Unreadable(match outcome {
+                Ok(Err(e)) => format!("reading it failed: {e}"),
+                _ => format!("reading it took more than {}s", READ_TIMEOUT.as_secs()),
+            }));
+        }
+    };
+    let status = child.wait().map_err(spawn_error)?;
+    Ok(match status.code() {
+        Some(0) => match bytes.split_first() {
+            Some((b'x', rest)) => FileRead::Read {
+                bytes: rest.to_vec(),
+                executable: true,
+            },
+            Some((b'-', rest)) => FileRead::Read {
+                bytes: rest.to_vec(),
+                executable: false,
+            },
+            _ => FileRead::Unreadable("the reader's output is not a file's".into()),
+        },
+        Some(3) => FileRead::Missing,
+        Some(4) => FileRead::Unreadable("it is not a regular file the command can read".into()),
+        other => FileRead::Unreadable(format!(
+            "the backend's reader failed ({})",
+            other.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
+        )),
+    })
 }
 
 /// Quotes `s` for a POSIX shell.

@@ -30,10 +30,11 @@ mod exec;
 mod input_gate;
 mod output;
 mod process;
+mod script_pin;
 mod session_files;
 mod stdin_gate;
 
-pub use backend::{BackendError, Job, OpenedDir, PtyMode, TerminalBackend};
+pub use backend::{BackendError, FileRead, Job, OpenedDir, PtyMode, TerminalBackend};
 pub use backends::backend_names;
 pub use backends::bwrap::{BwrapBackend, BwrapConfig, DEFAULT_HIDDEN};
 pub use backends::docker::{
@@ -680,12 +681,13 @@ impl<'a> TerminalCall<'a> {
     }
 
     /// Checks the request, then asks the gate about the command (in the session: the
-    /// files its earlier commands wrote are fresh) and, for a foreground command, its
-    /// whole `stdin` in the language of what reads it. `Err` is why it must not run.
+    /// files its earlier commands wrote are fresh; the script files it runs read and
+    /// judged with it, `script_pin.rs`). `Ok` has the command to run: the script files
+    /// it runs pinned to the text judged. `Err` is why it must not run.
     fn admit(
         &self,
         request: &CommandRequest,
-    ) -> Result<(Arc<TenantTerminal>, input_gate::InputGate), TerminalCallError> {
+    ) -> Result<(Arc<TenantTerminal>, input_gate::InputGate, String), TerminalCallError> {
         if request.command.trim().is_empty() {
             return Err(TerminalCallError::InvalidRequest("command is empty".into()));
         }
@@ -706,15 +708,20 @@ impl<'a> TerminalCall<'a> {
         let key = self.key();
         let cwd = self.start_cwd(&t, request);
         let fresh = self.host.files.of(&key);
-        let judged = t.gate.detector().judge(
+        let mut judged = t.gate.detector().judge(
             &request.command,
             &Frame {
                 fresh: &fresh,
                 cwd: &cwd,
             },
         );
+        let runner = script_pin::Runner {
+            bash: t.backend.runs_bash(),
+        };
+        let scripts = self.pin_scripts(&t, &request.command, &mut judged, runner, &cwd);
         let dangerous = !judged.detection.is_safe();
-        self.decide(&t, &request.command, judged.detection)?;
+        self.decide(&t, &scripts.shown, judged.detection)
+            .map_err(|e| scripts.explain(e))?;
         self.host.files.remember(&key, &judged.wrote);
         let pty = request.pty && t.backend.pty_mode() != backend::PtyMode::None;
         let mut readers = judged.readers;
@@ -725,24 +732,25 @@ impl<'a> TerminalCall<'a> {
             readers.push(Reader::Unknown);
         }
         let input = input_gate::InputGate::new(readers, pty, judged.cwd);
-        Ok((t, input))
+        Ok((t, input, scripts.run))
     }
 
     /// A foreground command's `stdin`, fed whole and then closed: judged as it is, as
     /// what reads it reads it (a shell's as shell, `python3`'s as Python; a filter's,
-    /// such as `cat`'s, is data).
+    /// such as `cat`'s, is data). `Ok` has what to feed: the script files a shell
+    /// reading it runs pinned to the text judged.
     fn admit_stdin(
         &self,
         t: &TenantTerminal,
         input: &input_gate::InputGate,
         stdin: &str,
-    ) -> Result<(), TerminalCallError> {
+    ) -> Result<String, TerminalCallError> {
         if input.is_data() {
-            return Ok(());
+            return Ok(stdin.to_owned());
         }
         let key = self.key();
         let fresh = self.host.files.of(&key);
-        let judged = t.gate.detector().judge_input(
+        let mut judged = t.gate.detector().judge_input(
             stdin,
             input.readers(),
             input.pty(),
@@ -751,9 +759,12 @@ impl<'a> TerminalCall<'a> {
                 cwd: input.cwd(),
             },
         );
-        self.decide(t, stdin, judged.detection)?;
+        let runner = script_pin::Runner::of(input.readers());
+        let scripts = self.pin_scripts(t, stdin, &mut judged, runner, input.cwd());
+        self.decide(t, &scripts.shown, judged.detection)
+            .map_err(|e| scripts.explain(e))?;
         self.host.files.remember(&key, &judged.wrote);
-        Ok(())
+        Ok(scripts.run)
     }
 
     fn tenant_terminal(&self) -> Result<Arc<TenantTerminal>, TerminalCallError> {
@@ -834,6 +845,7 @@ impl<'a> TerminalCall<'a> {
         &self,
         t: &TenantTerminal,
         request: &CommandRequest,
+        command: &str,
         marker: &str,
         foreground: bool,
     ) -> Result<Job, TerminalCallError> {
@@ -847,7 +859,7 @@ impl<'a> TerminalCall<'a> {
         };
         Ok(Job {
             script: backend::wrap_script(
-                &request.command,
+                command,
                 &cd,
                 marker,
                 t.backend.is_remote(),
@@ -889,10 +901,11 @@ impl<'a> TerminalCall<'a> {
         on_output: &mut dyn FnMut(&str),
     ) -> Result<CommandFinished, TerminalCallError> {
         self.host.claim_session(&self.tenant, &self.session)?;
-        let (t, input) = self.admit(request)?;
-        if let Some(stdin) = &request.stdin {
-            self.admit_stdin(&t, &input, stdin)?;
-        }
+        let (t, input, command) = self.admit(request)?;
+        let stdin = match &request.stdin {
+            Some(stdin) => Some(self.admit_stdin(&t, &input, stdin)?),
+            None => None,
+        };
         let requested = request
             .timeout_secs
             .map_or(t.config.timeout_secs.min(MAX_TIMEOUT_SECS), u64::from);
@@ -911,7 +924,7 @@ impl<'a> TerminalCall<'a> {
             timeout = timeout.min(left.max(Duration::from_secs(1)));
         }
         let marker = backend::new_marker();
-        let job = self.job(&t, request, &marker, true)?;
+        let job = self.job(&t, request, &command, &marker, true)?;
         let key = self.key();
         let spawned = self
             .spawn(&t, &key, &job, request.pty)
@@ -929,7 +942,7 @@ impl<'a> TerminalCall<'a> {
             },
             spawned,
             marker,
-            request.stdin.clone(),
+            stdin,
             &mut stream,
         );
         if let Some(cwd) = finished.cwd {
@@ -974,7 +987,7 @@ impl<'a> TerminalCall<'a> {
     /// As [`TerminalCall::run`], and the session's cap of background processes.
     pub fn start(&self, request: &CommandRequest) -> Result<ProcessStarted, TerminalCallError> {
         self.host.claim_session(&self.tenant, &self.session)?;
-        let (t, mut input) = self.admit(request)?;
+        let (t, mut input, command) = self.admit(request)?;
         // Its stdin from the start is its first write: judged (complete lines) before
         // anything starts, the rest held.
         let stdin = match &request.stdin {
@@ -984,7 +997,7 @@ impl<'a> TerminalCall<'a> {
         let key = self.key();
         self.host.processes.reserve(&key)?;
         let marker = backend::new_marker();
-        let job = self.job(&t, request, &marker, false)?;
+        let job = self.job(&t, request, &command, &marker, false)?;
         let spawned = self
             .spawn(&t, &key, &job, request.pty)
             .map_err(|e| TerminalCallError::Failed(format!("could not start the command: {e}")))?;

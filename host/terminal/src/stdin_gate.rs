@@ -24,6 +24,7 @@
 //! (line editing, completion, signals) are dangerous to the judge.
 
 use super::input_gate::{InputGate, Piece};
+use super::script_pin::Runner;
 use super::{TenantTerminal, TerminalCall};
 use crate::process::{Proc, StdinWrite};
 use hermetic::{ProcessReply, TerminalCallError, WriteOutcome};
@@ -73,8 +74,10 @@ impl Drop for Judging<'_> {
 
 impl TerminalCall<'_> {
     /// Judges `piece`, input for a process whose stdin `readers` read: in the
-    /// session's frame (the files its commands wrote), through the tenant's gate. On
-    /// approval the session remembers what the piece wrote.
+    /// session's frame (the files its commands wrote), with the script files a shell
+    /// reading it runs (`script_pin.rs`), through the tenant's gate. On approval the
+    /// session remembers what the piece wrote; `Ok` has the judgement, whether it
+    /// was dangerous, and the text to deliver (its scripts pinned to the text judged).
     fn judge_piece(
         &self,
         t: &TenantTerminal,
@@ -83,7 +86,7 @@ impl TerminalCall<'_> {
         readers: &[Reader],
         pty: bool,
         cwd: &str,
-    ) -> Result<(Judged, bool), TerminalCallError> {
+    ) -> Result<(Judged, bool, String), TerminalCallError> {
         let fresh = self.host.files.of(key);
         let mut judged =
             t.gate
@@ -92,10 +95,12 @@ impl TerminalCall<'_> {
         if piece.continues_unjudged {
             too_large(&mut judged.detection);
         }
+        let scripts = self.pin_scripts(t, &piece.text, &mut judged, Runner::of(readers), cwd);
         let dangerous = !judged.detection.is_safe();
-        self.decide(t, &piece.text, judged.detection.clone())?;
+        self.decide(t, &scripts.shown, judged.detection.clone())
+            .map_err(|e| scripts.explain(e))?;
         self.host.files.remember(key, &judged.wrote);
-        Ok((judged, dangerous))
+        Ok((judged, dangerous, scripts.run))
     }
 
     /// Judges the first piece of a background command's `stdin` (given at start)
@@ -112,7 +117,7 @@ impl TerminalCall<'_> {
         let Some(piece) = input.take(stdin, t.gate.detector()) else {
             return Ok(None);
         };
-        let (judged, dangerous) = self.judge_piece(
+        let (judged, dangerous, text) = self.judge_piece(
             t,
             &self.key(),
             &piece,
@@ -121,7 +126,7 @@ impl TerminalCall<'_> {
             input.cwd(),
         )?;
         input.approved(&judged, dangerous);
-        Ok(Some(piece.text))
+        Ok(Some(text))
     }
 
     /// `write` (`newline`: `submit`) to process `id`: holds, judges and delivers as the
@@ -188,12 +193,12 @@ impl TerminalCall<'_> {
                     ),
                 ))
             }
-            Ok((judged, dangerous)) => {
+            Ok((judged, dangerous, text)) => {
                 input.approved(&judged, dangerous);
                 let held = input.held();
                 drop(input);
                 // Still marked busy: no later write overtakes this one.
-                let delivered = self.deliver(&p, piece.text, held);
+                let delivered = self.deliver(&p, text, held);
                 drop(judging);
                 delivered
             }
@@ -238,10 +243,9 @@ impl TerminalCall<'_> {
             .tenant_terminal()
             .and_then(|t| self.judge_piece(&t, &key, &piece, &readers, pty, &cwd));
         let result = match outcome {
-            Ok((judged, dangerous)) => {
+            Ok((judged, dangerous, text)) => {
                 p.input().approved(&judged, dangerous);
-                self.deliver(&p, piece.text, 0)
-                    .map(|_| ProcessReply::Closed)
+                self.deliver(&p, text, 0).map(|_| ProcessReply::Closed)
             }
             Err(refusal) => Err(with_note(
                 refusal,

@@ -68,6 +68,11 @@ impl TerminalBackend for LocalBackend {
         crate::backend::PtyMode::Host
     }
 
+    /// Commands run on this host as the host's user: they see its files as they are.
+    fn host_view(&self) -> bool {
+        true
+    }
+
     fn command(&self, _session: &SessionKey, job: &Job) -> Result<Command, BackendError> {
         let mut cmd = Command::new("bash");
         cmd.arg("-c")
