@@ -641,8 +641,12 @@ fn host_files_inside_what_a_backend_reaches_are_refused() {
     let ssh = "[terminal]\nbackend = \"ssh\"\ncwd = \"here\"\n[terminal.ssh]\nhost = \"h\"\n";
     assert_eq!(check(ssh, "here/x.json"), Ok(()));
     // A table of a backend not in use reaches nothing.
-    let unused = "[terminal.bwrap]\nworkspace = \"box\"\n";
+    let unused = "[terminal]\nbackend = \"local\"\n[terminal.bwrap]\nworkspace = \"box\"\n";
     assert_eq!(check(unused, "box/approvals.json"), Ok(()));
+    // Without a backend named, bwrap is the default where it works: its table is in use.
+    let auto = "[terminal.bwrap]\nworkspace = \"box\"\n";
+    let e = check(auto, "box/approvals.json").unwrap_err();
+    assert!(e.contains("inside the terminal's bwrap workspace"), "{e}");
 }
 
 #[test]

@@ -500,7 +500,7 @@ fn init_logging(level: &str) {
 
 /// The tool host the options describe. See [`build_host`].
 fn build_registry(global: &HostArgs) -> Result<Registry> {
-    Ok(build_host(global, None)?.0)
+    Ok(build_host(global, None, None)?.0)
 }
 
 /// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`
@@ -523,10 +523,12 @@ pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
 /// The tool host the options describe, and the policy file's `[server]` settings
 /// (defaults without a policy file): the file is read once, for both. `redis_url`
 /// (`serve --redis-url`) wins over the policy's `[cluster] redis_url`: key-value data
-/// then lives in that Redis.
+/// then lives in that Redis. `audit`: `serve --audit FILE`, a file of the host's like
+/// the policy's own.
 fn build_host(
     global: &HostArgs,
     redis_url: Option<&str>,
+    audit: Option<&std::path::Path>,
 ) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
@@ -556,7 +558,13 @@ fn build_host(
                 )
             }
             None => (
-                OperatorPolicy::with_workspace(cwd.clone()),
+                {
+                    // No policy: the terminal gets a sandbox when this machine has one.
+                    let mut policy = OperatorPolicy::with_workspace(cwd.clone());
+                    hermetic::policy::terminal::AUTO_BACKEND
+                        .clone_into(&mut policy.terminal.default.backend);
+                    policy
+                },
                 hermetic::Secrets::default(),
                 Vec::new(),
                 hermetic::policy_file::ServerPolicy::default(),
@@ -573,9 +581,20 @@ fn build_host(
     // The terminal backends and approval gates, for tools granted the terminal.
     let mut options = RegistryOptions::new(policy);
     // Sandboxed commands never see the host's own files, even where their sandbox shows
-    // the host read-only.
+    // the host read-only, and no command may name one (the gate's `self.host_state`).
     if let Some(cache) = &options.engine.cache_dir {
         options.policy.terminal.protected.push(cache.clone());
+    }
+    if let Some(file) = audit {
+        options
+            .policy
+            .terminal
+            .protected
+            .push(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+    }
+    // The program itself: a command that replaced it would run as the host next time.
+    if let Ok(exe) = std::env::current_exe() {
+        options.policy.terminal.programs.push(exe);
     }
     // Tools' key-value data: in the cluster's Redis, else in a file of this host's
     // (said where: the policy, HERMETIC_DATA_DIR; or the default place).
@@ -929,7 +948,8 @@ fn print_progress(progress: hermetic::Progress) {
 /// allow-lists) with the command line's additions, then MCP on stdio or HTTP.
 fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     let host = args.host.with_outer(outer);
-    let (registry, mut access) = build_host(&host, args.redis_url.as_deref())?;
+    let (registry, mut access) =
+        build_host(&host, args.redis_url.as_deref(), args.audit.as_deref())?;
     let registry = std::sync::Arc::new(registry);
     access.allowed_hosts.extend(args.allow_hosts);
     access.allowed_origins.extend(args.allow_origins);

@@ -845,3 +845,184 @@ fn web_extract_failures_exit_1_with_a_readable_reason() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("connect error"), "said twice: {stderr}");
 }
+
+/// A host whose files live where the README suggests (`~/.config/hermetic`), with the
+/// `local` backend: the gate is the only wall between a command and those files.
+struct LocalHost {
+    root: tempfile::TempDir,
+}
+
+impl LocalHost {
+    fn new() -> Self {
+        let root = tempfile::TempDir::new().unwrap();
+        let conf = root.path().join("home/.config/hermetic");
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::create_dir_all(root.path().join("ws/victim")).unwrap();
+        std::fs::write(conf.join("secrets.toml"), "API_KEY = \"s3cret\"\n").unwrap();
+        std::fs::write(
+            conf.join("approvals.json"),
+            "{\"version\": 1, \"rules\": []}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            conf.join("policy.toml"),
+            format!(
+                "[mounts.workspace]\npath = \"{ws}\"\naccess = \"rw\"\n\n\
+                 [tools.terminal]\nterminal = true\n\n\
+                 [secrets]\nfile = \"secrets.toml\"\n\n\
+                 [server]\naudit_file = \"audit.jsonl\"\n\n\
+                 [keyvalue]\nfile = \"keyvalue.redb\"\n\n\
+                 [trust]\nstore = \"{store}\"\n\n\
+                 [terminal]\nbackend = \"local\"\n\n\
+                 [terminal.approval]\nallowlist_file = \"approvals.json\"\n",
+                ws = root.path().join("ws").display(),
+                store = root.path().join("store").display(),
+            ),
+        )
+        .unwrap();
+        Self { root }
+    }
+
+    fn home(&self) -> std::path::PathBuf {
+        self.root.path().join("home")
+    }
+
+    fn conf(&self) -> std::path::PathBuf {
+        self.home().join(".config/hermetic")
+    }
+
+    /// `hermetic call terminal` with `command`, nobody to ask; the JSON result.
+    fn terminal(&self, command: &str) -> Value {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let policy = self.conf().join("policy.toml");
+        let (_, stdout) = run(hermetic(&self.root.path().join("ws"))
+            .env("HOME", self.home())
+            .stdin(std::process::Stdio::null())
+            .args(["call", "terminal", &args, "--quiet", "--policy"])
+            .arg(&policy));
+        json(&stdout)
+    }
+}
+
+/// Issue 52: a tenant wrote the allowlist by its path, then deleted without being
+/// asked. Fails before host state was hardline (the write ran, and `rm -rf` was then
+/// allowed by the rule it planted).
+#[test]
+fn the_allowlist_cannot_be_written_by_a_command_on_the_local_backend() {
+    let host = LocalHost::new();
+    let allowlist = host.conf().join("approvals.json");
+    let before = std::fs::read(&allowlist).unwrap();
+    let planted = host.terminal(
+        "printf '{\"version\": 1, \"rules\": [\"fs.rm_recursive\"]}' > ~/.config/hermetic/approvals.json",
+    );
+    assert_eq!(planted["status"], "blocked", "{planted}");
+    let error = planted["error"].as_str().unwrap();
+    assert!(error.contains("self.host_state"), "{error}");
+    assert!(error.contains("agent host's own"), "{error}");
+    assert_eq!(std::fs::read(&allowlist).unwrap(), before);
+    let deleted = host.terminal("rm -rf victim");
+    assert_eq!(deleted["status"], "pending_approval", "{deleted}");
+    assert!(host.root.path().join("ws/victim").is_dir());
+}
+
+/// Every file of the host's, named in every form a shell reads, is refused before it
+/// runs: the policy, secrets, allowlist, audit log, key-value store, tool store and the
+/// program itself.
+#[test]
+fn host_files_are_hardline_to_name_in_every_form() {
+    let host = LocalHost::new();
+    let exe = env!("CARGO_BIN_EXE_hermetic");
+    let store = host.root.path().join("store");
+    let commands = [
+        format!("cat {}", host.conf().join("policy.toml").display()),
+        "cat ~/.config/hermetic/secrets.toml".to_owned(),
+        "cat $HOME/.config/hermetic/approvals.json".to_owned(),
+        "tail \"${HOME}/.config/hermetic/audit.jsonl\"".to_owned(),
+        "cp ~/.config/hermetic/keyvalue.redb /tmp/kv.redb".to_owned(),
+        "cat ~/.config/*/secrets.toml".to_owned(),
+        "cat ~/.config/herm*/policy.t?ml".to_owned(),
+        "cd ~/.config/hermetic && cat secrets.toml".to_owned(),
+        "cd ~ && cd .config && grep -r KEY hermetic".to_owned(),
+        "cat ../home/.config/hermetic/secrets.toml".to_owned(),
+        format!("ls {}/sha256", store.display()),
+        format!("cat {exe}"),
+        format!("cp /dev/null {exe}"),
+        "rm -rf ~/.config".to_owned(),
+        "python3 -c \"print(open('$HOME/.config/hermetic/secrets.toml').read())\"".to_owned(),
+    ];
+    for command in &commands {
+        let result = host.terminal(command);
+        assert_eq!(result["status"], "blocked", "{command}: {result}");
+        assert!(
+            result["error"]
+                .as_str()
+                .unwrap()
+                .contains("self.host_state"),
+            "{command}: {result}"
+        );
+    }
+    // Reading the home directory's listing is fine.
+    let listed = host.terminal("ls -a ~/.config");
+    assert_eq!(listed["exit_code"], 0, "{listed}");
+    assert!(listed["output"].as_str().unwrap().contains("hermetic"));
+}
+
+/// On `local` a command sees the real home: reading the user's credentials asks.
+#[test]
+fn reading_the_users_credentials_asks_on_the_local_backend() {
+    let host = LocalHost::new();
+    std::fs::create_dir_all(host.home().join(".ssh")).unwrap();
+    std::fs::write(host.home().join(".ssh/id_rsa"), "PRIVATE\n").unwrap();
+    for command in ["cat ~/.ssh/id_rsa", "base64 ~/.ssh/id_rsa", "cat ~/.ssh/*"] {
+        let result = host.terminal(command);
+        assert_eq!(result["status"], "pending_approval", "{command}: {result}");
+        assert_eq!(
+            result["pattern_key"], "fs.credential_read",
+            "{command}: {result}"
+        );
+    }
+}
+
+/// Without a policy the terminal is sandboxed when bubblewrap works here (.ci/run
+/// installs it): a file of the host user's home is not in the command's view. Without
+/// bubblewrap it runs on `local`, and the start says what commands can then reach.
+#[test]
+fn without_a_policy_the_terminal_uses_bwrap_when_it_works_else_local_with_a_warning() {
+    let root = tempfile::TempDir::new().unwrap();
+    let home = root.path().join("home");
+    let ws = root.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(home.join("marker"), "host-home\n").unwrap();
+    let args = serde_json::json!({ "command": "cat \"$HOME/marker\"; echo in-ws > made" });
+    let call = |path: &str| {
+        hermetic(&ws)
+            .env("HOME", &home)
+            .env("PATH", path)
+            .stdin(std::process::Stdio::null())
+            .args(["call", "terminal", &args.to_string(), "--quiet"])
+            .output()
+            .unwrap()
+    };
+    let sandboxed = call(&std::env::var("PATH").unwrap());
+    let result = json(&String::from_utf8_lossy(&sandboxed.stdout));
+    assert!(
+        !result["output"].as_str().unwrap().contains("host-home"),
+        "{result}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("made")).unwrap(), "in-ws\n");
+    let stderr = String::from_utf8_lossy(&sandboxed.stderr);
+    assert!(!stderr.contains("WITHOUT a sandbox"), "{stderr}");
+
+    // No bwrap on PATH: local, said once at start.
+    let local = call("/nonexistent");
+    let result = json(&String::from_utf8_lossy(&local.stdout));
+    assert_eq!(result["output"], "host-home", "{result}");
+    let stderr = String::from_utf8_lossy(&local.stderr);
+    assert!(
+        stderr.contains("bwrap cannot be started")
+            && stderr.contains("WITHOUT a sandbox (backend local)")
+            && stderr.contains("the whole home directory"),
+        "{stderr}"
+    );
+}

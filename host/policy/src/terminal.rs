@@ -12,14 +12,23 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 /// Longest foreground timeout; longer jobs belong in the background.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
 
-/// The backend when the policy names none.
+/// The backend of [`TerminalConfig::default`] (a library caller's choice to make).
 pub const DEFAULT_BACKEND: &str = "local";
+
+/// The backend a policy file's terminal gets when it names none: `bwrap` when
+/// bubblewrap is installed and works on this machine, else `local` (with a warning);
+/// `hermetic_terminal` decides once, at start.
+pub const AUTO_BACKEND: &str = "auto";
+
+fn auto_backend() -> String {
+    AUTO_BACKEND.to_owned()
+}
 
 /// One tenant's terminal (or the operator's default).
 ///
 /// | field | default |
 /// |---|---|
-/// | `backend` | `local` |
+/// | `backend` | `auto` in a policy file ([`AUTO_BACKEND`]: `bwrap` when it works, else `local`); `local` for [`TerminalConfig::default`] |
 /// | `cwd` | the `workspace` mount (a tenant's own subdirectory of it), else hermetic's directory (local, bwrap); `/` (docker, ssh) |
 /// | `timeout_secs` | 180 (at most 600) |
 /// | `env` | `[]`: commands see only PATH, HOME, LANG, TERM and the tool's granted env |
@@ -31,7 +40,8 @@ pub const DEFAULT_BACKEND: &str = "local";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TerminalConfig {
-    /// The backend's name (`local`, `bwrap`, `docker`, `ssh`).
+    /// The backend's name (`local`, `bwrap`, `docker`, `ssh`, or `auto`).
+    #[serde(default = "auto_backend")]
     pub backend: String,
     /// Default working directory (in the backend's file system).
     pub cwd: Option<PathBuf>,
@@ -101,6 +111,8 @@ pub struct TerminalSettings {
     /// allowlists, the compiled-code cache): hidden from sandboxed commands even where
     /// the sandbox shows the host read-only (a `bwrap` command's `/etc`).
     pub protected: Vec<PathBuf>,
+    /// The host's own programs (the running `hermetic`): no command may name them.
+    pub programs: Vec<PathBuf>,
     /// What relative paths in the backends' options resolve against (the directory
     /// hermetic was started in, for a policy file); `None`: the process's current
     /// directory.
@@ -130,5 +142,8 @@ mod tests {
         assert_eq!(c.approval.headless, Headless::Deny);
         assert!(c.options.is_empty());
         assert!(!TerminalSettings::default().grant_bundled);
+        // A policy file's terminal without a backend lets the host pick a sandbox.
+        let from_file: TerminalConfig = toml::from_str("timeout_secs = 5").unwrap();
+        assert_eq!(from_file.backend, AUTO_BACKEND);
     }
 }

@@ -1054,6 +1054,7 @@ fn terminal_settings(
         tenants: out,
         grant_bundled: false,
         protected: Vec::new(),
+        programs: Vec::new(),
         base_dir: Some(base_dir.to_path_buf()),
     })
 }

@@ -22,11 +22,13 @@
 //! one runs it (`session_files.rs`).
 
 // The public surface is curated: modules are private, what callers use is re-exported.
+mod auto;
 mod backend;
 mod backends;
 /// The terminal settings (data, in `hermetic-policy`).
 pub use hermetic_policy::terminal as config;
 mod exec;
+mod host_state;
 mod input_gate;
 mod output;
 mod process;
@@ -211,6 +213,8 @@ pub struct TerminalHost {
     files: session_files::SessionFiles,
     /// Observers every tenant's gate reports to (the audit log).
     observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
+    /// The host's own files and programs, which every tenant's gate blocks.
+    host_state: host_state::HostState,
 }
 
 impl std::fmt::Debug for TerminalHost {
@@ -247,6 +251,7 @@ impl TerminalHost {
             } else {
                 format!("terminal.tenants.{tenant}")
             };
+            auto::resolve(config);
             let plan: Arc<dyn backends::BackendPlan> =
                 Arc::from(backends::read(config, &base_dir, &at)?);
             config.reach = plan
@@ -266,6 +271,8 @@ impl TerminalHost {
             }
             plans.insert(tenant, plan);
         }
+        // Commands get the host's HOME (`command_env`): `~` in them is that.
+        let host_state = host_state::HostState::new(&settings, std::env::var("HOME").ok());
         Ok(Self {
             settings,
             plans,
@@ -278,6 +285,7 @@ impl TerminalHost {
             processes: ProcessRegistry::default(),
             files: session_files::SessionFiles::default(),
             observers: Mutex::new(Vec::new()),
+            host_state,
         })
     }
 
@@ -348,11 +356,13 @@ impl TerminalHost {
             protected: &self.settings.protected,
             tenant_subdir: &|backend| self.tenant_subdir(tenant, backend),
         })?;
-        let mut gate =
-            ApprovalGate::new(&config.approval).map_err(|e| TerminalError::Approval {
-                tenant: tenant.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let mut approval = config.approval.clone();
+        self.host_state
+            .apply(&mut approval.detector, &config.backend);
+        let mut gate = ApprovalGate::new(&approval).map_err(|e| TerminalError::Approval {
+            tenant: tenant.to_owned(),
+            reason: e.to_string(),
+        })?;
         for observer in self.observers.lock().iter() {
             gate = gate.with_observer(Arc::clone(observer));
         }
