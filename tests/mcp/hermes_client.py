@@ -1,7 +1,7 @@
 """Drives a hermetic MCP server with the Hermes agent's own MCP client.
 
 Usage (with the venv .ci/run makes: hermes-agent[mcp]==0.19.0, which pins mcp 1.26.0):
-    hermes_client.py --url URL --call NAME=JSON [--call NAME=JSON]...
+    hermes_client.py --url URL [--token TOKEN] --call NAME=JSON [--call NAME=JSON]...
 
 The server is connected the way Hermes connects a configured one
 (`tools.mcp_tool.register_mcp_servers`) and each call goes through Hermes's tool
@@ -11,7 +11,8 @@ the CLI path). The user is this process's stdin: the Rust test writes the keys a
 would type at that prompt (`o` for once, `d` for deny). `input` is only watched, to
 count the prompts shown. The last stdout line is a JSON report:
     {"calls": [{"name", "result", "prompts"}], "prompts": N}
-where each `result` is the JSON string Hermes hands its model, parsed.
+where each `result` is the JSON string Hermes hands its model, parsed. `--token` goes
+in the server's `headers`, as a Hermes user configures a server that needs one.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
+    parser.add_argument("--token", help="bearer token the server requires")
     parser.add_argument("--call", action="append", default=[], help="NAME=JSON (repeatable)")
     args = parser.parse_args()
 
@@ -46,7 +48,10 @@ def main() -> None:
 
     builtins.input = watched_input
 
-    registered = mcp_tool.register_mcp_servers({"hermetic": {"url": args.url}})
+    server: dict[str, Any] = {"url": args.url}
+    if args.token:
+        server["headers"] = {"Authorization": f"Bearer {args.token}"}
+    registered = mcp_tool.register_mcp_servers({"hermetic": server})
     calls: list[dict[str, Any]] = []
     try:
         for spec in args.call:

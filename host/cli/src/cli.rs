@@ -344,12 +344,18 @@ struct ServeArgs {
     /// Serve one client on stdin/stdout (for clients that spawn the host).
     #[arg(long, conflicts_with = "http")]
     stdio: bool,
-    /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). A
-    /// non-loopback ADDR needs tenant tokens in the policy. Accepted Host values:
-    /// localhost, 127.0.0.1 and [::1] with the bound port, the bound address, and
-    /// --allow-host / [server] allowed_hosts.
+    /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). Every
+    /// request needs a bearer token: the policy's tenant tokens, else one made at
+    /// start (or $HERMETIC_TOKEN, at least 32 characters) and printed on stderr with
+    /// the console's URL. Accepted Host values: localhost, 127.0.0.1 and [::1] with
+    /// the bound port, the bound address, and --allow-host / [server] allowed_hosts.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// Serve HTTP without a token: any process on this machine (a web page's script
+    /// included, if it gets past the Host/Origin checks) can call the tools. Loopback
+    /// addresses only; not with tenant tokens in the policy.
+    #[arg(long, conflicts_with = "stdio")]
+    no_auth: bool,
     /// Also accept this Host header value (`name` or `name:port`; repeatable;
     /// adds to the policy's [server] allowed_hosts).
     #[arg(long = "allow-host", value_name = "HOST")]
@@ -981,7 +987,7 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     for w in registry.select(&selection).1 {
         eprintln!("warning: {w}");
     }
-    let options = hermetic_server::ServeOptions {
+    let mut options = hermetic_server::ServeOptions {
         tenant: host.tenant().to_owned(),
         selection,
         access,
@@ -994,12 +1000,55 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     let transport = if args.stdio {
         Transport::Stdio
     } else {
-        Transport::Http(match args.http {
+        let addr = match args.http {
             Some(addr) => addr,
             None => hermetic_server::http::DEFAULT_ADDR.parse()?,
-        })
+        };
+        let token = http_token(&mut options.access, &options.tenant, args.no_auth, addr)?;
+        Transport::Http(addr, token)
     };
     serve(registry, options, watch, transport)
+}
+
+/// The token an HTTP server without tenant tokens requires (granted in `access` to
+/// `tenant`, and as the console's admin token when the policy names none): made now,
+/// or `$HERMETIC_TOKEN`. `None` with tenant tokens (the policy's decide) and with
+/// `--no-auth`, which only loopback addresses may use.
+fn http_token(
+    access: &mut hermetic::policy_file::ServerPolicy,
+    tenant: &str,
+    no_auth: bool,
+    addr: std::net::SocketAddr,
+) -> Result<Option<hermetic_server::auth::OperatorToken>> {
+    use hermetic_server::auth;
+    let from_env = std::env::var(auth::TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty());
+    if !access.tenant_tokens.is_empty() {
+        if no_auth {
+            bail!(
+                "--no-auth: the policy gives tenants tokens, and each request acts as the tenant whose token it carries; drop --no-auth"
+            );
+        }
+        if from_env.is_some() {
+            eprintln!(
+                "warning: {} is ignored: the policy gives tenants tokens",
+                auth::TOKEN_ENV
+            );
+        }
+        return Ok(None);
+    }
+    if no_auth {
+        if !addr.ip().is_loopback() {
+            bail!(
+                "--no-auth on {addr}: without a token anyone who can reach that address would act as the operator; listen on loopback (127.0.0.1) or drop --no-auth"
+            );
+        }
+        return Ok(None);
+    }
+    let token = auth::operator_token(from_env.as_deref())?;
+    auth::grant_operator(access, tenant, &token.token);
+    Ok(Some(token))
 }
 
 /// This machine's name, for the audit lines of a node ("" when it cannot be read).
@@ -1070,7 +1119,11 @@ fn inspect(
 
 enum Transport {
     Stdio,
-    Http(std::net::SocketAddr),
+    /// The address, and the token made for it (printed once it listens).
+    Http(
+        std::net::SocketAddr,
+        Option<hermetic_server::auth::OperatorToken>,
+    ),
 }
 
 /// Runs the MCP server until the client goes away (stdio) or a shutdown signal.
@@ -1101,7 +1154,7 @@ fn serve(
         });
         match transport {
             Transport::Stdio => stdio::serve(&server, shutdown).await?,
-            Transport::Http(addr) => {
+            Transport::Http(addr, token) => {
                 if !addr.ip().is_loopback() && !server.requires_tokens() {
                     // Checked again by http::serve; refused here before anything binds.
                     return Err(hermetic_server::ServeError::Unprotected(addr).into());
@@ -1114,6 +1167,7 @@ fn serve(
                     eprintln!("hermetic: audit log {}", audit.path().display());
                 }
                 eprintln!("hermetic: serving MCP at http://{bound}{}", http::MCP_PATH);
+                print_access(bound, token.as_ref(), server.requires_tokens());
                 http::serve(&server, listener, shutdown).await?;
             }
         }
@@ -1131,6 +1185,41 @@ fn serve(
     // grace); do not wait for blocked stdin reads.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// How to reach the server just bound, on stderr (as Jupyter and other local servers
+/// do): the header a client sends and the console's URL, with the token made at start
+/// (one from `$HERMETIC_TOKEN` is named, not printed).
+fn print_access(
+    bound: std::net::SocketAddr,
+    token: Option<&hermetic_server::auth::OperatorToken>,
+    requires_tokens: bool,
+) {
+    let console = hermetic_server::http::console::CONSOLE_PATH;
+    match token {
+        Some(t) if t.from_env => {
+            eprintln!("hermetic: send the header  Authorization: Bearer $HERMETIC_TOKEN");
+            eprintln!("hermetic: console at http://{bound}{console} (log in with $HERMETIC_TOKEN)");
+        }
+        Some(t) => {
+            eprintln!(
+                "hermetic: send the header  Authorization: Bearer {}",
+                t.token
+            );
+            eprintln!(
+                "hermetic: console at http://{bound}{console}#token={}",
+                t.token
+            );
+        }
+        None if requires_tokens => {
+            eprintln!(
+                "hermetic: send the header  Authorization: Bearer <a tenant's token from the policy>"
+            );
+        }
+        None => eprintln!(
+            "hermetic: warning: no authentication (--no-auth): any process on this machine can call these tools"
+        ),
+    }
 }
 
 /// `key` as a TOML key: bare when it may be, else a quoted (JSON-escaped) string.

@@ -24,6 +24,7 @@
 )]
 
 use serde_json::{Value, json};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,8 @@ struct Server {
     _state: TempDir,
     log: mpsc::Receiver<String>,
     lines: Vec<String>,
+    /// The token [`Server::call_terminal`] calls with.
+    token: String,
 }
 
 impl Server {
@@ -96,6 +99,32 @@ admin_token_sha256 = ["{admin}"]
             ),
         )
         .unwrap();
+        let mut server = Self::spawn(
+            workspace,
+            state,
+            &[OsStr::new("--policy"), policy.as_os_str()],
+        );
+        ACME_TOKEN.clone_into(&mut server.token);
+        server
+    }
+
+    /// `hermetic serve` with no policy and no flags but an audit log: the operator's
+    /// own server, its token made at start.
+    fn start_bare() -> Self {
+        let mut server = Self::spawn(TempDir::new().unwrap(), TempDir::new().unwrap(), &[]);
+        let header = server.wait_log("Authorization: Bearer ");
+        server.token = header
+            .split("Authorization: Bearer ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_owned();
+        server
+    }
+
+    /// `hermetic serve --http 127.0.0.1:0` in `workspace` with `args`, its audit log
+    /// in `state`.
+    fn spawn(workspace: TempDir, state: TempDir, args: &[&OsStr]) -> Self {
         let audit = state.path().join("audit.jsonl");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
             // The suites' shared compiled-code cache; plain log lines to match on.
@@ -107,8 +136,7 @@ admin_token_sha256 = ["{admin}"]
             .env_remove("HERMETIC_LOG")
             .arg("--workspace")
             .arg(workspace.path())
-            .arg("--policy")
-            .arg(&policy)
+            .args(args)
             .args(["--log-level", "warn,hermetic=info"])
             .args(["serve", "--http", "127.0.0.1:0", "--audit"])
             .arg(&audit)
@@ -125,6 +153,7 @@ admin_token_sha256 = ["{admin}"]
             _state: state,
             log,
             lines: Vec::new(),
+            token: String::new(),
         };
         let line = server.wait_log("serving MCP at ");
         server.addr = line
@@ -164,6 +193,7 @@ admin_token_sha256 = ["{admin}"]
     /// console. The handle gives the call's tool result.
     fn call_terminal(&self, command: &str) -> std::thread::JoinHandle<Value> {
         let addr = self.addr.clone();
+        let token = self.token.clone();
         let body = json!({
             "jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {
@@ -182,7 +212,7 @@ admin_token_sha256 = ["{admin}"]
             stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
             write!(
                 stream,
-                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ACME_TOKEN}\r\n\
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
                  Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
                  MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: terminal\r\n\
                  Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -674,4 +704,32 @@ fn denying_in_the_console_gives_the_agent_a_denial() {
             js(&format!("$ {command}"))
         ),
     );
+}
+
+/// Issue 52: `hermetic serve` alone prints the console's URL with its token (the
+/// Jupyter convention): opening it logs the operator in, the token leaves the address
+/// bar, and the operator's waiting commands are there to answer.
+#[test]
+fn the_url_serve_prints_opens_the_console_logged_in() {
+    let mut server = Server::start_bare();
+    let line = server.wait_log("console at ");
+    let url = line.split("console at ").nth(1).unwrap().trim().to_owned();
+    assert_eq!(url, server.url(&format!("/console#token={}", server.token)));
+    let mut browser = Browser::launch();
+    browser.navigate(&url);
+    browser.wait_for(
+        "the console, logged in",
+        "!document.getElementById('app').hidden && location.hash === ''",
+    );
+    assert_eq!(
+        browser.eval("sessionStorage.getItem('hermetic.console.token')"),
+        json!(server.token)
+    );
+    let command = "rm -rf build && touch operator-marker";
+    let call = server.call_terminal(command);
+    let id = pending_row(&mut browser, command);
+    click(&mut browser, &id, "once");
+    let result = call.join().unwrap();
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert!(server.workspace.path().join("operator-marker").exists());
 }

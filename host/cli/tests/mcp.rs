@@ -162,6 +162,9 @@ struct HttpServer {
     child: Child,
     url: String,
     log: Lines,
+    /// The token the server made at start (no tenant tokens in its policy): clients
+    /// and raw requests here send it unless they say otherwise.
+    token: Option<String>,
 }
 
 impl HttpServer {
@@ -194,7 +197,27 @@ impl HttpServer {
             url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
             "{url}"
         );
-        Self { child, url, log }
+        // The next line says how to authenticate: the token it made, if it made one.
+        let header = log
+            .wait_for(|l| l.contains("Authorization: Bearer ") || l.contains("--no-auth"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "the server did not say how to authenticate:\n{}",
+                    log.text()
+                )
+            });
+        let token = header
+            .split("Authorization: Bearer ")
+            .nth(1)
+            .map(str::trim)
+            .filter(|t| t.starts_with(hermetic_server::auth::TOKEN_PREFIX))
+            .map(str::to_owned);
+        Self {
+            child,
+            url,
+            log,
+            token,
+        }
     }
 }
 
@@ -245,6 +268,11 @@ fn client_with(scenario: &str, mode: &str, target: &Target<'_>, extra: &[&str]) 
     match target {
         Target::Http(server) => {
             cmd.args(["--url", &server.url]);
+            if let Some(token) = &server.token
+                && !extra.contains(&"--token")
+            {
+                cmd.args(["--token", token]);
+            }
         }
         Target::Stdio(dirs) => {
             cmd.arg("--stdio")
@@ -598,15 +626,25 @@ fn other_http_paths_are_not_found() {
         .url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    std::io::Write::write_all(
-        &mut stream,
-        format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        std::io::Write::write_all(
+            &mut stream,
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let response = get("/elsewhere");
     assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+    // The console is on (its token is the one serve made): `/` leads there.
+    let response = get("/");
+    assert!(
+        response.starts_with("HTTP/1.1 303") && response.contains("location: /console"),
+        "{response}"
+    );
 }
 
 /// One sessionless (2026-07-28) JSON-RPC request over a fresh connection, the way a
@@ -631,7 +669,12 @@ fn post_reply(server: &HttpServer, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let name_header = name
         .map(|n| format!("Mcp-Name: {n}\r\n"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &server
+            .token
+            .as_ref()
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     std::io::Write::write_all(
         &mut stream,
@@ -789,6 +832,13 @@ fn raw(server: &HttpServer, method: &str, path: &str, headers: &[(&str, &str)], 
     }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(token) = &server.token
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+    {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
     request.push_str(&format!(
         "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -1080,21 +1130,139 @@ fn http_a_host_or_origin_off_the_allow_list_is_403() {
 }
 
 #[test]
-fn serve_refuses_a_non_loopback_address_without_tokens() {
+fn serve_refuses_no_auth_on_a_non_loopback_address() {
     let dirs = Dirs::new(&["echo"]);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
     let out = hermetic_env(&mut cmd)
         .args(dirs.global_args())
-        .args(["serve", "--http", "0.0.0.0:0"])
+        .args(["serve", "--http", "0.0.0.0:0", "--no-auth"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("refusing to listen on 0.0.0.0:0 without bearer tokens"),
+        stderr.contains("--no-auth on 0.0.0.0:0")
+            && stderr.contains("listen on loopback (127.0.0.1) or drop --no-auth"),
         "{stderr}"
     );
+}
+
+/// Issue 52: `hermetic serve` with no flags served any local process. Now it makes a
+/// token, prints the header and the console's URL, and refuses a call without the
+/// token with a 401 that says how to authenticate (before: the call ran).
+#[test]
+fn serve_without_flags_requires_the_token_it_printed() {
+    let dirs = Dirs::new(TEST_TOOLS);
+    let mut server = HttpServer::start(&dirs);
+    let token = server.token.take().expect("no token printed");
+    assert_eq!(token.len(), 4 + 64, "{token}");
+    let console = server
+        .log
+        .wait_for(|l| l.contains("console at "))
+        .unwrap_or_else(|| panic!("no console URL:\n{}", server.log.text()));
+    assert!(
+        console.ends_with(&format!("/console#token={token}")),
+        "{console}"
+    );
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    let refused = mcp_raw(&server, None, "tools/call", call.clone(), &[]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused.body.contains("Authorization: Bearer <token>")
+            && refused.body.contains("printed on stderr"),
+        "{}",
+        refused.body
+    );
+    let wrong = mcp_raw(&server, Some("hmt_guess"), "tools/call", call.clone(), &[]);
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let answered = mcp_raw(&server, Some(&token), "tools/call", call, &[]);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert!(answered.body.contains("hi"), "{}", answered.body);
+    // The Python SDK with the token works; with another, it sees the 401.
+    server.token = Some(token);
+    let (report, _) = run("basic", "auto", &Target::Http(&server));
+    check_basic(&report);
+    let mut running = Running::spawn(client_with(
+        "unauthorized",
+        "auto",
+        &Target::Http(&server),
+        &["--token", "hmt_not_the_token"],
+    ));
+    assert_eq!(
+        running.report(),
+        json!({"refused": true, "statuses": [401]})
+    );
+}
+
+/// `HERMETIC_TOKEN` fixes the token ahead of time (scripts know it), and is named,
+/// not printed; one too short to resist guessing stops the start.
+#[test]
+fn serve_takes_its_token_from_hermetic_token() {
+    let dirs = Dirs::new(&["echo"]);
+    let token = "hmt_fixed_token_for_this_test_0123456789abcdef";
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    hermetic_env(&mut cmd)
+        .env("HERMETIC_TOKEN", token)
+        .args(dirs.global_args())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let log = Lines::collect(child.stderr.take().unwrap());
+    let header = log
+        .wait_for(|l| l.contains("Authorization: Bearer "))
+        .unwrap_or_else(|| panic!("the server did not start:\n{}", log.text()));
+    assert!(header.ends_with("Bearer $HERMETIC_TOKEN"), "{header}");
+    let url = log
+        .text()
+        .lines()
+        .find_map(|l| l.split("serving MCP at ").nth(1).map(str::to_owned))
+        .unwrap();
+    let server = HttpServer {
+        child,
+        url,
+        log,
+        token: None,
+    };
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    assert_eq!(
+        mcp_raw(&server, None, "tools/call", call.clone(), &[]).status,
+        401
+    );
+    assert_eq!(
+        mcp_raw(&server, Some(token), "tools/call", call, &[]).status,
+        200
+    );
+    assert!(!server.log.text().contains(token), "the token was printed");
+    drop(server);
+
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+    let out = hermetic_env(&mut cmd)
+        .env("HERMETIC_TOKEN", "short")
+        .args(dirs.global_args())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HERMETIC_TOKEN must be at least 32"),
+        "{stderr}"
+    );
+}
+
+/// `--no-auth` is the explicit way back to an open loopback server, said on stderr.
+#[test]
+fn serve_with_no_auth_is_open_on_loopback_and_says_so() {
+    let dirs = Dirs::new(&["echo"]);
+    let server = HttpServer::start_with(dirs.global_args(), &["--no-auth"]);
+    assert!(server.token.is_none());
+    assert!(server.log.text().contains("no authentication (--no-auth)"));
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    assert_eq!(mcp_raw(&server, None, "tools/call", call, &[]).status, 200);
 }
 
 /// SIGTERM while spin_long runs: the call finishes with its own result, the server
@@ -1716,7 +1884,8 @@ fn a_2026_07_28_answer_runs_its_command_once_and_a_replay_is_refused() {
 #[test]
 fn python_sdk_2026_07_28_a_sessionless_client_s_session_answer_approves_its_call_only() {
     let workspace = TempDir::new().unwrap();
-    let server = HttpServer::start_with(bundled_args(workspace.path()), &[]);
+    // No console (its token would be serve's): only the client can be asked.
+    let server = HttpServer::start_with(bundled_args(workspace.path()), &["--no-auth"]);
     let ran = |name: &str| workspace.path().join(name).exists();
     for answer in ["always", "session"] {
         let report = terminal_elicit(
@@ -1997,6 +2166,10 @@ fn an_operator_s_always_is_on_disk_before_it_is_acknowledged() {
     let mut server = HttpServer::start_with(args, &[]);
     // A client that cannot be asked: the console answers.
     let url = server.url.clone();
+    let token = server
+        .token
+        .clone()
+        .expect("serve made the operator's token");
     let call = std::thread::spawn(move || {
         let addr = url
             .trim_start_matches("http://")
@@ -2016,8 +2189,8 @@ fn an_operator_s_always_is_on_disk_before_it_is_acknowledged() {
                 stream,
                 "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
                  Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-                 Mcp-Method: tools/call\r\nMcp-Name: terminal\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
+                 Mcp-Method: tools/call\r\nMcp-Name: terminal\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.read_to_end(&mut Vec::new());
@@ -2114,6 +2287,10 @@ fn hermes_agent_approves_once_declines_and_never_offers_a_hardline_command() {
     let mut cmd = Command::new(python);
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/hermes_client.py"))
         .args(["--url", &server.url])
+        .args([
+            "--token",
+            server.token.as_deref().expect("serve printed no token"),
+        ])
         .args([
             "--call",
             &call("rm -rf scratch && touch approved && echo approved-run"),

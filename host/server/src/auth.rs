@@ -36,6 +36,77 @@ pub fn new_token() -> Result<String, getrandom::Error> {
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
+/// The environment variable that fixes the token of a server without tenant tokens,
+/// so scripts and clients can know it before the server starts.
+pub const TOKEN_ENV: &str = "HERMETIC_TOKEN";
+
+/// Shortest token [`operator_token`] accepts from [`TOKEN_ENV`]: 32 characters, as
+/// many as a guess must cover (`openssl rand -hex 16` makes 32, [`new_token`] 68).
+pub const MIN_TOKEN_CHARS: usize = 32;
+
+/// The token a server without tenant tokens requires, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorToken {
+    /// The token.
+    pub token: String,
+    /// It is [`TOKEN_ENV`]'s value (the operator knows it: not worth printing).
+    pub from_env: bool,
+}
+
+/// Why [`operator_token`] has no token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OperatorTokenError {
+    /// [`TOKEN_ENV`] is set to something a client could not send or could guess.
+    #[error(
+        "{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} visible ASCII characters without spaces (e.g. the output of `hermetic token new` or `openssl rand -hex 32`)"
+    )]
+    Weak,
+    /// The OS random source failed.
+    #[error("reading the OS random source: {0}")]
+    Random(String),
+}
+
+/// The operator's token for a server whose policy gives no tenant a token:
+/// `from_env` (the value of [`TOKEN_ENV`]) when set, else a fresh [`new_token`].
+///
+/// # Errors
+/// [`OperatorTokenError::Weak`] for a value shorter than [`MIN_TOKEN_CHARS`] or with
+/// characters a header cannot carry; [`OperatorTokenError::Random`].
+pub fn operator_token(from_env: Option<&str>) -> Result<OperatorToken, OperatorTokenError> {
+    match from_env {
+        Some(token) => {
+            let visible = token.bytes().all(|b| b.is_ascii_graphic());
+            if token.len() < MIN_TOKEN_CHARS || !visible {
+                return Err(OperatorTokenError::Weak);
+            }
+            Ok(OperatorToken {
+                token: token.to_owned(),
+                from_env: true,
+            })
+        }
+        None => Ok(OperatorToken {
+            token: new_token().map_err(|e| OperatorTokenError::Random(e.to_string()))?,
+            from_env: false,
+        }),
+    }
+}
+
+/// Makes `token` the way in to a server whose policy gives no tenant a token: it acts
+/// as `tenant` (the operator), and opens the operator console and approvals endpoint
+/// unless the policy names admin tokens of its own.
+pub fn grant_operator(policy: &mut ServerPolicy, tenant: &str, token: &str) {
+    let digest = digest(token);
+    policy
+        .tenant_tokens
+        .entry(tenant.to_owned())
+        .or_default()
+        .push(digest);
+    if policy.admin_tokens.is_empty() {
+        policy.admin_tokens.push(digest);
+    }
+}
+
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
@@ -91,6 +162,20 @@ pub enum AuthFailure {
     Unknown,
 }
 
+impl AuthFailure {
+    /// What the client should do, for the body of a 401.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::Missing => {
+                "Unauthorized: this server requires a bearer token. Send the header `Authorization: Bearer <token>` with the token `hermetic serve` printed on stderr at start ($HERMETIC_TOKEN when that was set), or a tenant's token from the policy file\n"
+            }
+            Self::Unknown => {
+                "Unauthorized: unknown token. Send the token `hermetic serve` printed on stderr at start ($HERMETIC_TOKEN when that was set), or a tenant's token from the policy file; a new start without $HERMETIC_TOKEN makes a new token\n"
+            }
+        }
+    }
+}
+
 impl Authenticator {
     /// Compiles the policy's tokens. With no tenant tokens at all, every request acts
     /// as `default_tenant` (a single-operator server; [`super::http::serve`] then
@@ -135,6 +220,12 @@ impl Authenticator {
     /// Whether requests must carry a token (the policy gives tenants tokens).
     pub fn requires_tokens(&self) -> bool {
         self.open.is_none()
+    }
+
+    /// The tenants a request can act as: with tokens, those that have one; without,
+    /// the default tenant.
+    pub fn tenant_ids(&self) -> impl Iterator<Item = &str> {
+        self.open.iter().chain(&self.tenants).map(|t| t.id.as_ref())
     }
 
     /// Whether the approvals endpoint is on (the policy has admin tokens).
@@ -400,5 +491,46 @@ mod tests {
         assert!(list.origin_allowed(Some("https://console.example.com/")));
         assert!(!list.origin_allowed(Some("http://evil.com")));
         assert!(!list.origin_allowed(Some("null")));
+    }
+
+    #[test]
+    fn the_operator_token_is_made_or_taken_from_the_environment() {
+        let made = operator_token(None).unwrap();
+        assert!(made.token.starts_with(TOKEN_PREFIX) && !made.from_env);
+        let fixed = "x".repeat(MIN_TOKEN_CHARS);
+        let given = operator_token(Some(&fixed)).unwrap();
+        assert_eq!(
+            (given.token.as_str(), given.from_env),
+            (fixed.as_str(), true)
+        );
+        for weak in ["short", &format!("{} ", "x".repeat(40)), &"é".repeat(40)] {
+            assert!(matches!(
+                operator_token(Some(weak)),
+                Err(OperatorTokenError::Weak)
+            ));
+        }
+    }
+
+    #[test]
+    fn a_granted_operator_token_acts_as_the_operator_and_opens_the_console() {
+        let mut policy = ServerPolicy::default();
+        grant_operator(&mut policy, "", "hmt_operator");
+        let auth = Authenticator::new(&policy, "");
+        assert!(auth.requires_tokens());
+        assert_eq!(&*auth.tenant(Some("Bearer hmt_operator")).unwrap().id, "");
+        assert_eq!(auth.tenant(None).unwrap_err(), AuthFailure::Missing);
+        assert!(auth.admin(Some("Bearer hmt_operator")).is_ok());
+        assert_eq!(auth.tenant_ids().collect::<Vec<_>>(), [""]);
+        assert!(
+            AuthFailure::Missing
+                .hint()
+                .contains("Authorization: Bearer <token>")
+        );
+        // An admin token of the policy's own stays the only one.
+        let mut policy = ServerPolicy::default();
+        policy.admin_tokens.push(digest("root"));
+        grant_operator(&mut policy, "", "hmt_operator");
+        let auth = Authenticator::new(&policy, "");
+        assert!(auth.admin(Some("Bearer hmt_operator")).is_err());
     }
 }

@@ -263,11 +263,9 @@ async fn tools(server: &McpServer) -> Response<Body> {
     let answer = tokio::task::spawn_blocking(move || {
         let registry = &shared.registry;
         // Who can call over HTTP: without tokens every request is the default tenant;
-        // with tokens, the policy's tenants (the default one is then unreachable).
-        let mut tenants: Vec<String> = Vec::new();
-        if !shared.auth.requires_tokens() {
-            tenants.push(shared.options.tenant.clone());
-        }
+        // with tokens, those that have one (the operator's, when `hermetic serve` made
+        // it), then the policy's tenants.
+        let mut tenants: Vec<String> = shared.auth.tenant_ids().map(str::to_owned).collect();
         for id in registry.policy().tenants.keys() {
             if !tenants.contains(id) {
                 tenants.push(id.clone());

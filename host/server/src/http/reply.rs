@@ -62,17 +62,11 @@ pub(super) fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response<Body> {
 
 /// 401 with the `WWW-Authenticate` challenge RFC 6750 asks for.
 pub(super) fn unauthorized(failure: AuthFailure) -> Response<Body> {
-    let (challenge, body) = match failure {
-        AuthFailure::Missing => (
-            "Bearer realm=\"hermetic\"",
-            "Unauthorized: send Authorization: Bearer <token>\n",
-        ),
-        AuthFailure::Unknown => (
-            "Bearer realm=\"hermetic\", error=\"invalid_token\"",
-            "Unauthorized: unknown token\n",
-        ),
+    let challenge = match failure {
+        AuthFailure::Missing => "Bearer realm=\"hermetic\"",
+        AuthFailure::Unknown => "Bearer realm=\"hermetic\", error=\"invalid_token\"",
     };
-    let mut response = text(StatusCode::UNAUTHORIZED, body);
+    let mut response = text(StatusCode::UNAUTHORIZED, failure.hint());
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static(challenge),

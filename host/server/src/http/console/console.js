@@ -290,6 +290,13 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("login").addEventListener("submit", login);
     $("logout").addEventListener("click", () => logout("Logged out."));
+    // The URL `hermetic serve` prints carries its token in the fragment (never sent to
+    // the server, so never in a log): keep it for this tab, drop it from the address.
+    const given = new URLSearchParams(location.hash.slice(1)).get("token");
+    if (given) {
+      sessionStorage.setItem(TOKEN_KEY, given);
+      history.replaceState(null, "", location.pathname + location.search);
+    }
     if (token()) start();
   });
 })();
