@@ -1,10 +1,11 @@
-//! Secrets a stranger's tool uses but never holds (issue 33.5): the operator binds a
-//! secret to one destination and path prefix, the host adds it to the tool's requests
-//! there after the destination check, and the tool cannot read it (no env var), echo it
-//! (results are scrubbed), or send it elsewhere (a redirect, another path, another
-//! granted host gets nothing). Against loopback servers that record what they receive.
+//! Secrets a stranger's tool uses but never holds (issues 33.5, 47.3): the operator
+//! binds a secret to one destination and path prefix, the host adds it to the tool's
+//! requests there after the destination check, and the tool cannot read it (no env
+//! var), echo it (results are scrubbed), or send it elsewhere (a redirect, another
+//! path, another granted host, a path a server would route outside the prefix gets
+//! nothing). Against loopback servers that record what they receive.
 use hermetic::Registry;
-use hermetic_tests::{call, policy_registry, tools_dir};
+use hermetic_tests::{call, error_of, policy_registry, tools_dir};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -80,6 +81,34 @@ impl Recorder {
     fn all(&self) -> String {
         self.seen.lock().unwrap().join("\n")
     }
+
+    fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+}
+
+/// `text` percent-decoded once (`+` left alone).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn registry(policy: &str) -> (tempfile::TempDir, Registry) {
@@ -177,6 +206,77 @@ fn the_host_adds_the_secret_only_where_it_is_bound_and_the_tool_never_holds_it()
 }
 
 #[test]
+fn a_path_a_server_could_route_outside_the_prefix_is_refused_before_any_connection() {
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let (_root, registry) = registry(&policy(&a, &b));
+    for path in [
+        "/api/../admin",
+        "/api/%2e%2e/admin",
+        "/api/%2E%2e/admin",
+        "/api/./../admin",
+        "/api%2f..%2fadmin",
+        "/api/..%5cadmin",
+        "/api/..%5Cadmin",
+        "/api/..;/admin",
+        // Decoded twice (a proxy, then the server).
+        "/api/%252e%252e/admin",
+        // Outside the prefix to begin with: the host refuses whatever path it names.
+        "/other/../api/x",
+    ] {
+        let before = a.count();
+        let out = call(&registry, "netprobe", json!({"url": a.url(path)}));
+        let error = error_of(&out);
+        assert!(
+            error.contains("the host refused the path")
+                && error.contains(&format!("a secret is bound to http://127.0.0.1:{}", a.port)),
+            "{path}: {error}"
+        );
+        assert_eq!(a.count(), before, "{path}: no connection is made");
+    }
+    let out = call(
+        &registry,
+        "netprobe",
+        json!({"url": a.url("/api/../admin")}),
+    );
+    assert_eq!(
+        error_of(&out),
+        format!(
+            "[TOOL_ERROR] other: fetching {}: the host refused the path \"/api/../admin\": it holds a dot segment ('.' or '..', also written %2e); a secret is bound to http://127.0.0.1:{} and a server may route such a path outside the secret's prefix: send the path without it",
+            a.url("/api/../admin"),
+            a.port
+        )
+    );
+
+    // A sibling of the prefix gets no secret; a path inside it does, also written
+    // with escapes a server decodes.
+    call(&registry, "netprobe", json!({"url": a.url("/api0/x")}));
+    assert!(!a.last().contains(SECRET), "{}", a.last());
+    call(&registry, "netprobe", json!({"url": a.url("/api/ok")}));
+    assert!(a.last().contains(SECRET), "{}", a.last());
+    call(&registry, "netprobe", json!({"url": a.url("/%61pi/ok")}));
+    assert!(a.last().starts_with("GET /%61pi/ok "), "{}", a.last());
+    assert!(a.last().contains(SECRET), "{}", a.last());
+
+    // Whatever the server saw with the secret was inside the prefix, as it routes it.
+    for request in a.seen.lock().unwrap().iter() {
+        if request.contains(SECRET) {
+            let target = request.split_whitespace().nth(1).unwrap();
+            let routed = percent_decode(target);
+            assert!(
+                routed.starts_with("/api/") && !routed.contains(".."),
+                "{request}"
+            );
+        }
+    }
+    // A granted host with no binding is not the host's business: its paths go as
+    // written.
+    let out = call(&registry, "netprobe", json!({"url": b.url("/x/../y")}));
+    assert_eq!(out["status"], 200, "{out}");
+    assert!(b.last().starts_with("GET /x/../y "), "{}", b.last());
+}
+
+#[test]
 fn bindings_that_could_leak_or_never_work_are_refused_at_load() {
     let a = Recorder::start(None);
     let load = |extra: &str| {
@@ -228,6 +328,10 @@ fn bindings_that_could_leak_or_never_work_are_refused_at_load() {
             "header = \"X\"\nformat = \"Bearer\"\n",
         ),
         "exactly one {}",
+    );
+    says(
+        bind("https://example.com/v1/%2e%2e/admin", "header = \"X\"\n"),
+        "the path prefix is a plain path",
     );
     says(
         "[tools.netprobe.inject.MISSING]\ndestination = \"https://example.com\"\nheader = \"X\"\n"

@@ -3,9 +3,15 @@
 //! format (`Authorization: Bearer {}`) or a query parameter. The host adds it to a
 //! request after the destination check; the guest never sees the value, and results
 //! and logs are scrubbed of it.
+//!
+//! The prefix is matched on the path as a server routes it ([`RequestPath`]), and a
+//! request to a host with a binding whose path a server could route elsewhere than it
+//! reads (`/v1/../admin`, `/v1/%2e%2e/admin`, `/v1%2fadmin`) is refused outright: the
+//! host cannot know how the destination normalises, so it sends no such path there.
 
 use crate::network::{Destination, HostPattern, Port, Scheme};
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// Where the value goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,8 +48,9 @@ impl SecretInjection {
     ///
     /// # Errors
     /// [`InjectionError`] for a wildcard or any-host destination (the secret could go
-    /// to a host the operator never named), a malformed target, a header name that is
-    /// not a token, or a format without exactly one `{}`.
+    /// to a host the operator never named), a malformed target, a path prefix a
+    /// server could route elsewhere (see [`RequestPath::parse`]; it is kept decoded),
+    /// a header name that is not a token, or a format without exactly one `{}`.
     pub fn new(
         secret: &str,
         target: &str,
@@ -58,9 +65,18 @@ impl SecretInjection {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
-        if path.contains(['?', '#']) || path.split('/').any(|s| s == "..") {
+        if path.contains(['?', '#']) {
             return Err(err(format!("{target:?}: the path prefix is a plain path")));
         }
+        // Kept decoded: it is compared with request paths as a server routes them.
+        let path = RequestPath::parse(path)
+            .ok()
+            .and_then(|p| String::from_utf8(p.0.into_owned()).ok())
+            .ok_or_else(|| {
+                err(format!(
+                    "{target:?}: the path prefix is a plain path (no '.' or '..' segment, no %2f or %5c)"
+                ))
+            })?;
         let destination = Destination::parse(&format!("{scheme_sep}://{authority}"))
             .map_err(|e| err(e.to_string()))?;
         if matches!(
@@ -96,31 +112,143 @@ impl SecretInjection {
         Ok(Self {
             secret: secret.to_owned(),
             destination,
-            path_prefix: path.to_owned(),
+            path_prefix: path,
             into,
             format: format.to_owned(),
         })
     }
 
+    /// Whether requests to `scheme://host:port` are this binding's host: the host whose
+    /// request paths must parse as a [`RequestPath`] before they go out at all.
+    pub fn binds(&self, scheme: Scheme, host: &str, port: u16) -> bool {
+        self.destination.allows(scheme, host, port)
+    }
+
     /// Whether a request to `scheme://host:port` + `path` gets this secret: the same
     /// scheme, host and port, and a path inside the prefix (segment-wise: `/v1` covers
-    /// `/v1` and `/v1/x`, not `/v10`).
-    pub fn matches(&self, scheme: Scheme, host: &str, port: u16, path: &str) -> bool {
-        if !self.destination.allows(scheme, host, port) {
+    /// `/v1` and `/v1/x`, not `/v10`), compared as the server routes it.
+    pub fn matches(&self, scheme: Scheme, host: &str, port: u16, path: &RequestPath<'_>) -> bool {
+        if !self.binds(scheme, host, port) {
             return false;
         }
-        let prefix = self.path_prefix.trim_end_matches('/');
+        let prefix = self.path_prefix.trim_end_matches('/').as_bytes();
+        let path = path.as_bytes();
         prefix.is_empty()
             || path == prefix
             || path
                 .strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with('/'))
+                .is_some_and(|rest| rest.first() == Some(&b'/'))
     }
 
     /// The value as it is sent.
     pub fn render(&self, secret: &str) -> String {
         self.format.replacen("{}", secret, 1)
     }
+}
+
+/// How many times a path is percent-decoded to look for what a server that decodes
+/// more than once would see (`%252e` is `%2e` after one decoding, `.` after two).
+/// A path still changing after this many is refused: no API needs it.
+const MAX_DECODE_LEVELS: usize = 4;
+
+/// A request path as a server routes it (percent-decoded once), known to hold nothing
+/// a server could route differently from how it reads: made only by
+/// [`RequestPath::parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPath<'a>(Cow<'a, [u8]>);
+
+/// Why a request path is refused for a host with a secret binding: a server that
+/// normalises the path could route it outside the binding's prefix (and the secret with
+/// it), or read it differently from how the host did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathRefusal {
+    /// A `.` or `..` segment, also percent-encoded (`%2e%2E`), with a `;` parameter
+    /// (`..;`) or padded with blanks.
+    #[error("it holds a dot segment ('.' or '..', also written %2e)")]
+    DotSegment,
+    /// An encoded separator (`%2f`, `%5c`, any case) or a backslash, which some servers
+    /// read as a `/`.
+    #[error("it holds an encoded separator (%2f or %5c) or a backslash")]
+    Separator,
+    /// A control character, percent-encoded (`%00`, `%0d%0a`: a raw one never parses).
+    #[error("it holds a percent-encoded control character")]
+    Control,
+    /// Percent-encoding that does not decode to UTF-8 (overlong forms such as `%c0%ae`
+    /// are an old way to write `.` and `/` past a check).
+    #[error("it percent-decodes to bytes that are not UTF-8")]
+    NotUtf8,
+    /// Percent-encoding of percent-encoding nested deeper than the host looks.
+    #[error("it is percent-encoded more than {MAX_DECODE_LEVELS} times over")]
+    TooDeep,
+}
+
+impl<'a> RequestPath<'a> {
+    /// The path `raw` (as sent: percent-encoded, no query) as a server routes it.
+    ///
+    /// # Errors
+    /// A [`PathRefusal`] when `raw`, or `raw` percent-decoded any number of times, holds
+    /// a dot segment, a separator other than a plain `/`, a control character or bytes
+    /// that are not UTF-8. (Decoding repeatedly catches servers and proxies that decode
+    /// twice; plain paths pass without any copy.)
+    pub fn parse(raw: &'a str) -> Result<Self, PathRefusal> {
+        let bytes = raw.as_bytes();
+        check_level(bytes)?;
+        if !bytes.contains(&b'%') {
+            return Ok(Self(Cow::Borrowed(bytes)));
+        }
+        let once: Vec<u8> = percent_encoding::percent_decode(bytes).collect();
+        let mut level = Cow::Borrowed(once.as_slice());
+        for _ in 1..MAX_DECODE_LEVELS {
+            check_level(&level)?;
+            if !level.contains(&b'%') {
+                return Ok(Self(Cow::Owned(once)));
+            }
+            let next: Cow<'_, [u8]> = percent_encoding::percent_decode(&level).into();
+            if next.as_ref() == level.as_ref() {
+                // Only `%`s that start no escape: nothing decodes further.
+                return Ok(Self(Cow::Owned(once)));
+            }
+            level = Cow::Owned(next.into_owned());
+        }
+        Err(PathRefusal::TooDeep)
+    }
+
+    /// The decoded path's bytes (UTF-8, checked).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// One decoding level of a path: refused for what a server could route differently.
+fn check_level(bytes: &[u8]) -> Result<(), PathRefusal> {
+    if bytes.contains(&b'\\')
+        || bytes.windows(3).any(|w| {
+            w[0] == b'%'
+                && matches!(
+                    (w[1], w[2].to_ascii_lowercase()),
+                    (b'2', b'f') | (b'5', b'c')
+                )
+        })
+    {
+        return Err(PathRefusal::Separator);
+    }
+    if bytes.iter().any(u8::is_ascii_control) {
+        return Err(PathRefusal::Control);
+    }
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(PathRefusal::NotUtf8);
+    }
+    let dot = bytes.split(|b| *b == b'/').any(|segment| {
+        // `..;x` is `..` to servers that strip path parameters (Tomcat), `.. ` to
+        // ones that trim.
+        let name = segment.split(|b| *b == b';').next().unwrap_or_default();
+        matches!(name.trim_ascii(), b"." | b"..")
+    });
+    if dot {
+        return Err(PathRefusal::DotSegment);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -136,13 +264,21 @@ mod tests {
             "Bearer {}",
         )
         .unwrap();
-        assert!(b.matches(Scheme::Https, "api.weatherapi.com", 443, "/v1/current.json"));
-        assert!(b.matches(Scheme::Https, "api.weatherapi.com", 443, "/v1"));
-        assert!(!b.matches(Scheme::Https, "api.weatherapi.com", 443, "/v10/x"));
-        assert!(!b.matches(Scheme::Https, "api.weatherapi.com", 443, "/other"));
-        assert!(!b.matches(Scheme::Http, "api.weatherapi.com", 80, "/v1/x"));
-        assert!(!b.matches(Scheme::Https, "evil.weatherapi.com", 443, "/v1/x"));
-        assert!(!b.matches(Scheme::Https, "api.weatherapi.com", 8443, "/v1/x"));
+        let path = |p: &'static str| RequestPath::parse(p).unwrap();
+        let api = |p| b.matches(Scheme::Https, "api.weatherapi.com", 443, &path(p));
+        assert!(api("/v1/current.json"));
+        assert!(api("/v1"));
+        assert!(api("/v1/"));
+        // Matched as the server routes it: decoded, segment-wise.
+        assert!(api("/%76%31/current.json"));
+        assert!(!api("/v10/x"));
+        assert!(!api("/v1;x/y"));
+        assert!(!api("/other"));
+        assert!(!b.matches(Scheme::Http, "api.weatherapi.com", 80, &path("/v1/x")));
+        assert!(!b.matches(Scheme::Https, "evil.weatherapi.com", 443, &path("/v1/x")));
+        assert!(!b.matches(Scheme::Https, "api.weatherapi.com", 8443, &path("/v1/x")));
+        assert!(b.binds(Scheme::Https, "api.weatherapi.com", 443));
+        assert!(!b.binds(Scheme::Https, "api.weatherapi.com", 8443));
         assert_eq!(b.render("s3"), "Bearer s3");
         let h = |n: &str| InjectInto::Header(n.into());
         for (target, into, format) in [
@@ -151,6 +287,9 @@ mod tests {
             ("https://example.com:*", h("X-Key"), "{}"),
             ("example.com", h("X-Key"), "{}"),
             ("https://example.com/a/../b", h("X-Key"), "{}"),
+            ("https://example.com/a/./b", h("X-Key"), "{}"),
+            ("https://example.com/a/%2e%2e/b", h("X-Key"), "{}"),
+            ("https://example.com/a%2fb", h("X-Key"), "{}"),
             ("https://example.com", h("Host"), "{}"),
             ("https://example.com", h("X Key"), "{}"),
             ("https://example.com", h("X-Key"), "no placeholder"),
@@ -167,5 +306,69 @@ mod tests {
                 "{target} {format}"
             );
         }
+    }
+
+    #[test]
+    fn a_prefix_is_kept_decoded() {
+        let b = SecretInjection::new(
+            "KEY",
+            "https://api.example.com/v1%20beta",
+            InjectInto::Query("key".into()),
+            "{}",
+        )
+        .unwrap();
+        assert_eq!(b.path_prefix, "/v1 beta");
+        let path = RequestPath::parse("/v1%20beta/x").unwrap();
+        assert!(b.matches(Scheme::Https, "api.example.com", 443, &path));
+    }
+
+    #[test]
+    fn paths_a_server_could_route_elsewhere_are_refused() {
+        use PathRefusal::*;
+        for (raw, why) in [
+            ("/v1/../admin", DotSegment),
+            ("/v1/./../admin", DotSegment),
+            ("/v1/.", DotSegment),
+            ("/v1/%2e%2e/admin", DotSegment),
+            ("/v1/%2E%2e/admin", DotSegment),
+            ("/v1/.%2E/admin", DotSegment),
+            ("/v1/%2e/admin", DotSegment),
+            // Decoded twice by a proxy and then the server.
+            ("/v1/%252e%252e/admin", DotSegment),
+            // Tomcat strips path parameters; some servers trim blanks.
+            ("/v1/..;x/admin", DotSegment),
+            ("/v1/..%20/admin", DotSegment),
+            ("/v1%2f..%2fadmin", Separator),
+            ("/v1%2F..%2Fadmin", Separator),
+            ("/v1/..%5cadmin", Separator),
+            ("/v1/..%5Cadmin", Separator),
+            ("/v1/%255c", Separator),
+            ("/v1/%252f", Separator),
+            ("/v1/x%00", Control),
+            ("/v1/x%0d%0aX-Evil:%201", Control),
+            // Overlong UTF-8 for '.' and '/'.
+            ("/v1/%c0%ae%c0%ae/admin", NotUtf8),
+            ("/v1/%c0%af", NotUtf8),
+            ("/v1/%2525252525252e", TooDeep),
+        ] {
+            assert_eq!(RequestPath::parse(raw), Err(why), "{raw}");
+        }
+        for (raw, routed) in [
+            ("/v1/x", "/v1/x"),
+            ("/", "/"),
+            ("/v1/a.b/..c/...", "/v1/a.b/..c/..."),
+            ("/v1/100%25", "/v1/100%"),
+            ("/v1/%zz", "/v1/%zz"),
+            ("/v1/%C3%A9t%C3%A9", "/v1/été"),
+            ("/v1//x", "/v1//x"),
+        ] {
+            let parsed = RequestPath::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
+            assert_eq!(parsed.as_bytes(), routed.as_bytes(), "{raw}");
+        }
+        // Plain paths are not copied.
+        assert!(matches!(
+            RequestPath::parse("/v1/x").unwrap().0,
+            Cow::Borrowed(_)
+        ));
     }
 }

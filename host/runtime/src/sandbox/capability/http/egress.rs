@@ -13,7 +13,11 @@
 //!
 //! Then the secrets the operator bound to that destination ([`SecretInjection`]) are
 //! added — a header or a query parameter, replacing whatever the guest put there — so
-//! a tool uses an API key it never holds.
+//! a tool uses an API key it never holds. The binding's path prefix is matched on the
+//! path as the server routes it ([`RequestPath`]); a request to a host with a binding
+//! whose path a server could route elsewhere (a dot segment, an encoded separator,
+//! also percent-encoded twice) is refused before any connection, whichever path it
+//! names: the host cannot know how the destination normalises.
 //!
 //! Redirects are not followed here: the guest sees the 3xx and sends the next hop as a
 //! new request, which passes the same checks (and gets a secret only if that hop is
@@ -27,7 +31,7 @@
 
 use crate::call::CancelToken;
 use crate::policy::HttpLimits;
-use crate::policy::inject::{InjectInto, SecretInjection};
+use crate::policy::inject::{InjectInto, RequestPath, SecretInjection};
 use crate::policy::network::{Destination, HostPattern, Scheme};
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -152,12 +156,13 @@ impl WasiHttpHooks for Egress {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
-        let target = self.vet(request.uri());
+        let mut target = self.vet(request.uri());
         let mut request = request;
         if let Ok(t) = &target
             && !self.inject.is_empty()
+            && let Err(refused) = self.add_secrets(&mut request, t)
         {
-            self.add_secrets(&mut request, t);
+            target = Err(refused);
         }
         let timeouts = Timeouts::new(&self.limits, options, self.deadline);
         let max_body = self.limits.max_response_bytes;
@@ -182,10 +187,37 @@ impl Egress {
     /// Adds the secrets bound to this request's destination and path, replacing a
     /// header or query parameter of the same name the guest set. A value that cannot
     /// be sent as one (a header value with control characters) is left out, logged.
-    fn add_secrets(&self, request: &mut http::Request<WasiBody>, target: &Target) {
+    ///
+    /// # Errors
+    /// The refusal the guest gets when the destination has a binding and the path does
+    /// not parse as a [`RequestPath`] (nothing is added, nothing sent).
+    fn add_secrets(
+        &self,
+        request: &mut http::Request<WasiBody>,
+        target: &Target,
+    ) -> Result<(), Error> {
+        let bound = |b: &SecretInjection| b.binds(target.scheme, &target.host, target.port);
+        let Some((first, _)) = self.inject.iter().find(|(b, _)| bound(b)) else {
+            return Ok(());
+        };
         let path = request.uri().path().to_owned();
+        let routed = match RequestPath::parse(&path) {
+            Ok(routed) => routed,
+            Err(why) => {
+                tracing::warn!(
+                    target: "hermetic::egress",
+                    tool = &*self.tool,
+                    "refused {path:?} on {}: {why}, and a secret is bound to that host",
+                    first.destination
+                );
+                return Err(Error::InternalError(Some(format!(
+                    "the host refused the path {path:?}: {why}; a secret is bound to {} and a server may route such a path outside the secret's prefix: send the path without it",
+                    first.destination
+                ))));
+            }
+        };
         for (binding, value) in &self.inject {
-            if !binding.matches(target.scheme, &target.host, target.port, &path) {
+            if !binding.matches(target.scheme, &target.host, target.port, &routed) {
                 continue;
             }
             match &binding.into {
@@ -229,6 +261,7 @@ impl Egress {
                 }
             }
         }
+        Ok(())
     }
 
     /// Matches the request URI against the grants.
