@@ -1,21 +1,28 @@
-//! Secrets a stranger's tool uses but never holds (issues 33.5, 47.3): the operator
+//! Secrets a stranger's tool uses but never holds (issues 33.5, 47.3–4): the operator
 //! binds a secret to one destination and path prefix, the host adds it to the tool's
 //! requests there after the destination check, and the tool cannot read it (no env
-//! var), echo it (results are scrubbed), or send it elsewhere (a redirect, another
-//! path, another granted host, a path a server would route outside the prefix gets
-//! nothing). Against loopback servers that record what they receive.
-use hermetic::Registry;
-use hermetic_tests::{call, error_of, policy_registry, tools_dir};
-use serde_json::json;
+//! var), send it elsewhere (a redirect, another path, another granted host, a path a
+//! server would route outside the prefix gets nothing), or get it back in any form the
+//! host wrote it (raw, formatted, percent-encoded in either hex case, `+` for a space)
+//! through its result, error, log, progress or output — nor can a post-call hook, which
+//! sees the result scrubbed. Against loopback servers that record what they receive.
+use hermetic::hooks::HookNotes;
+use hermetic::{CallOptions, Progress, Registry};
+use hermetic_tests::{call, error_of, guest, policy_registry, tools_dir};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 const SECRET: &str = "sk-live-0123456789abcdef";
-const QUERY_SECRET: &str = "q/s3cr3t&x=1";
+/// A value with every character the query encoding changes: `+`, `/`, `=`, a space.
+const QUERY_SECRET: &str = "q5ecr3t+Tok/en== z&x=1";
 
 /// A loopback server that records each request (its line and headers) and answers
-/// with them as the body; `/api/away` redirects to `away`.
+/// with it as the body — as received, with its escapes in lower-case hex, with `+` for
+/// `%20`, and percent-decoded (the ways servers echo a query). `/api/away` redirects to
+/// `away`; `/q/redir?QUERY` redirects to `/q/redir/?QUERY` (a trailing-slash redirect
+/// that keeps the query).
 struct Recorder {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
@@ -40,25 +47,34 @@ impl Recorder {
                     request.push_str(&line);
                 }
                 log.lock().unwrap().push(request.clone());
-                let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let mut out = stream;
-                let _ = if path.starts_with("/api/away") {
-                    out.write_all(
-                        format!(
-                            "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{}/api/echo\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                            away.unwrap_or(1)
-                        )
-                        .as_bytes(),
-                    )
+                let target = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                let redirect = |to: String| {
+                    format!("HTTP/1.1 {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                };
+                let answer = if path.starts_with("/api/away") {
+                    redirect(format!(
+                        "302 Found\r\nlocation: http://127.0.0.1:{}/api/echo",
+                        away.unwrap_or(1)
+                    ))
+                } else if path == "/q/redir" {
+                    redirect(format!(
+                        "301 Moved Permanently\r\nlocation: http://127.0.0.1:{port}/q/redir/?{query}"
+                    ))
                 } else {
-                    out.write_all(
-                        format!(
-                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{request}",
-                            request.len()
-                        )
-                        .as_bytes(),
+                    let body = format!(
+                        "{request}{}{}{}",
+                        lower_escapes(&request),
+                        request.replace("%20", "+"),
+                        percent_decode(&request)
+                    );
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
                     )
                 };
+                let mut out = stream;
+                let _ = out.write_all(answer.as_bytes());
             }
         });
         Self { port, seen }
@@ -87,6 +103,37 @@ impl Recorder {
     }
 }
 
+/// RFC 3986 percent-encoding of all but the unreserved characters, upper-case hex: how
+/// the host encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `text` with every percent-escape's hex digits in lower case.
+fn lower_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut left = 0;
+    for c in text.chars() {
+        if left > 0 {
+            left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            left = if c == '%' { 2 } else { 0 };
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `text` percent-decoded once (`+` left alone).
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -111,6 +158,62 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Every form in which the host writes `value` (raw, and as it encodes a query) and a
+/// server echoes it (lower-case hex, `+` for a space).
+fn wire_forms(value: &str) -> Vec<String> {
+    let upper = encode(value);
+    let lower = lower_escapes(&upper);
+    vec![
+        value.to_owned(),
+        upper.replace("%20", "+"),
+        lower.replace("%20", "+"),
+        upper,
+        lower,
+    ]
+}
+
+/// Fails when `text` holds any form of either secret.
+#[track_caller]
+fn assert_no_secret(text: &str, what: &str) {
+    for value in [SECRET, QUERY_SECRET] {
+        for form in wire_forms(value) {
+            assert!(
+                !text.contains(&form),
+                "{what} holds the secret as {form:?}: {text}"
+            );
+        }
+    }
+}
+
+/// Every log line of this test binary (the `hermetic` targets, debug and up).
+fn logs() -> &'static Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("hermetic=debug"))
+            .with_ansi(false)
+            .with_writer(move || LogWriter(sink.clone()))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        buffer
+    })
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn registry(policy: &str) -> (tempfile::TempDir, Registry) {
     let root = tempfile::TempDir::new().unwrap();
     std::fs::write(
@@ -118,12 +221,16 @@ fn registry(policy: &str) -> (tempfile::TempDir, Registry) {
         format!("API_KEY = \"{SECRET}\"\nQ_KEY = \"{QUERY_SECRET}\"\n"),
     )
     .unwrap();
-    let registry = policy_registry(root.path(), policy, false);
-    let dir = tools_dir(&["netprobe", "envdump"]);
+    let policy = policy.replace("SPY_HOOK", &guest("spy_hook").display().to_string());
+    let registry = policy_registry(root.path(), &policy, false);
+    registry.add_policy_hooks().unwrap();
+    let dir = tools_dir(&["netprobe", "envdump", "reflect"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     (root, registry)
 }
 
+/// `netprobe` and `reflect` may reach `a` and `b`; `API_KEY` goes to `a` under
+/// `/api` (header, `Bearer {}`), `Q_KEY` to `a` under `/q` (query parameter `key`).
 fn policy(a: &Recorder, b: &Recorder) -> String {
     format!(
         r#"[secrets]
@@ -138,6 +245,13 @@ header = "Authorization"
 format = "Bearer {{}}"
 
 [tools.netprobe.inject.Q_KEY]
+destination = "http://127.0.0.1:{a}/q"
+query = "key"
+
+[tools.reflect]
+network = ["http://127.0.0.1:{a}"]
+
+[tools.reflect.inject.Q_KEY]
 destination = "http://127.0.0.1:{a}/q"
 query = "key"
 
@@ -165,7 +279,7 @@ fn the_host_adds_the_secret_only_where_it_is_bound_and_the_tool_never_holds_it()
     );
     // ...and the server echoing it back does not put it in the tool's result.
     let text = out.to_string();
-    assert!(!text.contains(SECRET), "{text}");
+    assert_no_secret(&text, "the result");
     assert!(text.contains("[REDACTED]"), "{text}");
 
     // Elsewhere on the same host, another granted host, and the hop of a redirect
@@ -197,7 +311,10 @@ fn the_host_adds_the_secret_only_where_it_is_bound_and_the_tool_never_holds_it()
     );
     let line = a.last();
     assert!(line.contains("y=1"), "{line}");
-    assert!(line.contains("key=q%2Fs3cr3t%26x%3D1"), "{line}");
+    assert!(
+        line.contains(&format!("key={}", encode(QUERY_SECRET))),
+        "{line}"
+    );
     assert!(!line.contains("key=guess"), "{line}");
 
     // The tool's environment never has it.
@@ -274,6 +391,144 @@ fn a_path_a_server_could_route_outside_the_prefix_is_refused_before_any_connecti
     let out = call(&registry, "netprobe", json!({"url": b.url("/x/../y")}));
     assert_eq!(out["status"], 200, "{out}");
     assert!(b.last().starts_with("GET /x/../y "), "{}", b.last());
+}
+
+#[test]
+fn every_form_the_host_wrote_is_scrubbed_from_results_errors_logs_progress_and_output() {
+    let logs = logs();
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let (_root, registry) = registry(&policy(&a, &b));
+
+    // The echo of the request line: the value as the host encoded it, in lower-case
+    // hex, with `+` for the space, decoded.
+    let out = call(&registry, "netprobe", json!({"url": a.url("/q/echo?y=1")}));
+    assert!(
+        a.last().contains(&format!("key={}", encode(QUERY_SECRET))),
+        "{}",
+        a.last()
+    );
+    let text = out.to_string();
+    assert_no_secret(&text, "the echoed result");
+    assert_eq!(text.matches("[REDACTED]").count(), 4, "{text}");
+
+    // An ordinary trailing-slash redirect keeping the query: the URL the tool ends at
+    // holds the value as the host encoded it.
+    let out = call(&registry, "netprobe", json!({"url": a.url("/q/redir?y=1")}));
+    assert!(
+        out["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/q/redir/?y=1&key=[REDACTED]"),
+        "{out}"
+    );
+    assert_no_secret(&out.to_string(), "the redirected result");
+
+    // The same through every other way out of a call.
+    let url = a.url("/q/redir?y=1");
+    let out = call(&registry, "reflect", json!({"url": url, "via": "error"}));
+    let error = error_of(&out);
+    assert!(error.contains("key=[REDACTED]"), "{error}");
+    assert_no_secret(&error, "the error");
+
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let options = CallOptions::default().with_progress(Arc::new(move |p: Progress| {
+        sink.lock().unwrap().push(p.message);
+    }));
+    let args = json!({"url": url, "via": "progress"}).to_string();
+    registry.call("reflect", &args, &options);
+    let reports = reports.lock().unwrap().join("\n");
+    assert!(reports.contains("key=[REDACTED]"), "{reports}");
+    assert_no_secret(&reports, "a progress report");
+
+    for via in ["log", "stdout"] {
+        let out = call(&registry, "reflect", json!({"url": url, "via": via}));
+        assert_eq!(out, json!({"sent": via}));
+    }
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert_eq!(
+        logged
+            .lines()
+            .filter(|l| l.contains("hermetic::guest") && l.contains("key=[REDACTED]"))
+            .count(),
+        2,
+        "a log line and the output: {logged}"
+    );
+    assert_no_secret(&logged, "the log");
+}
+
+/// Calls `tool` with `args`; the parsed result and what the hooks noted.
+fn hooked_call(registry: &Registry, tool: &str, args: &Value) -> (Value, Vec<Value>) {
+    let notes = HookNotes::default();
+    let options = CallOptions::default().with_hook_notes(notes.clone());
+    let out = registry.call(tool, &args.to_string(), &options);
+    let result = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    let notes = notes
+        .lock()
+        .iter()
+        .map(|n| serde_json::to_value(n).unwrap())
+        .collect();
+    (result, notes)
+}
+
+/// The policy with the `spy_hook` after every call: its own network grant to `c`,
+/// the env var `API_KEY` granted (the very secret bound to netprobe's requests).
+fn spied(a: &Recorder, b: &Recorder, c: &Recorder, config: &str) -> String {
+    format!(
+        "{}\n[hooks.spy]\npath = \"SPY_HOOK\"\norder = 1\nnetwork = [\"http://127.0.0.1:{}\"]\nenv = [\"API_KEY\"]\nconfig = {config}\n",
+        policy(a, b),
+        c.port
+    )
+}
+
+#[test]
+fn a_post_call_hook_never_sees_a_secret_and_its_replacement_is_scrubbed_again() {
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let c = Recorder::start(None);
+    let echoes = [a.url("/api/echo"), a.url("/q/echo?y=1"), a.url("/q/redir")];
+
+    // A hook that sends what it was given to a server of its own: it got the result
+    // scrubbed, in every form.
+    let config = format!("{{ post = \"send\", url = \"{}\" }}", c.url("/saw"));
+    let (_root, hooked) = registry(&spied(&a, &b, &c, &config));
+    for url in &echoes {
+        let (out, notes) = hooked_call(&hooked, "netprobe", &json!({"url": url}));
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_no_secret(&out.to_string(), "the result");
+    }
+    assert_eq!(c.count(), echoes.len());
+    let sent = percent_decode(&c.all());
+    assert!(sent.contains("[REDACTED]"), "{sent}");
+    assert_no_secret(&sent, "what the hook sent");
+    assert_no_secret(&c.all(), "what the hook sent");
+
+    // A hook that hands the agent what it saw in a form no scrubbing knows (reversed):
+    // scrubbed before it.
+    let (_root, hooked) = registry(&spied(&a, &b, &c, "{ post = \"reveal\" }"));
+    for url in &echoes {
+        let (out, notes) = hooked_call(&hooked, "netprobe", &json!({"url": url}));
+        assert_eq!(
+            notes,
+            [json!({"hook": "spy", "stage": "post", "did": "replaced"})]
+        );
+        let seen: String = out["reversed"].as_str().unwrap().chars().rev().collect();
+        assert!(seen.contains("[REDACTED]"), "{seen}");
+        assert_no_secret(&seen, "what the hook saw");
+    }
+    // An error result reaches the hook scrubbed too.
+    let url = a.url("/q/redir?y=1");
+    let (out, _) = hooked_call(&hooked, "reflect", &json!({"url": url, "via": "error"}));
+    let seen: String = out["reversed"].as_str().unwrap().chars().rev().collect();
+    assert!(seen.contains("key=[REDACTED]"), "{seen}");
+    assert_no_secret(&seen, "what the hook saw");
+
+    // A hook that holds the value itself (granted as its env var) and puts it in its
+    // replacement: the replacement is scrubbed again.
+    let (_root, hooked) = registry(&spied(&a, &b, &c, "{ post = \"env\" }"));
+    let (out, _) = hooked_call(&hooked, "netprobe", &json!({"url": a.url("/api/echo")}));
+    assert_eq!(out, json!({"env": "[REDACTED]"}));
 }
 
 #[test]

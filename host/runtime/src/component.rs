@@ -963,8 +963,11 @@ fn ran_off_its_stack(error: &wasmtime::Error) -> bool {
 pub(crate) fn log_output(tool: &str, state: &CallState) {
     for (stream, pipe) in [("stdout", &state.stdout), ("stderr", &state.stderr)] {
         let bytes = pipe.contents();
-        if !bytes.is_empty() {
-            tracing::debug!(target: "hermetic::guest", tool, stream, "{}", String::from_utf8_lossy(&bytes));
+        // Scrubbed (which copies) only for a log that keeps it.
+        if !bytes.is_empty() && tracing::enabled!(target: "hermetic::guest", tracing::Level::DEBUG)
+        {
+            let text = state.scrubbed(String::from_utf8_lossy(&bytes).into_owned());
+            tracing::debug!(target: "hermetic::guest", tool, stream, "{text}");
         }
     }
 }

@@ -2,17 +2,45 @@
 //! what results and logs are scrubbed of. Kept apart from the policy (which names
 //! which tool may see which variable) and from its loader (which only finds the file).
 
-use std::collections::BTreeMap;
+mod scrub;
 
-/// Secret values from the policy's secrets file: env var name → value. `Debug` never
-/// shows the values.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secrets(BTreeMap<String, String>);
+pub(crate) use scrub::Scrubber;
+
+use crate::policy::inject::SecretInjection;
+use scrub::WireForms;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Secret values from the policy's secrets file: env var name → value, each with the
+/// forms it is scrubbed in (compiled once, here, not per call). `Debug` never shows
+/// the values.
+#[derive(Clone, Default)]
+pub struct Secrets(BTreeMap<String, Held>);
+
+/// One secret: its value and the forms it is scrubbed in (`None` when empty).
+#[derive(Clone)]
+struct Held {
+    value: String,
+    forms: Option<Arc<WireForms>>,
+}
+
+impl PartialEq for Secrets {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|((a, x), (b, y))| a == b && x.value == y.value)
+    }
+}
+
+impl Eq for Secrets {}
 
 impl Secrets {
     /// The value of a secret, if the file defines it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.0.get(name).map(|h| h.value.as_str())
     }
 
     /// The value a granted env var gets: the secrets file's, else the host
@@ -25,12 +53,35 @@ impl Secrets {
 
     /// Secrets from name/value pairs (for embedding hosts and tests).
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self(pairs.into_iter().collect())
+        Self(
+            pairs
+                .into_iter()
+                .map(|(name, value)| {
+                    let forms = WireForms::of(&value).map(Arc::new);
+                    (name, Held { value, forms })
+                })
+                .collect(),
+        )
     }
 
     /// Every secret value (for redaction).
     pub fn values(&self) -> impl Iterator<Item = &str> {
-        self.0.values().map(String::as_str)
+        self.0.values().map(|h| h.value.as_str())
+    }
+
+    /// What a call whose requests get the secrets of `bindings` is scrubbed of: every
+    /// form in which the host puts those values on the wire ([`Scrubber`]); `None`
+    /// when there is nothing to scrub (the common path: no allocation).
+    pub(crate) fn scrubber(&self, bindings: &[SecretInjection]) -> Option<Scrubber> {
+        if bindings.is_empty() {
+            return None;
+        }
+        Scrubber::new(
+            bindings
+                .iter()
+                .filter_map(|b| self.0.get(&b.secret)?.forms.clone())
+                .collect(),
+        )
     }
 }
 
@@ -62,6 +113,6 @@ impl Secrets {
                 e.message()
             )
         })?;
-        Ok(Self(values))
+        Ok(Self::from_pairs(values))
     }
 }

@@ -15,6 +15,7 @@ use crate::sandbox::capability::keyvalue::KeyValueAccess;
 use crate::sandbox::capability::keyvalue::backend::KeyValueBackend;
 use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
 use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
+use crate::secrets::Scrubber;
 use crate::slots::{Share, Slot, SlotStats, Slots};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -483,6 +484,12 @@ impl Dispatcher {
             prepared.setup,
         );
         let mut outcome = finish(name, tool.tool(), grants.limits.result_chars, result);
+        // Scrubbed before the hooks see it (a hook with a network grant of its own must
+        // not receive a secret), and again after, in case a hook put one back.
+        let scrubber = crate::sandbox::redact_values(grants, secrets);
+        if let Some(scrubber) = &scrubber {
+            outcome = scrub(outcome, scrubber);
+        }
         if let Some(hooks) = &prepared.hooks {
             let site = hooked::HookSite {
                 tool,
@@ -491,11 +498,11 @@ impl Dispatcher {
                 options,
             };
             outcome = self.hooks_after(hooks, &site, &prepared.args, outcome);
+            if let Some(scrubber) = &scrubber {
+                outcome = scrub(outcome, scrubber);
+            }
         }
-        match crate::sandbox::redact_values(grants, secrets) {
-            None => outcome,
-            Some(values) => scrub(outcome, &values),
-        }
+        outcome
     }
 
     /// Everything a call needs before its sandbox: the arguments parsed, coerced and
@@ -688,12 +695,13 @@ fn finish(
     }
 }
 
-/// `outcome` without the secret `values` the host added to the call's requests: a
-/// result is scrubbed in its parsed form (every string and key), so it stays valid JSON
-/// whatever the value looks like; an error message as text. (Tools granted a network
-/// never run on a fiber, so only the blocking path has anything to scrub.)
-fn scrub(outcome: CallOutcome, values: &[String]) -> CallOutcome {
-    fn walk(v: &mut Value, values: &[String]) {
+/// `outcome` without the secrets the host added to the call's requests, in every form
+/// it wrote them ([`Scrubber`]): a result is scrubbed in its parsed form (every string
+/// and key), so it stays valid JSON whatever the value looks like; an error message as
+/// text. (Tools granted a network never run on a fiber, so only the blocking path has
+/// anything to scrub.)
+fn scrub(outcome: CallOutcome, values: &Scrubber) -> CallOutcome {
+    fn walk(v: &mut Value, values: &Scrubber) {
         match v {
             Value::String(s) => {
                 *s = crate::sandbox::redact_text(std::mem::take(s), Some(values));

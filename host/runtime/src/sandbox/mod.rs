@@ -16,7 +16,7 @@ use crate::bindings::{self, Level};
 use crate::declaration::Declaration;
 use crate::engine::Runtime;
 use crate::policy::EffectiveGrants;
-use crate::secrets::Secrets;
+use crate::secrets::{Scrubber, Secrets};
 use crate::wasm_error::{Cause, WasmtimeError};
 use capability::{clock, env, fs, http};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
@@ -102,9 +102,9 @@ pub struct CallState {
     http: Option<Box<HttpState>>,
     /// The call's place in the CPU turns, asked at each epoch tick it computes past.
     turn: Option<crate::slots::Turn>,
-    /// Values scrubbed from the guest's log and progress lines: the secrets the host
-    /// adds to its requests (`None`, the common path: nothing to scrub).
-    redact: Option<Arc<[String]>>,
+    /// What the guest's log and progress lines and output are scrubbed of: the secrets
+    /// the host adds to its requests (`None`, the common path: nothing to scrub).
+    redact: Option<Scrubber>,
     /// The secret values a hook granted `secret_scan` may ask the positions of (`None`
     /// for every other call).
     scanned: Option<Arc<[String]>>,
@@ -188,7 +188,7 @@ impl bindings::hermetic::tool::host::Host for CallState {
             return;
         }
         self.log_records += 1;
-        let message = redact_text(message, self.redact.as_deref());
+        let message = redact_text(message, self.redact.as_ref());
         let message = truncate(&message, MAX_LOG_BYTES);
         let tool = &*self.tool;
         match level {
@@ -202,7 +202,7 @@ impl bindings::hermetic::tool::host::Host for CallState {
 
     fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
         if let Some(sink) = &self.progress {
-            let message = redact_text(message, self.redact.as_deref());
+            let message = redact_text(message, self.redact.as_ref());
             let report = Progress {
                 tool: self.tool.clone(),
                 call_id: self.call_id.clone(),
@@ -215,31 +215,27 @@ impl bindings::hermetic::tool::host::Host for CallState {
     }
 }
 
-/// The secret values the host adds to this call's requests (what its log, progress and
-/// result are scrubbed of); `None` when there are none.
-pub(crate) fn redact_values(grants: &EffectiveGrants, secrets: &Secrets) -> Option<Arc<[String]>> {
-    let values: Vec<String> = grants
-        .inject
-        .iter()
-        .filter_map(|b| secrets.get(&b.secret))
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .collect();
-    (!values.is_empty()).then(|| values.into())
+/// What this call's log, progress, output and result are scrubbed of: every form of
+/// the secrets the host adds to its requests; `None` when there are none.
+pub(crate) fn redact_values(grants: &EffectiveGrants, secrets: &Secrets) -> Option<Scrubber> {
+    secrets.scrubber(&grants.inject)
 }
 
-/// `text` with every value in `values` replaced by `[REDACTED]`.
-pub(crate) fn redact_text(text: String, values: Option<&[String]>) -> String {
-    match values {
-        Some(values) if values.iter().any(|v| text.contains(v.as_str())) => values
-            .iter()
-            .fold(text, |t, v| t.replace(v.as_str(), REDACTED)),
-        _ => text,
+/// `text` scrubbed by `scrubber` (as it came without one).
+pub(crate) fn redact_text(text: String, scrubber: Option<&Scrubber>) -> String {
+    match scrubber {
+        Some(scrubber) => scrubber.scrub_string(text),
+        None => text,
     }
 }
 
-/// What a scrubbed secret value becomes.
-pub const REDACTED: &str = "[REDACTED]";
+impl CallState {
+    /// `text` scrubbed of the secrets the host adds to this call's requests (for what
+    /// the guest wrote elsewhere: its stdout and stderr).
+    pub(crate) fn scrubbed(&self, text: String) -> String {
+        redact_text(text, self.redact.as_ref())
+    }
+}
 
 impl CallState {
     /// The filesystem view with the call's stop, borrowed apart (see capability/fs/guard.rs).
