@@ -707,6 +707,28 @@ fn check_state_key(
             "cluster.state_key: the secret {name} is also granted as an env var, so a tool or command could read it and forge approval answers; use a secret nothing is granted"
         )));
     }
+    // A hook's env and an inject binding hand the value out as surely: to a hook's
+    // code, or to a destination (which may echo it to the tool in a form no scrubbing
+    // knows).
+    if let Some(hook) = policy
+        .hooks
+        .iter()
+        .find(|h| h.grants.env.as_ref().is_some_and(|env| env.contains(name)))
+    {
+        return Err(invalid(format!(
+            "cluster.state_key: the secret {name} is also granted to hooks.{}.env, so the hook could read it and forge approval answers; use a secret nothing is granted",
+            hook.name
+        )));
+    }
+    if let Some(tool) = policy
+        .tools
+        .iter()
+        .find_map(|(tool, o)| o.inject.iter().any(|b| b.secret == name).then_some(tool))
+    {
+        return Err(invalid(format!(
+            "cluster.state_key: the secret {name} is also bound in tools.{tool}.inject.{name}, so the host would send it to that destination, where it could be read and used to forge approval answers; use a secret nothing else uses"
+        )));
+    }
     Ok(())
 }
 
@@ -1380,6 +1402,20 @@ mod tests {
             "[terminal]\nenv = [\"STATE\"]\n[cluster]\nstate_key = \"STATE\"\n",
             "also granted as an env var",
         );
+        // Nor handed to a hook, nor sent by the host to a destination.
+        says(
+            "[hooks.audit]\npath = \"audit.wasm\"\norder = 1\nenv = [\"STATE\"]\n[cluster]\nstate_key = \"STATE\"\n",
+            "cluster.state_key: the secret STATE is also granted to hooks.audit.env",
+        );
+        says(
+            "[tools.t.inject.STATE]\ndestination = \"https://api.example.com/v1\"\nheader = \"X-Key\"\n[cluster]\nstate_key = \"STATE\"\n",
+            "cluster.state_key: the secret STATE is also bound in tools.t.inject.STATE",
+        );
+        // Another secret in either place is fine.
+        load(
+            "[hooks.audit]\npath = \"audit.wasm\"\norder = 1\nenv = [\"SHORT\"]\n[tools.t.inject.SHORT]\ndestination = \"https://api.example.com/v1\"\nheader = \"X-Key\"\n[cluster]\nstate_key = \"STATE\"\n",
+        )
+        .unwrap();
     }
 
     #[test]
