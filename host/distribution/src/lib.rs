@@ -260,25 +260,35 @@ pub fn stored_signatures(store: &Store, digest: &Digest) -> Vec<Signature> {
     };
     entries
         .filter_map(Result::ok)
-        .take(artifact::MAX_SIGNATURES)
+        .take(MAX_STORED_SIGNATURES)
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| Signature::parse(&b).ok())
         .collect()
 }
 
-/// Keeps the signatures by trusted keys for `digest` in the store, one file per key
-/// and statement (a component published under two repositories keeps both). Others
-/// are not kept: a registry cannot fill the store with signatures nobody trusts.
+/// Most signature files read for one component from the store. Only signatures that
+/// verified are kept there (see [`keep_signatures`]), one per key and statement — a
+/// component published as many versions or under many repositories has many.
+const MAX_STORED_SIGNATURES: usize = 256;
+
+/// Keeps in the store the signatures for `digest` that a trusted key made (format v2,
+/// whatever repository they name), one file per key and statement (a component
+/// published under two repositories keeps both). Nothing else is kept: a registry
+/// cannot fill the store with signatures no trusted key made, nor crowd out the ones
+/// it did.
 fn keep_signatures(
     store: &Store,
     trust: &Trust,
     digest: &Digest,
     signatures: &[Signature],
 ) -> Result<(), StoreError> {
-    for sig in signatures
-        .iter()
-        .filter(|s| s.digest() == digest && trust.keys.trusts(&s.key))
-    {
+    for sig in signatures.iter().filter(|s| {
+        s.digest() == digest
+            && trust
+                .keys
+                .verify(digest, None, std::slice::from_ref(s))
+                .is_ok()
+    }) {
         let path = store
             .signatures_dir(digest)
             .join(format!("{}.json", sig.file_stem()));
@@ -523,6 +533,48 @@ pub fn sign_file(component: &Path, key: &SigningKey) -> Result<Signature, Distri
 
 /// What a registry, a store or a file sends is untrusted: every parser of it ends with
 /// a value or an error, whatever the bytes.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_keeps_only_signatures_a_trusted_key_made() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (_, key) = SigningKey::generate().unwrap();
+        let (_, stranger) = SigningKey::generate().unwrap();
+        let digest = Digest::of(b"component");
+        let statement = |repository: &str| {
+            Statement::new(
+                digest.clone(),
+                Some(repository),
+                Some("1.0.0"),
+                Some("2026-01-01T00:00:00Z"),
+            )
+            .unwrap()
+        };
+        let good = key.sign(&statement("tools/echo"));
+        let elsewhere = key.sign(&statement("tools/other"));
+        let mut forged = stranger.sign(&statement("tools/echo"));
+        forged.key = key.public().id();
+        let trust = Trust {
+            keys: TrustedKeys::new(vec![key.public()]),
+            require_signature: true,
+        };
+        let offered = [
+            good.clone(),
+            elsewhere.clone(),
+            forged,
+            stranger.sign(&statement("tools/echo")),
+            key.sign(&Statement::new(Digest::of(b"other"), None, None, None).unwrap()),
+        ];
+        keep_signatures(&store, &trust, &digest, &offered).unwrap();
+        let mut kept = stored_signatures(&store, &digest);
+        kept.sort_by_key(|s| s.statement.repository.clone());
+        assert_eq!(kept, [good, elsewhere]);
+    }
+}
+
 #[cfg(test)]
 mod fuzz {
     use proptest::prelude::*;
