@@ -19,28 +19,34 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Where the data is found, for every subcommand's help.
+const WHERE: &str = "Where: --file or --redis-url; else as `hermetic serve` finds it — --policy's \
+[cluster] redis_url, else its [keyvalue] file, else $HERMETIC_DATA_DIR/keyvalue.redb (default \
+~/.local/share/hermetic). The embedded file is one process's at a time: while a server that used \
+it runs, stop the server first (Redis works while the nodes run).";
+
 /// Subcommands of `hermetic state`.
 #[derive(Subcommand, Debug)]
 pub enum StateCommand {
+    #[command(after_help = WHERE)]
     /// List the stores: tenant, tool, session (`-` for a tool of tenant scope), keys,
     /// bytes, and when a session store expires unless written again.
     List {
-        #[command(flatten)]
-        at: StoreArgs,
         /// Only this tenant's stores (`""`: the operator's own).
         #[arg(long, value_name = "T")]
         tenant: Option<String>,
         /// Print JSON: [{"tenant","tool","session","keys","bytes","expires_in_secs"}].
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        at: StoreArgs,
     },
+    #[command(after_help = WHERE)]
     /// Show one store's entries (bucket, key, bytes), or with KEY its value (written
     /// to stdout as stored).
     ///
     /// Exit code 1 when the store or the key does not exist.
     Show {
-        #[command(flatten)]
-        at: StoreArgs,
         /// The tenant (`""`: the operator's own).
         #[arg(long, value_name = "T")]
         tenant: String,
@@ -59,12 +65,13 @@ pub enum StateCommand {
         json: bool,
         /// One key whose value to print.
         key: Option<String>,
+        #[command(flatten)]
+        at: StoreArgs,
     },
+    #[command(after_help = WHERE)]
     /// Delete stores: every store of a tenant, or only one tool's, or only one
     /// session's. Lists what it deletes and asks first (on a terminal) unless --yes.
     Delete {
-        #[command(flatten)]
-        at: StoreArgs,
         /// The tenant whose stores to delete (`""`: the operator's own).
         #[arg(long, value_name = "T")]
         tenant: String,
@@ -77,15 +84,12 @@ pub enum StateCommand {
         /// Do not ask.
         #[arg(long)]
         yes: bool,
+        #[command(flatten)]
+        at: StoreArgs,
     },
 }
 
-/// Where the data is. Without --file or --redis-url, as `hermetic serve` finds it:
-/// the policy's `[cluster] redis_url`, else its `[keyvalue] file`, else
-/// $HERMETIC_DATA_DIR/keyvalue.redb (default ~/.local/share/hermetic).
-///
-/// The embedded file is used by one process at a time: while a server that used it
-/// runs, stop the server first (Redis works while nodes run).
+/// Where the data is ([`WHERE`]).
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Store")]
 pub struct StoreArgs {

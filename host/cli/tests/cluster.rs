@@ -1073,3 +1073,93 @@ fn a_delete_ends_the_session_s_stores_in_the_embedded_file() {
         )]
     );
 }
+
+/// One Redis command, sent raw (RESP) to the Redis on `port`: its first answer line.
+fn redis_cmd(port: u16, args: &[&str]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    s.write_all(request.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line.trim_end().to_owned()
+}
+
+/// Data an older version kept in Redis (a hash per bucket, its use beside it) is moved
+/// into its store when a node first uses the store: a tenant store keeps its keys in
+/// their buckets; a session store of that layout is deleted; the old hashes are gone.
+#[test]
+fn redis_data_of_the_older_layout_is_moved_into_its_store() {
+    let redis = Redis::start();
+    let ns = |tenant: &str, session: &str, bucket: &str| {
+        let tool = "ext:kvprobe";
+        format!(
+            "{}:{tool}|{}:{tenant}|{}:{session}|{}:{bucket}|",
+            tool.len(),
+            tenant.len(),
+            session.len(),
+            bucket.len()
+        )
+    };
+    let old = [
+        (ns("globex", "", ""), "plan", "ship it"),
+        (ns("globex", "", "b"), "n", "7"),
+        (ns("globex", "s1", ""), "todo", "x"),
+    ];
+    for (ns, key, value) in &old {
+        assert_eq!(
+            redis_cmd(
+                redis.port,
+                &["HSET", &format!("hermetic:kv:{ns}"), key, value]
+            ),
+            ":1"
+        );
+        redis_cmd(
+            redis.port,
+            &["HSET", &format!("hermetic:kvuse:{ns}"), "keys", "1"],
+        );
+    }
+    let dir = cluster_dir();
+    let node = Node::start(dir.path(), &redis.url());
+    let probe = |args: serde_json::Value| -> serde_json::Value {
+        let (status, answer) = node.call_tool(GLOBEX, "kvprobe", &args);
+        assert_eq!(status, 200, "{answer}");
+        serde_json::from_str(
+            result_of(&answer)["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        probe(json!({"op": "get", "key": "plan"}))["value"],
+        "ship it"
+    );
+    assert_eq!(
+        probe(json!({"op": "get", "key": "n", "bucket": "b"}))["value"],
+        "7"
+    );
+    // Counted as one store: two keys held, three more fit under max_keys = 5.
+    assert_eq!(probe(json!({"op": "flood", "n": 10}))["written"], 3);
+    for (ns, _, _) in &old {
+        for kind in ["kv", "kvuse"] {
+            assert_eq!(
+                redis_cmd(redis.port, &["EXISTS", &format!("hermetic:{kind}:{ns}")]),
+                ":0",
+                "{kind} {ns}"
+            );
+        }
+    }
+    assert_eq!(
+        listed(dir.path(), &["--redis-url", &redis.url()]),
+        [(
+            "globex".to_owned(),
+            "ext:kvprobe".to_owned(),
+            serde_json::Value::Null,
+            5
+        )]
+    );
+}

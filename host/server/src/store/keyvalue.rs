@@ -13,6 +13,10 @@
 //! ([`super::BlockingRedis`]); Redis unreachable → the operation fails with a clear
 //! error and nothing is changed.
 //!
+//! Data of layout 1 (a hash per bucket, `hermetic:kv:{namespace}`) is moved into its
+//! store's hash once per Redis, by the first process that uses the store
+//! ([`RedisKeyValue::migrate`]).
+//!
 //! Keys are named in the scripts (an expired store's hash is deleted by name): one
 //! Redis, or a primary with replicas — not Redis Cluster, whose slots would split a
 //! store from its tenant's use.
@@ -142,6 +146,36 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 return existed
 ";
 
+/// Moves one hash of layout 1 (a hash per bucket: `KEYS[1]` its data, `KEYS[2]` its
+/// use) into its store's hash `KEYS[3]` (fields prefixed with the bucket's part,
+/// `ARGV[1]`), when `ARGV[2]` is "1" (a tenant store; a session store of layout 1 is
+/// only deleted). A key the store already holds keeps its newer value. Safe on any
+/// number of nodes at once: the old hash is read and deleted in one step.
+const MIGRATE: &str = r"
+if ARGV[2] == '1' then
+  local all = redis.call('HGETALL', KEYS[1])
+  local k, b = 0, 0
+  for i = 1, #all, 2 do
+    if redis.call('HSETNX', KEYS[3], ARGV[1] .. all[i], all[i + 1]) == 1 then
+      k = k + 1
+      b = b + string.len(all[i]) + string.len(all[i + 1])
+    end
+  end
+  if k > 0 then
+    redis.call('HINCRBY', KEYS[3], '#k', k)
+    redis.call('HINCRBY', KEYS[3], '#b', b)
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+";
+
+/// Where layout 1 kept a bucket's data (this, then the bucket's namespace) and its use.
+const OLD_DATA_KEY: &str = "hermetic:kv:";
+const OLD_USE_KEY: &str = "hermetic:kvuse:";
+/// Set once every hash of layout 1 was moved (`2`): later processes skip the scan.
+const LAYOUT_KEY: &str = "hermetic:kv:layout";
+
 /// How often an increment retries when another writer changed the value meanwhile.
 const INCREMENT_TRIES: usize = 16;
 
@@ -155,6 +189,11 @@ pub struct RedisKeyValue {
     set: redis::Script,
     delete: redis::Script,
     drop: redis::Script,
+    migrate: redis::Script,
+    /// Layout 1's hashes were moved (or found moved) by this process.
+    migrated: std::sync::atomic::AtomicBool,
+    /// Held while moving them, so one thread of the process does it.
+    migrating: parking_lot::Mutex<()>,
 }
 
 impl std::fmt::Debug for RedisKeyValue {
@@ -206,6 +245,9 @@ impl RedisKeyValue {
             set: redis::Script::new(SET),
             delete: redis::Script::new(DELETE),
             drop: redis::Script::new(DROP),
+            migrate: redis::Script::new(MIGRATE),
+            migrated: std::sync::atomic::AtomicBool::new(false),
+            migrating: parking_lot::Mutex::new(()),
         })
     }
 
@@ -222,9 +264,89 @@ impl RedisKeyValue {
         &self,
         op: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, KeyValueError> {
+        if !self.migrated.load(std::sync::atomic::Ordering::Acquire) {
+            self.migrate()?;
+        }
+        self.raw(op)
+    }
+
+    fn raw<T>(
+        &self,
+        op: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, KeyValueError> {
         self.redis
             .with(op)
             .map_err(|e| KeyValueError::Backend(e.to_string()))
+    }
+
+    /// Moves the data of layout 1 (a hash per bucket, before stores were counted as
+    /// one) into the stores' hashes, once per Redis: the first use of the store in a
+    /// process checks [`LAYOUT_KEY`], and scans only when it is not set yet. Tenant
+    /// stores keep their data; session stores of layout 1 are deleted (their sessions
+    /// are over or end with the upgrade).
+    fn migrate(&self) -> Result<(), KeyValueError> {
+        let _one = self.migrating.lock();
+        if self.migrated.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
+        let layout: Option<String> = self.raw(|c| redis::cmd("GET").arg(LAYOUT_KEY).query(c))?;
+        if layout.as_deref() != Some("2") {
+            let pattern = format!("{OLD_DATA_KEY}*");
+            let mut cursor: u64 = 0;
+            let mut moved = 0usize;
+            loop {
+                let (next, batch): (u64, Vec<String>) = self.raw(|c| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(SCAN_COUNT)
+                        .query(c)
+                })?;
+                for old in batch {
+                    let Some(ns) = old.strip_prefix(OLD_DATA_KEY) else {
+                        continue;
+                    };
+                    let Some((tool, tenant, session, bucket)) = StoreId::parse_prefix(ns) else {
+                        continue;
+                    };
+                    if hermetic::keyvalue_parse_bucket(bucket)
+                        .is_none_or(|(_, rest)| !rest.is_empty())
+                    {
+                        continue;
+                    }
+                    let prefix = StoreId::tenant(tool, tenant).prefix();
+                    let tenant_store = session.is_empty();
+                    let new = format!("{STORE_KEY}{prefix}");
+                    let use_ = format!("{OLD_USE_KEY}{ns}");
+                    self.raw(|c| {
+                        let mut invocation = self.migrate.key(&old);
+                        invocation
+                            .key(&use_)
+                            .key(&new)
+                            .arg(bucket)
+                            .arg(if tenant_store { "1" } else { "0" });
+                        invocation.invoke::<i64>(c)
+                    })?;
+                    moved += 1;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            self.raw(|c| redis::cmd("SET").arg(LAYOUT_KEY).arg("2").query::<()>(c))?;
+            if moved > 0 {
+                tracing::info!(
+                    hashes = moved,
+                    "key-value data of layout 1 moved into its stores"
+                );
+            }
+        }
+        self.migrated
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 
     /// The keys a script on `ns`'s store names: the store's hash, its tenant's use and

@@ -95,7 +95,7 @@ impl EmbeddedFile {
         }
         let opened = Embedded::open_with(&self.inner.path, self.inner.settings).map_err(|e| match e {
             KeyValueError::InUse(path) => KeyValueError::Backend(format!(
-                "{path} is open in another process: another hermetic host may be using it (give each host its own with [keyvalue] file), or calls still running when the store was opened again"
+                "the key-value store {path} is open in another process: give each hermetic host its own file with [keyvalue] file (or stop the other one); tried again within a second"
             )),
             e => e,
         });
