@@ -518,9 +518,7 @@ fn watch(p: &Proc, output: std::sync::mpsc::Receiver<Vec<u8>>, marker: String) {
         {
             let mut s = p.lock();
             // A background script tracks no working directory: only its start counts.
-            let started = events
-                .drain(..)
-                .any(|e| e == exec::MarkerEvent::Started);
+            let started = events.drain(..).any(|e| e == exec::MarkerEvent::Started);
             if !text.is_empty() {
                 push_rolling(&mut s, &text);
             }

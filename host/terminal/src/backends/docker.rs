@@ -7,8 +7,7 @@
 //! shuts down.
 
 use crate::backend::{
-    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
-    script_marker,
+    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script, script_marker,
 };
 use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
 use crate::exec::run_helper;

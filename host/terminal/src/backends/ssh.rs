@@ -6,8 +6,8 @@
 //! finding it by its marker (`remote_kill_script`).
 
 use crate::backend::{
-    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script,
-    script_marker, shell_quote,
+    BackendError, Job, TerminalBackend, pid_namespace_launcher, remote_kill_script, script_marker,
+    shell_quote,
 };
 use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
 use crate::exec::run_helper;
