@@ -281,6 +281,18 @@ mod tests {
     }
 
     #[test]
+    fn a_value_at_the_pattern_limit_is_still_a_pattern() {
+        // Every character one the query encoding changes: the largest pattern there is.
+        let value = "/+ é".repeat(MAX_PATTERN_BYTES / 5);
+        assert!(value.len() <= MAX_PATTERN_BYTES);
+        let forms = WireForms::of(&value).unwrap();
+        assert!(matches!(forms.matcher, Matcher::Pattern(_)));
+        let s = Scrubber::new(vec![Arc::new(forms)]).unwrap();
+        let encoded = crate::policy::network::percent_encode(&value).to_ascii_lowercase();
+        assert_eq!(s.scrub(&format!("<{encoded}>")), format!("<{REDACTED}>"));
+    }
+
+    #[test]
     fn an_empty_value_scrubs_nothing_and_debug_never_shows_a_value() {
         assert!(WireForms::of("").is_none());
         assert!(Scrubber::new(Vec::new()).is_none());
