@@ -491,7 +491,8 @@ fn ssh_a_kill_right_after_a_background_start_stops_the_command() {
 /// A gVisor registry over a fresh workspace, runsc's state in its own directory.
 struct Gvisor {
     state: TempDir,
-    ws: TempDir,
+    /// Held for the registry's workspace.
+    _ws: TempDir,
     registry: Registry,
 }
 
@@ -502,7 +503,7 @@ fn gvisor() -> Gvisor {
     let registry = registry(&ws_path, gvisor_config(state.path()));
     Gvisor {
         state,
-        ws,
+        _ws: ws,
         registry,
     }
 }
