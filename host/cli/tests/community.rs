@@ -14,70 +14,13 @@
 
 mod common;
 
+use common::community::{guest, hermetic, ok, refused, run, with_declaration, write_policy};
 use common::registry::{Registry, free_port};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
 use tempfile::TempDir;
-
-fn guest(name: &str) -> PathBuf {
-    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
-}
-
-/// The binary, with the suites' shared compiled-code cache and the store in `home`.
-fn hermetic(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
-    cmd.current_dir(home)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
-        .env("HOME", home)
-        .env_remove("HERMETIC_STORE_DIR")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("DOCKER_CONFIG")
-        .env_remove("REGISTRY_AUTH_FILE")
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("HERMETIC_REGISTRY_USERNAME")
-        .env_remove("HERMETIC_REGISTRY_PASSWORD")
-        .env_remove("HERMETIC_REGISTRY_AUTH")
-        .env_remove("HERMETIC_REGISTRY_TOKEN_HOSTS")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// Runs `hermetic ARGS` in `home`.
-fn run(home: &Path, args: &[&str]) -> Output {
-    hermetic(home).args(args).output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn refused(out: &Output, says: &str) -> String {
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !out.status.success(),
-        "expected a refusal saying {says:?}:\n{all}"
-    );
-    assert!(all.contains(says), "expected {says:?} in:\n{all}");
-    all
-}
 
 /// Files in the store's `tmp/` (not its lock file).
 fn temporary_files(home: &Path) -> usize {
@@ -90,24 +33,6 @@ fn temporary_files(home: &Path) -> usize {
 /// Files in the store's blob directory.
 fn stored(home: &Path) -> usize {
     std::fs::read_dir(home.join("store/blobs/sha256")).map_or(0, Iterator::count)
-}
-
-/// A policy in `home` that trusts `key.pub` (when given), requires signatures or not,
-/// and names tools by source.
-fn write_policy(home: &Path, require: bool, sources: &[(&str, &str)]) -> PathBuf {
-    std::fs::create_dir_all(home.join("ws")).unwrap();
-    let mut text = format!(
-        "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[trust]\nrequire_signature = {require}\nstore = \"store\"\n"
-    );
-    if home.join("key.pub").exists() {
-        text.push_str("keys = [\"key.pub\"]\n");
-    }
-    for (name, source) in sources {
-        text.push_str(&format!("\n[tools.{name}]\nsource = \"{source}\"\n"));
-    }
-    let path = home.join("policy.toml");
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// One MCP exchange over stdio with `hermetic serve --stdio`: initialize, then call
@@ -165,7 +90,7 @@ fn a_signed_tool_travels_from_push_to_an_mcp_call_with_no_network_at_start() {
     let host = TempDir::new().unwrap();
     let h = host.path();
     std::fs::copy(p.join("key.pub"), h.join("key.pub")).unwrap();
-    let policy = write_policy(h, true, &[("echo", &pinned)]);
+    let policy = write_policy(h, true, &[("echo", &pinned)], "");
     let policy = policy.to_str().unwrap();
     // Before the pull: listed unavailable, naming the pull to run (the rest served).
     let before = ok(&run(h, &["--policy", policy, "tools"]));
@@ -221,7 +146,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
     let host = TempDir::new().unwrap();
     let h = host.path();
     std::fs::copy(p.join("key.pub"), h.join("key.pub")).unwrap();
-    let policy_path = write_policy(h, true, &[("echo", &pinned)]);
+    let policy_path = write_policy(h, true, &[("echo", &pinned)], "");
     let policy = policy_path.to_str().unwrap();
 
     // Unsigned: refused at pull, with what to do; nothing stored.
@@ -285,7 +210,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
             "--insecure",
         ],
     ));
-    write_policy(h, true, &[("clock", &clock_pinned)]);
+    write_policy(h, true, &[("clock", &clock_pinned)], "");
     refused(
         &run(h, &["pull", "--policy", policy, "--insecure"]),
         "is not signed",
@@ -295,7 +220,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
     let fresh = TempDir::new().unwrap();
     let f = fresh.path();
     std::fs::copy(p.join("key.pub"), f.join("key.pub")).unwrap();
-    let fresh_policy = write_policy(f, false, &[("echo", &pinned)]);
+    let fresh_policy = write_policy(f, false, &[("echo", &pinned)], "");
     let component = {
         let manifest =
             std::fs::read(registry.blob_file(pinned.rsplit_once('@').unwrap().1)).unwrap();
@@ -345,72 +270,6 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
     std::fs::write(&manifest_file, &manifest).unwrap();
 }
 
-/// `component` with its `hermetic:declaration` custom section (wherever it is: the
-/// SDK's lands in the nested core module) replaced by `toml`: a new version of the
-/// same tool that declares something else.
-fn with_declaration(component: &[u8], toml: &str) -> Vec<u8> {
-    fn leb(bytes: &[u8], at: &mut usize) -> usize {
-        let (mut value, mut shift) = (0usize, 0);
-        loop {
-            let b = bytes[*at];
-            *at += 1;
-            value |= usize::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return value;
-            }
-            shift += 7;
-        }
-    }
-    fn put_leb(out: &mut Vec<u8>, mut v: usize) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
-    fn rewrite(bytes: &[u8], toml: &str, replaced: &mut bool) -> Vec<u8> {
-        let is_component = bytes[4..8] == [0x0d, 0x00, 0x01, 0x00];
-        let mut out = bytes[..8].to_vec();
-        let mut at = 8;
-        while at < bytes.len() {
-            let id = bytes[at];
-            at += 1;
-            let size = leb(bytes, &mut at);
-            let payload = &bytes[at..at + size];
-            at += size;
-            let mut p = 0;
-            let name = (id == 0).then(|| {
-                let n = leb(payload, &mut p);
-                &payload[p..p + n]
-            });
-            let new_payload = if name == Some(b"hermetic:declaration".as_slice()) {
-                *replaced = true;
-                let mut section = Vec::new();
-                put_leb(&mut section, b"hermetic:declaration".len());
-                section.extend_from_slice(b"hermetic:declaration");
-                section.extend_from_slice(toml.as_bytes());
-                section
-            } else if is_component && (id == 1 || id == 4) {
-                rewrite(payload, toml, replaced)
-            } else {
-                payload.to_vec()
-            };
-            out.push(id);
-            put_leb(&mut out, new_payload.len());
-            out.extend_from_slice(&new_payload);
-        }
-        out
-    }
-    let mut replaced = false;
-    let out = rewrite(component, toml, &mut replaced);
-    assert!(replaced, "the component has a declaration section");
-    out
-}
-
 const ECHO: &str = "name = \"echo\"\ntoolset = \"test\"\ndescription = \"Echo a message back\"\n";
 
 #[test]
@@ -436,7 +295,7 @@ fn a_tag_is_resolved_once_into_the_lock_file_and_a_new_version_asking_for_more_i
         h,
         &["push", guest("echo").to_str().unwrap(), &tag, "--insecure"],
     ));
-    let policy_path = write_policy(h, false, &[("echo", &tag)]);
+    let policy_path = write_policy(h, false, &[("echo", &tag)], "");
     let policy = policy_path.to_str().unwrap();
     let before = ok(&run(h, &["--policy", policy, "tools"]));
     assert!(before.contains("is a tag that is not in"), "{before}");
@@ -817,7 +676,7 @@ fn under_require_signature_a_tools_dir_file_needs_a_trusted_signature_too() {
     let h = TempDir::new().unwrap();
     let h = h.path();
     ok(&run(h, &["keygen", "--out", "key"]));
-    let policy = write_policy(h, true, &[]);
+    let policy = write_policy(h, true, &[], "");
     let policy = policy.to_str().unwrap();
     let dir = h.join("tools");
     std::fs::create_dir_all(&dir).unwrap();
