@@ -744,6 +744,16 @@ fn a_script_written_with_write_file_is_judged_before_it_runs_in_bubblewrap() {
     a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), BASH_FORMS);
 }
 
+#[test]
+fn a_script_written_with_write_file_is_judged_before_it_runs_under_gvisor() {
+    let state = TempDir::new().unwrap();
+    let (_ws, root) = workspace();
+    let mut config = hermetic_tests::backends::gvisor_config(state.path());
+    config.cwd = Some(root.clone());
+    let registry = registry_with(&root, config);
+    a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), BASH_FORMS);
+}
+
 /// docker and ssh run commands under `sh`: `sh FILE` is pinned as everywhere; sourcing
 /// and `sh < FILE` have no way to be handed the judged text there, so they ask.
 const SH_FORMS: &[&str] = &[
