@@ -15,10 +15,33 @@
 //! start programs from PATH. An entry that only names a helper is skipped (the
 //! environment variable is the way to pass such credentials).
 
-use crate::client::Credentials;
 use base64::Engine as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// Registry credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// User name.
+    pub username: String,
+    /// Password or token.
+    pub password: String,
+    /// Token servers (`host[:port]`) besides the registry itself that may receive these
+    /// credentials when the registry's Bearer challenge names them as its realm (and that
+    /// may, like the registry, be on a private address; plain HTTP only on loopback
+    /// under `insecure`). Empty: only the registry itself.
+    pub token_hosts: Vec<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Credentials({}, <password>, token hosts {:?})",
+            self.username, self.token_hosts
+        )
+    }
+}
 
 /// The variable holding scoped credentials: `host[:port]=user:password`, one a line.
 pub const AUTH_VAR: &str = "HERMETIC_REGISTRY_AUTH";

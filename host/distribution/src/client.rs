@@ -21,6 +21,7 @@
 //!   named may be anywhere (an enterprise registry on 10.x is legitimate).
 
 use crate::artifact::{MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
+use crate::auth::Credentials;
 use crate::digest::Digest;
 use crate::store::{Store, StoreError};
 use base64::Engine as _;
@@ -100,30 +101,6 @@ pub enum RegistryError {
     /// A registry setting in the environment that cannot be used.
     #[error(transparent)]
     Setting(#[from] crate::auth::BadSetting),
-}
-
-/// Registry credentials.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// User name.
-    pub username: String,
-    /// Password or token.
-    pub password: String,
-    /// Token servers (`host[:port]`) besides the registry itself that may receive these
-    /// credentials when the registry's Bearer challenge names them as its realm (and that
-    /// may, like the registry, be on a private address; plain HTTP only on loopback
-    /// under `insecure`). Empty: only the registry itself.
-    pub token_hosts: Vec<String>,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Credentials({}, <password>, token hosts {:?})",
-            self.username, self.token_hosts
-        )
-    }
 }
 
 /// How to talk to a registry.

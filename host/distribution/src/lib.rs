@@ -23,7 +23,8 @@ pub mod reference;
 pub mod signature;
 pub mod store;
 
-pub use client::{ClientOptions, Credentials, RegistryClient, RegistryError};
+pub use auth::Credentials;
+pub use client::{ClientOptions, RegistryClient, RegistryError};
 pub use digest::Digest;
 pub use reference::{BadReference, Reference};
 pub use signature::{
