@@ -53,6 +53,10 @@ pub(crate) const MAX_DEPTH: usize = 3;
 /// Most script text read for one input, all files together: each byte is judged and
 /// carried in the command.
 const MAX_READ_TOTAL: usize = 4 * MAX_SCRIPT_BYTES;
+/// Most files read for one input, all depths together: on `docker` and `ssh` each is a
+/// round trip, and scripts that each run 16 empty scripts, 3 deep, would cost no text
+/// but thousands of them.
+const MAX_FILES_READ: usize = 32;
 /// Longest command once its scripts are pinned in it. The whole job travels as one
 /// argument (`bash -c`, `sh -c "$1"` over ssh or docker), and Linux caps one argument
 /// at 128 KiB; the rest is room for the job's own wrapping.
@@ -136,6 +140,8 @@ pub(crate) struct Pinner<'a> {
     /// is not written yet.
     written: Vec<String>,
     budget: usize,
+    /// Files that may still be read.
+    reads: usize,
     found: Found,
 }
 
@@ -153,6 +159,7 @@ impl<'a> Pinner<'a> {
             fresh,
             written: Vec::new(),
             budget: MAX_READ_TOTAL,
+            reads: MAX_FILES_READ,
             found: Found::default(),
         }
     }
@@ -244,13 +251,14 @@ impl<'a> Pinner<'a> {
             self.unjudged(path, "it is a special file, not a script on disk");
             return None;
         }
-        if self.budget == 0 {
+        if self.budget == 0 || self.reads == 0 {
             self.unjudged(
                 path,
-                "the command runs more script text than the gate reads at once",
+                "the command runs more scripts than the gate reads at once",
             );
             return None;
         }
+        self.reads -= 1;
         let (bytes, executable) = match (self.read)(path) {
             // Not there to run by its path yet: a program the command builds first
             // (`cc -o m m.c && ./m`), run as it is then, as any program is.
@@ -1039,5 +1047,47 @@ mod tests {
             "a FIFO is not read (nor waited on)"
         );
         assert!(matches!(read("sub").unwrap(), FileRead::Unreadable(_)));
+    }
+
+    #[test]
+    fn scripts_that_run_many_scripts_are_read_up_to_a_count() {
+        // 6 scripts each running 6 empty ones: 43 files, more than are read.
+        let six = |p: &str| {
+            (0..6)
+                .map(|i| format!("sh {p}{i}.sh\n"))
+                .collect::<String>()
+        };
+        let mut files: Vec<(String, String)> = vec![("/ws/top.sh".into(), six("a"))];
+        for i in 0..6 {
+            files.push((format!("/ws/a{i}.sh"), six(&format!("b{i}"))));
+            for j in 0..6 {
+                files.push((format!("/ws/b{i}{j}.sh"), String::new()));
+            }
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (_, rules) = pin("sh top.sh", BASH, &refs);
+        assert_eq!(rules, ["exec.unjudged_script"]);
+        // 4 scripts of 6 empty ones (29 files) are read.
+        let four = |p: &str| {
+            (0..4)
+                .map(|i| format!("sh {p}{i}.sh\n"))
+                .collect::<String>()
+        };
+        let mut files: Vec<(String, String)> = vec![("/ws/top.sh".into(), four("a"))];
+        for i in 0..4 {
+            files.push((format!("/ws/a{i}.sh"), six(&format!("b{i}"))));
+            for j in 0..6 {
+                files.push((format!("/ws/b{i}{j}.sh"), String::new()));
+            }
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (_, rules) = pin("sh top.sh", BASH, &refs);
+        assert!(rules.is_empty(), "{rules:?}");
     }
 }
