@@ -692,7 +692,12 @@ fn build_host(
             hermetic::policy::hooks::HookLocation::Source(source) => {
                 let dir = crate::community::store_dir(global.store.as_deref(), Some(&trust))?;
                 let require = trust.require_signature || !trust.tenants_requiring.is_empty();
-                crate::community::hook_bytes(&hook.name, source, &trust, &dir, require)?
+                // A hook from a source is named by the policy: there is one.
+                let policy = global
+                    .policy
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("FILE"));
+                crate::community::hook_bytes(&hook.name, source, policy, &trust, &dir, require)?
             }
             _ => hermetic::hooks::bytes_of(hook)?.into_owned(),
         };

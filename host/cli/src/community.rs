@@ -363,6 +363,7 @@ fn rollback(
 pub fn hook_bytes(
     name: &str,
     source: &str,
+    policy_path: &Path,
     trust_policy: &TrustPolicy,
     store_dir: &Path,
     require_signature: bool,
@@ -379,12 +380,40 @@ pub fn hook_bytes(
         require_signature,
     };
     let stored = hermetic_distribution::stored_component(&reference, &store, &trust)
-        .with_context(|| {
-            format!(
-                "hooks.{name}: {source} (`hermetic pull --policy POLICY {source}` fetches it into the policy's store)"
-            )
+        .map_err(|e| match e {
+            hermetic_distribution::DistributionError::NotPulled { store, .. } => anyhow!(
+                "hooks.{name}: {source} is not in the tool store {}: run {} on a machine that reaches the registry",
+                store.display(),
+                pull_hint(policy_path, trust_policy, store_dir, Some(source))
+            ),
+            other => anyhow!("hooks.{name}: {source}: {other}"),
         })?;
     Ok(stored.bytes)
+}
+
+/// The pull that fetches what the policy at `policy_path` names into `store_dir`:
+/// `hermetic pull --policy FILE [REF]`, with `--store DIR` only when `store_dir` is not
+/// the policy's own store (a `--store` given on the command line).
+pub(crate) fn pull_hint(
+    policy_path: &Path,
+    trust_policy: &TrustPolicy,
+    store_dir: &Path,
+    reference: Option<&str>,
+) -> String {
+    let mut hint = format!("`hermetic pull --policy {}", policy_path.display());
+    if store_dir_of(trust_policy).as_deref() != Some(store_dir) {
+        hint.push_str(&format!(" --store {}", store_dir.display()));
+    }
+    if let Some(reference) = reference {
+        hint.push_str(&format!(" {reference}"));
+    }
+    hint.push('`');
+    hint
+}
+
+/// The store a policy's host uses without `--store`.
+fn store_dir_of(trust_policy: &TrustPolicy) -> Option<PathBuf> {
+    store_dir(None, Some(trust_policy)).ok()
 }
 
 /// Pulls `reference` into the store for `hermetic inspect` (the signature checked as

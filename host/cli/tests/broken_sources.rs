@@ -112,6 +112,15 @@ fn a_tool_that_cannot_be_loaded_is_listed_unavailable_and_the_rest_are_served() 
         !reason.contains("--store"),
         "the store is the policy's: {reason}"
     );
+    // With a --store of the command line's, the hint names it.
+    let elsewhere = tools(h, &["--policy", policy, "--store", "other"]);
+    let other = row(&elsewhere, "echo")["reason"].as_str().unwrap();
+    assert!(
+        other.contains(&format!(
+            "run `hermetic pull --policy {policy} --store other`"
+        )),
+        "{other}"
+    );
     // `inspect` of a skipped tool: it does not load, and why (exit 1).
     let inspected = run(
         h,
@@ -202,6 +211,30 @@ fn a_tool_that_cannot_be_loaded_is_listed_unavailable_and_the_rest_are_served() 
         row(&tools(h, &["--policy", policy]), "echo")["available"],
         true
     );
+}
+
+#[test]
+fn a_hook_not_in_the_store_names_the_pull_that_fetches_it() {
+    // A hook stops the start (it stands in front of calls): its error says what to run.
+    let h = TempDir::new().unwrap();
+    let h = h.path();
+    let source = format!("oci://127.0.0.1:1/hooks/gate@sha256:{}", "a".repeat(64));
+    let policy = write_policy(
+        h,
+        false,
+        &[],
+        &format!("\n[hooks.gate]\nsource = \"{source}\"\norder = 1\n"),
+    );
+    let policy = policy.to_str().unwrap();
+    let all = refused(
+        &run(h, &["--policy", policy, "--no-bundled", "tools"]),
+        "hooks.gate:",
+    );
+    assert!(
+        all.contains(&format!("run `hermetic pull --policy {policy} {source}`")),
+        "{all}"
+    );
+    assert!(!all.contains("--store"), "{all}");
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub(crate) struct SourceLoader<'a> {
     policy_path: &'a Path,
     trust_policy: &'a TrustPolicy,
     store: Store,
+    /// The pull that fetches what is missing, for the hints.
+    pull: String,
     lock: Lock,
     trust: Trust,
 }
@@ -43,6 +45,7 @@ impl<'a> SourceLoader<'a> {
             policy_path,
             trust_policy,
             store: Store::open(store_dir)?,
+            pull: super::pull_hint(policy_path, trust_policy, store_dir, None),
             lock: Lock::load(&Lock::path_beside(policy_path))?,
             trust: Trust {
                 keys: super::trusted_keys(&trust_policy.keys)?,
@@ -57,13 +60,13 @@ impl<'a> SourceLoader<'a> {
     /// # Errors
     /// Why it cannot be loaded, with what to do.
     pub(crate) fn load(&self, name: &str, source: &str) -> Result<LoadedTool> {
-        let policy = self.policy_path.display();
+        let pull = &self.pull;
         let reference = Reference::parse(source)?;
         let pinned = match &reference.digest {
             Some(_) => reference.clone(),
             None => self.lock.pinned(name, source).ok_or_else(|| {
                 anyhow!(
-                    "{source} is a tag that is not in {}: run `hermetic pull --policy {policy}` to resolve and fetch it",
+                    "{source} is a tag that is not in {}: run {pull} to resolve and fetch it",
                     Lock::path_beside(self.policy_path).display(),
                 )
             })?,
@@ -71,11 +74,11 @@ impl<'a> SourceLoader<'a> {
         let stored = hermetic_distribution::stored_component(&pinned, &self.store, &self.trust)
             .map_err(|e| match e {
                 DistributionError::NotPulled { reference, store } => anyhow!(
-                    "oci://{reference} is not in the tool store {}: run `hermetic pull --policy {policy}` on a machine that reaches the registry",
+                    "oci://{reference} is not in the tool store {}: run {pull} on a machine that reaches the registry",
                     store.display()
                 ),
                 DistributionError::Store(e @ StoreError::Mismatch { .. }) => {
-                    anyhow!("{e}: run `hermetic pull --policy {policy}`")
+                    anyhow!("{e}: run {pull}")
                 }
                 other => anyhow!(other),
             })?;
