@@ -126,7 +126,12 @@ impl Analyzer<'_> {
         form: ScriptForm,
         pinnable: bool,
     ) {
-        if !self.collect_scripts || script.dynamic || script.text.is_empty() {
+        // A name ending in `/` is a directory: nothing runs it.
+        if !self.collect_scripts
+            || script.dynamic
+            || script.text.is_empty()
+            || script.text.ends_with('/')
+        {
             return;
         }
         let canonical = super::paths::canonical(&script.text);
@@ -639,5 +644,99 @@ mod tests {
                 .map(|r| &"cd lib && . ./more.sh\n"[r]),
             Some("./more.sh")
         );
+    }
+
+    /// Generated shell text around script runs: the judgement never panics, and every
+    /// span it gives is a word of the text, on character boundaries, that spells the
+    /// run's file as the shell reads it (a span is where the host rewrites the command).
+    #[test]
+    fn spans_on_generated_input_are_words_of_the_text() {
+        const FRAGMENTS: &[&str] = &[
+            "sh ",
+            "bash -e ",
+            ". ",
+            "source ",
+            "./",
+            "exec ",
+            "xargs ",
+            "sudo ",
+            "python3 ",
+            "x.sh",
+            "'a b.sh'",
+            "\"c.sh\"",
+            "d$x.sh",
+            "*.sh",
+            " ",
+            " ",
+            "\t",
+            "\n",
+            ";",
+            "&&",
+            "|",
+            "<",
+            "< ",
+            "<<EOF\nsh x.sh\nEOF\n",
+            "$(",
+            ")",
+            "`",
+            "'",
+            "\"",
+            "\\\n",
+            "é",
+            "\u{200b}",
+            "--",
+            " -- ",
+            "cd d && ",
+            "{ ",
+            " }",
+            "( ",
+            " )",
+            "for i in 1; do ",
+            "; done",
+            "#",
+            "=",
+            "a=",
+            "bash -c '",
+            "\r",
+        ];
+        let d = Detector::default();
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..4000 {
+            let len = 1 + (next() % 12) as usize;
+            let text: String = (0..len)
+                .map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize])
+                .collect();
+            let judged = d.judge(
+                &text,
+                &Frame {
+                    fresh: &[],
+                    cwd: "/ws",
+                },
+            );
+            for run in judged.scripts {
+                let Some(span) = run.span else { continue };
+                let word = text
+                    .get(span.clone())
+                    .unwrap_or_else(|| panic!("{text:?}: {span:?}"));
+                // As the walk resolves a word: canonical, then from the directory.
+                let unquoted = crate::paths::canonical(word.trim_matches(['\'', '"']));
+                let from = if unquoted.starts_with('/') {
+                    unquoted.into_owned()
+                } else {
+                    format!("{}/{unquoted}", run.cwd)
+                };
+                assert_eq!(
+                    crate::paths::canonical(&from),
+                    run.path.as_str(),
+                    "{text:?}: {word:?}"
+                );
+            }
+        }
     }
 }
