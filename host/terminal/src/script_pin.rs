@@ -127,6 +127,9 @@ pub(crate) struct Found {
     commands: Vec<String>,
     /// Files the scripts write.
     pub(crate) wrote: Vec<String>,
+    /// What reads the command's standard input inside the scripts (`bash`, `python3`
+    /// a script starts): what a background process is sent is judged for them too.
+    readers: Vec<hermetic_detect::Reader>,
     notes: Vec<Note>,
 }
 
@@ -331,6 +334,10 @@ impl<'a> Pinner<'a> {
             self.finding(path, h.rule, format!("{path}: {}", h.command));
         }
         self.found.commands.extend(judged.detection.commands);
+        // A script fed on stdin reads no process input; the others pass theirs on.
+        if run.form != ScriptForm::Stdin {
+            self.found.readers.extend(judged.readers);
+        }
         self.fresh.extend(judged.wrote.iter().cloned());
         self.written.extend(judged.wrote.iter().cloned());
         self.found.wrote.extend(judged.wrote);
@@ -647,6 +654,11 @@ impl TerminalCall<'_> {
             .unwrap_or(Tier::Safe);
         detection.commands.extend(found.commands);
         judged.wrote.extend(found.wrote);
+        for r in found.readers {
+            if !judged.readers.contains(&r) {
+                judged.readers.push(r);
+            }
+        }
         Scripts {
             shown: shown(text, &found.notes),
             run,
@@ -1089,5 +1101,27 @@ mod tests {
             .collect();
         let (_, rules) = pin("sh top.sh", BASH, &refs);
         assert!(rules.is_empty(), "{rules:?}");
+    }
+
+    #[test]
+    fn what_reads_stdin_inside_a_script_is_a_reader_of_the_command() {
+        let d = Detector::default();
+        let mut read = |_: &str| FileRead::Read {
+            bytes: b"echo start\npython3\n".to_vec(),
+            executable: true,
+        };
+        let judged = d.judge(
+            "sh x.sh",
+            &Frame {
+                fresh: &[],
+                cwd: "/ws",
+            },
+        );
+        let mut pinner = Pinner::new(&d, &mut read, Vec::new());
+        pinner.pin("sh x.sh", &judged.scripts, BASH, 1);
+        assert_eq!(
+            pinner.into_found().readers,
+            [hermetic_detect::Reader::Code(CodeLang::Python)]
+        );
     }
 }
