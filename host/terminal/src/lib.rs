@@ -868,13 +868,7 @@ impl<'a> TerminalCall<'a> {
             None => (None, cwd.clone()),
         };
         Ok(Job {
-            script: backend::wrap_script(
-                command,
-                &cd,
-                marker,
-                t.backend.is_remote(),
-                foreground,
-            ),
+            script: backend::wrap_script(command, &cd, marker, t.backend.is_remote(), foreground),
             env: self.command_env(&t.config),
             cwd,
             pty: request.pty && t.backend.pty_mode() == backend::PtyMode::Backend,
