@@ -311,6 +311,8 @@ struct TrustToml {
     keys: Vec<String>,
     #[serde(default)]
     require_signature: bool,
+    #[serde(default)]
+    strict: bool,
     store: Option<PathBuf>,
 }
 
@@ -350,8 +352,6 @@ struct MountToml {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-    #[serde(default)]
-    strict: bool,
 struct SecretsToml {
     file: PathBuf,
 }
@@ -790,6 +790,7 @@ fn trust_policy(
     Ok(crate::policy::trust::TrustPolicy {
         keys,
         require_signature: raw.require_signature,
+        strict: raw.strict,
         store: raw.store.map(|s| file_dir.join(s)),
         ..Default::default()
     })
@@ -853,7 +854,6 @@ fn default_grants(
 
 /// `[server]` and the tenants' tokens and call rates. Audit-file paths resolve against
 /// the policy file's directory.
-        strict: raw.strict,
 fn server_policy(
     raw: ServerToml,
     tenants: &BTreeMap<String, TenantToml>,
