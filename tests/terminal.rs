@@ -9,7 +9,7 @@ use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::{DockerConfig, TerminalConfig};
 use hermetic_tests::backends::{
-    alive, busybox_image, eventually, podman_conf, require, running, start_sshd,
+    alive, busybox_image, eventually, gvisor_config, podman_conf, require, running, start_sshd,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -981,4 +981,79 @@ fn a_process_that_never_reads_its_stdin_cannot_hold_the_call() {
     eventually("the non-reader is killed", Duration::from_secs(10), || {
         !alive(&format!("sleep {token}"))
     });
+}
+
+/// A background command started from a thread that ends while it runs (as a
+/// server's call threads do: tokio's blocking threads end once idle) runs to its own
+/// end, on every backend of this host. bubblewrap's `--die-with-parent` is a
+/// parent-death signal, and Linux sends it when the *thread* that spawned the
+/// process exits.
+#[test]
+fn a_background_command_outlives_the_thread_that_started_it() {
+    require("bwrap", "bubblewrap");
+    let state = TempDir::new().unwrap();
+    for config in [
+        TerminalConfig::default(),
+        TerminalConfig {
+            backend: "bwrap".into(),
+            ..TerminalConfig::default()
+        },
+        gvisor_config(state.path()),
+    ] {
+        let backend = config.backend.clone();
+        let ws = TempDir::new().unwrap();
+        let registry = registry(&ws.path().canonicalize().unwrap(), config);
+        // The thread ends once the command runs (bwrap has set its parent-death signal
+        // by then), as a server's thread ends some time after its call.
+        let id = std::thread::scope(|s| {
+            s.spawn(|| {
+                let started = call(
+                    &registry,
+                    "terminal",
+                    json!({"command": "echo up; sleep 3; echo survived", "background": true}),
+                    &opts(None),
+                );
+                let id = started["session_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{backend}: {started}"))
+                    .to_owned();
+                eventually(
+                    &format!("{backend}: the command runs"),
+                    Duration::from_secs(30),
+                    || {
+                        let polled = call(
+                            &registry,
+                            "process",
+                            json!({"action": "poll", "session_id": id}),
+                            &opts(None),
+                        );
+                        polled["output_preview"]
+                            .as_str()
+                            .is_some_and(|o| o.contains("up"))
+                    },
+                );
+                id
+            })
+            .join()
+            .unwrap()
+        });
+        // The starting thread is gone; the command must still finish by itself.
+        let waited = call(
+            &registry,
+            "process",
+            json!({"action": "wait", "session_id": id, "timeout": 60}),
+            &opts(None),
+        );
+        assert_eq!(
+            waited["exit_code"], 0,
+            "{backend}: killed with its thread: {waited}"
+        );
+        assert!(
+            waited["output"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("survived"),
+            "{backend}: {waited}"
+        );
+    }
 }

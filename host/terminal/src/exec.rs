@@ -3,6 +3,8 @@
 //! with `killpg`, on the far side through the backend), and the marker lines the
 //! wrapped script prints (the final working directory) taken out of the output.
 
+mod spawner;
+
 use super::backend::{BackendError, TerminalBackend};
 use hermetic_approval::SessionKey;
 use std::io::{Read, Write};
@@ -177,12 +179,12 @@ pub(crate) fn spawn_pty(cmd: Command, backend: &'static str) -> Result<Spawned, 
     if let Some(dir) = cmd.get_current_dir() {
         builder.cwd(dir);
     }
-    let child = pair
-        .slave
-        .spawn_command(builder)
+    let slave = pair.slave;
+    // On the spawner thread (see `spawner`), where our copy of the child's side is
+    // dropped too: without dropping it the reader never sees the end.
+    let child = spawner::run(move || slave.spawn_command(builder))
+        .map_err(|e| err(e.to_string()))?
         .map_err(|e| err(e.to_string()))?;
-    // Our copy of the child's side: without dropping it the reader never sees the end.
-    drop(pair.slave);
     let reader = pair
         .master
         .try_clone_reader()
@@ -215,9 +217,11 @@ pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, 
         .stdin(Stdio::piped())
         // Its own group, so a timeout can kill everything the command started.
         .process_group(0);
-    let mut child = cmd.spawn().map_err(|e| err(e.to_string()))?;
-    // `cmd` holds our copies of the pipe's write end: drop them, or EOF never comes.
-    drop(cmd);
+    // On the spawner thread (see `spawner`), where `cmd` is dropped too: it holds our
+    // copies of the pipe's write end, and EOF never comes while they are open.
+    let mut child = spawner::run(move || cmd.spawn())
+        .and_then(|spawned| spawned)
+        .map_err(|e| err(e.to_string()))?;
     let stdin = child
         .stdin
         .take()
