@@ -87,6 +87,19 @@ const CREDENTIALS: &[&[&str]] = &[
     &[".vault-token"],
 ];
 
+/// [`CREDENTIALS`] as components from `~`.
+static CREDENTIAL_PATHS: std::sync::LazyLock<Vec<Vec<String>>> = std::sync::LazyLock::new(|| {
+    CREDENTIALS
+        .iter()
+        .map(|entry| {
+            std::iter::once("~")
+                .chain(entry.iter().copied())
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect()
+});
+
 /// Files in `~/.ssh` that hold no secret.
 const SSH_PUBLIC: &[&str] = &[
     "config",
@@ -188,6 +201,12 @@ pub(crate) struct HostPaths {
     /// How state and programs are written inside a word (`--file=/etc/x/p.toml`,
     /// code): searched as text.
     spellings: Vec<String>,
+    /// The last components of state and programs: every spelling holds one, so a word
+    /// without any is not searched for spellings.
+    tails: Vec<String>,
+    /// The first components below `/` of every protected path (and of every home,
+    /// with credentials): an absolute path starting elsewhere names none of them.
+    roots: Vec<String>,
     /// The home directory `~` stands for, as components; `None`: unknown (`~` is then
     /// only itself).
     home: Option<Vec<String>>,
@@ -264,6 +283,32 @@ impl HostPaths {
             .flat_map(|p| compiled.spell(p))
             .collect();
         compiled.spellings = spellings;
+        for p in compiled.state.iter().chain(&compiled.programs) {
+            if let Some(tail) = p.last()
+                && !compiled.tails.contains(tail)
+            {
+                compiled.tails.push(tail.clone());
+            }
+            if p.first().is_some_and(|f| f == "/")
+                && let Some(root) = p.get(1)
+                && !compiled.roots.contains(root)
+            {
+                compiled.roots.push(root.clone());
+            }
+        }
+        if credentials {
+            for root in ["home", "root", "Users"] {
+                if !compiled.roots.iter().any(|r| r == root) {
+                    compiled.roots.push(root.to_owned());
+                }
+            }
+        }
+        if let Some(home) = &compiled.home
+            && let Some(root) = home.get(1)
+            && !compiled.roots.contains(root)
+        {
+            compiled.roots.push(root.clone());
+        }
         compiled
     }
 
@@ -291,6 +336,23 @@ impl HostPaths {
             }
         }
         out
+    }
+
+    /// False when `word`, an absolute path, surely relates to nothing protected: its
+    /// first component is none of theirs (and no glob or variable could make it one).
+    fn may_relate(&self, word: &str) -> bool {
+        let Some(rest) = word.strip_prefix('/') else {
+            return true;
+        };
+        let rest = rest.trim_start_matches(['/', '.']);
+        let first = rest.get(..rest.find('/').unwrap_or(rest.len()));
+        match first.filter(|c| !c.is_empty()) {
+            None => true,
+            // `/proc/PID/root/…` and `/dev/fd/N/…` lead anywhere.
+            Some(c) if c == ".." || c == "proc" || c == "dev" => true,
+            Some(c) if c.contains(['*', '?', '[', '$', '`', '(', '{', '~']) => true,
+            Some(c) => self.roots.iter().any(|r| r == c),
+        }
     }
 
     /// True when nothing is protected.
@@ -331,10 +393,15 @@ impl HostPaths {
 
     /// How `pattern` relates to the host's state and programs, the closest first.
     fn state_relation(&self, pattern: &[Part<'_>]) -> Option<Relation> {
-        let state = self.state.iter().filter_map(|p| relation(pattern, p));
+        let state = self
+            .state
+            .iter()
+            .filter(|p| may_match(pattern, p))
+            .filter_map(|p| relation(pattern, p));
         let programs = self
             .programs
             .iter()
+            .filter(|p| may_match(pattern, p))
             .filter_map(|p| relation(pattern, p))
             .filter(|r| !matches!(r, Relation::Holds { .. }));
         state.chain(programs).min_by_key(|r| rank(*r))
@@ -348,13 +415,16 @@ impl HostPaths {
             return Some(false);
         }
         let from_home = self.read_from_home(pattern)?;
+        if matches!(from_home.as_slice(), [Part::Lit(t)] if t == "~") {
+            // A home itself holds them.
+            return Some(false);
+        }
         let mut holds = false;
-        for entry in CREDENTIALS {
-            let concrete: Vec<String> = std::iter::once("~")
-                .chain(entry.iter().copied())
-                .map(str::to_owned)
-                .collect();
-            match relation(&from_home, &concrete) {
+        for (entry, concrete) in CREDENTIALS.iter().zip(CREDENTIAL_PATHS.iter()) {
+            if !may_match(&from_home, concrete) {
+                continue;
+            }
+            match relation(&from_home, concrete) {
                 Some(Relation::Equal) => return Some(true),
                 Some(Relation::Inside(next)) => {
                     let public = entry == &[".ssh"]
@@ -466,11 +536,12 @@ fn parse(text: &str, glob: bool, dynamic: bool) -> Option<Vec<Part<'_>>> {
             parts.push(part);
         }
     }
+    let mut parts = magic_proc(parts);
     // Text folded from a default (`${X:-/a}/b`) is a guess: only some tail is known.
     if dynamic && !parts.contains(&Part::Unknown) && parts.len() > 1 {
         parts[0] = Part::Guess;
     }
-    Some(magic_proc(parts))
+    Some(parts)
 }
 
 /// True for a component with an extended glob group (`@(a|b)`, `!(x)`, `+(…)`) or a
@@ -535,6 +606,20 @@ fn magic_proc(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
     parts
 }
 
+/// False when `pattern` and `path` surely differ in their first two components (both
+/// named plainly): the cheap test before [`relation`].
+fn may_match(pattern: &[Part<'_>], path: &[String]) -> bool {
+    // Position i is the path's i-th component only while every part before it is one.
+    for i in 0..2 {
+        match (pattern.get(i), path.get(i)) {
+            (Some(Part::Lit(a)), Some(b)) if a != b => return false,
+            (Some(Part::Lit(_)), _) => {}
+            _ => return true,
+        }
+    }
+    true
+}
+
 /// The closest relation first.
 fn rank(r: Relation) -> u8 {
     match r {
@@ -553,13 +638,13 @@ fn rank(r: Relation) -> u8 {
 /// `$D/x` could be anything, so it is not taken for everything.
 fn relation(pattern: &[Part<'_>], path: &[String]) -> Option<Relation> {
     if pattern.first() == Some(&Part::Guess) {
-        // Any of the written components may be part of the guess.
+        // Any of the written components may be part of the guess: each tail after
+        // one, behind an unknown part.
+        let mut tail = pattern.to_vec();
         return (1..pattern.len())
             .filter_map(|k| {
-                let tail: Vec<Part<'_>> = std::iter::once(Part::Unknown)
-                    .chain(pattern[k..].iter().cloned())
-                    .collect();
-                relation(&tail, path)
+                tail[k - 1] = Part::Unknown;
+                relation(&tail[k - 1..], path)
             })
             .min_by_key(|r| rank(*r));
     }
@@ -567,9 +652,30 @@ fn relation(pattern: &[Part<'_>], path: &[String]) -> Option<Relation> {
     if p == 0 || c == 0 || p > 256 {
         return None;
     }
-    // dp[i][j]: pattern[..i] matches path[..j].
+    if pattern.iter().all(|x| matches!(x, Part::Lit(_))) {
+        // Most words: compared component by component, no table.
+        let common = pattern
+            .iter()
+            .zip(path)
+            .take_while(|(x, y)| matches!(x, Part::Lit(t) if t == *y))
+            .count();
+        return match (common == p, common == c) {
+            (true, true) => Some(Relation::Equal),
+            (false, true) => Some(Relation::Inside(c)),
+            (true, false) => Some(Relation::Holds { direct: p == c - 1 }),
+            (false, false) => None,
+        };
+    }
+    // dp[i][j]: pattern[..i] matches path[..j]; on the stack for the usual sizes.
     let width = c + 1;
-    let mut dp = vec![false; (p + 1) * width];
+    let mut stack = [false; 256];
+    let mut heap = Vec::new();
+    let dp: &mut [bool] = if (p + 1) * width <= stack.len() {
+        &mut stack[..(p + 1) * width]
+    } else {
+        heap.resize((p + 1) * width, false);
+        &mut heap
+    };
     dp[0] = true;
     for i in 1..=p {
         for j in 0..=c {
@@ -629,18 +735,53 @@ fn contains_path(text: &str, needle: &str) -> bool {
 /// The words of `text` that may be paths: itself, what follows its first `=`
 /// (`--file=PATH`, `of=PATH`), and its `:`-separated parts that start like a path
 /// (`-v SRC:DST`, `PATH`-style lists).
-fn candidates(text: &str) -> impl Iterator<Item = &str> {
+/// `eq`, `colon`: it holds a `=`, a `:`.
+fn candidates(text: &str, eq: bool, colon: bool) -> impl Iterator<Item = &str> {
     let whole = (!text.starts_with('-')).then_some(text);
-    let value = text
-        .split_once('=')
-        .map(|(_, v)| v)
+    let value = eq
+        .then(|| text.split_once('=').map(|(_, v)| v))
+        .flatten()
         .filter(|v| !v.is_empty());
-    let listed = text
-        .contains(':')
+    let listed = colon
         .then(|| text.split(':').filter(|p| p.starts_with(['/', '~', '$'])))
         .into_iter()
         .flatten();
     whole.into_iter().chain(value).chain(listed)
+}
+
+/// True when `word` starts like a path that does not depend on the working directory,
+/// or climbs out of it.
+fn starts_like_a_path(word: &str) -> bool {
+    word.starts_with(['/', '~', '$']) || word.starts_with("..") || word.contains(['$', '`'])
+}
+
+/// What a command does with the directories it names.
+struct Role {
+    /// It only lists them ([`lists_only`]).
+    lists: bool,
+    /// It is a wrapper keeping this many arguments for itself; the rest it passes on.
+    own_args: Option<usize>,
+    /// It copies: its destination and sources.
+    copies: Option<(usize, Vec<usize>)>,
+}
+
+impl Role {
+    fn of(name: &str, args: &[Field]) -> Self {
+        Self {
+            lists: lists_only(name, args),
+            own_args: wrapper_own_args(name, args),
+            copies: COPIERS
+                .contains(&name)
+                .then(|| copy_destination(args))
+                .flatten(),
+        }
+    }
+
+    /// True when argv word `i` is passed on by a wrapper, judged with the command
+    /// that gets it.
+    fn passes_on(&self, i: usize) -> bool {
+        i > 0 && self.own_args.is_some_and(|n| i > n)
+    }
 }
 
 /// The operand a copier puts its sources into (index in `args`), and its sources.
@@ -718,32 +859,60 @@ impl Analyzer<'_> {
         if !first.text.contains('/') && host.program_names.iter().any(|n| n == name) {
             self.hit(RuleId::HostState, inv.rendered);
         }
-        // Words a wrapper passes on are judged with the command that gets them.
-        let own_args = wrapper_own_args(name, args);
-        let lists = lists_only(name, args);
-        let copies = COPIERS
-            .contains(&name)
-            .then(|| copy_destination(args))
-            .flatten();
-        let code = language(name).is_some();
+        // A relative word is the working directory's: it can only name a protected path
+        // when that directory is related to one (this runs for every word).
+        let cwd_related = self.cwd_related();
+        // What the command does with a directory holding protected paths: read once,
+        // when one is named.
+        let mut role: Option<Role> = None;
         for (i, field) in inv.argv.iter().enumerate() {
-            if field.text.is_empty() {
+            let text = field.text.as_str();
+            // One pass over the bytes: a word with none of these names no path outside
+            // the working directory (most words: options, names, plain operands).
+            let (mut pathy, mut eq, mut colon) = (false, false, false);
+            for b in text.bytes() {
+                match b {
+                    b'/' | b'~' | b'$' | b'`' | b'.' => pathy = true,
+                    b'=' => eq = true,
+                    b':' => colon = true,
+                    _ => {}
+                }
+            }
+            if text.is_empty() || !(pathy || cwd_related || field.dynamic) {
                 continue;
             }
-            if host
-                .spellings
-                .iter()
-                .any(|s| field.text.len() >= s.len() && contains_path(&field.text, s))
+            // A path inside other text (`open('/etc/x')`, `-f/etc/x`, `@/etc/x`).
+            if text.contains('/')
+                && (text.starts_with('-') || text.contains(['\'', '"', '(', ' ', ',', ';', '@']))
             {
-                self.hit(RuleId::HostState, inv.rendered);
+                if host.tails.iter().any(|t| text.contains(t.as_str()))
+                    && host
+                        .spellings
+                        .iter()
+                        .any(|s| text.len() >= s.len() && contains_path(text, s))
+                {
+                    self.hit(RuleId::HostState, inv.rendered);
+                }
+                if host.credentials
+                    && CREDENTIAL_NEEDLES.iter().any(|n| text.contains(n))
+                    && language(name).is_some()
+                {
+                    self.hit(RuleId::CredentialRead, inv.rendered);
+                }
             }
-            if host.credentials && code && CREDENTIAL_NEEDLES.iter().any(|n| field.text.contains(n))
-            {
-                self.hit(RuleId::CredentialRead, inv.rendered);
-            }
-            let passed_on = i > 0 && own_args.is_some_and(|n| i > n);
-            for text in candidates(&field.text) {
-                let resolved = self.resolve(text);
+            for candidate in candidates(text, eq, colon) {
+                if !(cwd_related || field.dynamic || starts_like_a_path(candidate)) {
+                    continue;
+                }
+                // `resolve` without its copy when the working directory plays no part.
+                let resolved = if self.cwd().is_empty() || candidate.starts_with(['/', '~', '$']) {
+                    canonical(candidate)
+                } else {
+                    Cow::Owned(self.resolve(candidate))
+                };
+                if !(field.dynamic || host.may_relate(&resolved)) {
+                    continue;
+                }
                 let Some(pattern) = host.pattern(&resolved, field.glob, field.dynamic) else {
                     continue;
                 };
@@ -751,26 +920,46 @@ impl Analyzer<'_> {
                     Some(Relation::Equal | Relation::Inside(_)) => {
                         self.hit(RuleId::HostState, inv.rendered);
                     }
-                    Some(Relation::Holds { direct })
-                        if !lists
-                            && !passed_on
-                            && !self.lands_safely(copies.as_ref(), i, direct, args) =>
-                    {
-                        self.hit(RuleId::HostState, inv.rendered);
-                    }
-                    _ => {}
-                }
-                if host.credentials && i > 0 && !lists && !passed_on && !KEY_USERS.contains(&name) {
-                    match host.credential_relation(&pattern) {
-                        Some(true) => self.hit(RuleId::CredentialRead, inv.rendered),
-                        Some(false) if !self.lands_safely(copies.as_ref(), i, false, args) => {
-                            self.hit(RuleId::CredentialRead, inv.rendered);
+                    Some(Relation::Holds { direct }) => {
+                        let role = role.get_or_insert_with(|| Role::of(name, args));
+                        if !role.lists
+                            && !role.passes_on(i)
+                            && !self.lands_safely(role.copies.as_ref(), i, direct, args)
+                        {
+                            self.hit(RuleId::HostState, inv.rendered);
                         }
-                        _ => {}
                     }
+                    None => {}
+                }
+                if !host.credentials || i == 0 || KEY_USERS.contains(&name) {
+                    continue;
+                }
+                let Some(names_one) = host.credential_relation(&pattern) else {
+                    continue;
+                };
+                let role = role.get_or_insert_with(|| Role::of(name, args));
+                if !role.lists
+                    && !role.passes_on(i)
+                    && (names_one || !self.lands_safely(role.copies.as_ref(), i, false, args))
+                {
+                    self.hit(RuleId::CredentialRead, inv.rendered);
                 }
             }
         }
+    }
+
+    /// True when the tracked working directory is a protected path, inside one or
+    /// holds one (or a credential): relative words may then name one.
+    fn cwd_related(&self) -> bool {
+        let host = &self.own.host;
+        let cwd = self.cwd();
+        if cwd.is_empty() {
+            return false;
+        }
+        host.pattern(cwd, false, false).is_some_and(|p| {
+            host.state_relation(&p).is_some()
+                || (host.credentials && host.credential_relation(&p).is_some())
+        })
     }
 
     /// True when argv word `i`, a directory holding protected paths, is a copier's

@@ -73,6 +73,8 @@ fn naming_host_state_is_hardline_in_every_spelling() {
         "cd ~/.config && cd hermetic && echo x > approvals.json",
         "cat ../../../home/op/.config/hermetic/policy.toml",
         "cat /srv/x/../hermetic/secrets.toml",
+        "cat /tmp/../srv/hermetic/secrets.toml",
+        "cat //srv//hermetic/./secrets.toml",
         "cat /proc/self/root/srv/hermetic/secrets.toml",
         // Quoting tricks fold away.
         "cat '/srv/hermetic/'\"secrets\"'.toml'",
