@@ -33,6 +33,7 @@ mod input_gate;
 mod output;
 mod process;
 mod script_pin;
+mod seccomp;
 mod session_files;
 mod stdin_gate;
 

@@ -13,14 +13,28 @@
 //! policy and secrets files, and host sockets (`/run/...`, `/var/run/docker.sock`,
 //! `/tmp/.X11-unix`; abstract sockets live in the unshared network namespace) are not
 //! there to read or connect to.
+//!
+//! The files a command makes in the workspace are the host user's (root's, where
+//! hermetic runs as root), and root without capabilities still owns them and may
+//! chmod them: a setuid-root copy of a shell left there is a root shell for anyone on
+//! the host who can reach it (`nosuid` on the bind would protect only the sandbox's
+//! view, not the host's). So a seccomp filter refuses (EPERM) every way to set the
+//! setuid or setgid bit: the rules docker's profile and gVisor's filter use
+//! ([`setuid_refusals`]: chmod, fchmod, fchmodat, creat, mknod, mknodat, open and
+//! openat with O_CREAT or O_TMPFILE), and what reaches the host's kernel besides:
+//! `fchmodat2`, device nodes, and `openat2` and io_uring (whose modes no filter can
+//! read) refused outright. Its first check is the architecture: a system call of
+//! another ABI (a 32-bit i386 program) ends the process.
 
 use crate::backend::{BackendError, Job, TerminalBackend};
+use crate::backends::docker::setuid_refusals;
 use crate::backends::{BackendPlan, BackendSpec, BuildContext, Home, Options};
+use crate::seccomp::{Refusal, SeccompError, compile, printf_format};
 use hermetic_approval::SessionKey;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// `backend = "bwrap"`.
 pub(crate) const SPEC: BackendSpec = BackendSpec {
@@ -114,7 +128,7 @@ impl BackendPlan for BwrapConfig {
             dir.clone(),
             cx.start.clone(),
             cx.protected,
-        )))
+        )?))
     }
 }
 
@@ -123,6 +137,16 @@ impl BackendPlan for BwrapConfig {
 const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /// Host directories replaced by an empty private tmpfs.
 const PRIVATE_DIRS: &[&str] = &["/home", "/root", "/run", "/var", "/tmp"];
+/// The descriptor bubblewrap reads the seccomp program from (`--seccomp`).
+const SECCOMP_FD: &str = "3";
+/// Starts bubblewrap (the rest of the arguments) with the seccomp program, given as a
+/// `printf` format (`$1`), on [`SECCOMP_FD`] (3). A pipe the launcher fills, not a
+/// descriptor of ours nor a file: std's `Command` passes a child no descriptor but
+/// stdio without `unsafe` code, portable-pty closes every other one, and a file would
+/// be one more thing to keep private and alive. bash `-p`: no `BASH_ENV` file and no
+/// function from the environment runs here, outside the sandbox. `exec`: bwrap keeps
+/// this process's pid and group, which the host kills.
+const LAUNCHER: &str = "exec 3< <(printf \"$1\") || exit 126; shift; exec \"$@\"";
 
 /// Runs commands with bash inside bubblewrap.
 #[derive(Debug, Clone)]
@@ -133,6 +157,8 @@ pub struct BwrapBackend {
     cwd: String,
     /// The fixed part of every command line, computed once.
     view: Vec<String>,
+    /// The seccomp program, as [`LAUNCHER`]'s `printf` format.
+    seccomp: Arc<str>,
     /// The empty file bound over hidden files (kept while the backend lives). Not
     /// `/dev/null`: a device node outside `/dev` is unusable in the sandbox (nodev),
     /// and reading it would fail instead of reading nothing.
@@ -144,18 +170,23 @@ impl BwrapBackend {
     /// each command's [`Job::dir`] is its opened copy) and whose commands start in `cwd`
     /// unless told otherwise. `protected`: the host's own files, hidden where the view
     /// would show them.
+    ///
+    /// # Errors
+    /// [`BackendError::Setup`] when the seccomp program cannot be built for this
+    /// machine (an architecture seccompiler does not target).
     pub fn new(
         config: &BwrapConfig,
         workspace: PathBuf,
         cwd: String,
         protected: &[PathBuf],
-    ) -> Self {
+    ) -> Result<Self, BackendError> {
+        let seccomp = seccomp_format()?;
         let empty = tempfile::NamedTempFile::new()
             .inspect_err(|e| {
                 tracing::warn!(error = %e, "no empty file to hide files with; bwrap hides them by an empty directory's tmpfs only");
             })
             .ok();
-        Self {
+        Ok(Self {
             program: config
                 .program
                 .as_ref()
@@ -168,9 +199,63 @@ impl BwrapBackend {
             ),
             workspace,
             cwd,
+            seccomp,
             _empty: empty.map(std::sync::Arc::new),
+        })
+    }
+}
+
+/// The seccomp program every command loads, as a `printf` format: compiled once per
+/// process (the rules are the same for every backend).
+fn seccomp_format() -> Result<Arc<str>, BackendError> {
+    static FORMAT: OnceLock<Result<Arc<str>, String>> = OnceLock::new();
+    FORMAT
+        .get_or_init(|| {
+            refusals()
+                .and_then(|r| compile(&r))
+                .map(|program| printf_format(&program).into())
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|reason| BackendError::Setup {
+            backend: "bwrap",
+            reason: format!("no seccomp program to refuse setuid files with: {reason}"),
+        })
+}
+
+/// What the filter refuses: the setuid and setgid bits as docker's profile and
+/// gVisor's filter refuse them, and what only the host's kernel offers besides.
+fn refusals() -> Result<Vec<Refusal>, SeccompError> {
+    let mut refusals = Refusal::from_oci(&setuid_refusals())?;
+    // fchmodat2 (Linux 6.6) has its mode where fchmodat has it.
+    let fchmodat2: Vec<Refusal> = refusals
+        .iter()
+        .filter(|r| r.syscall == "fchmodat")
+        .map(|r| Refusal {
+            syscall: "fchmodat2".to_owned(),
+            ..r.clone()
+        })
+        .collect();
+    refusals.extend(fchmodat2);
+    // Device nodes (a disk readable by anyone on the host), whatever the capabilities:
+    // --cap-drop ALL refuses them too.
+    for (syscall, mode) in [("mknod", 1), ("mknodat", 2)] {
+        for kind in [libc::S_IFCHR, libc::S_IFBLK] {
+            refusals.push(Refusal::new(syscall, &[(mode, libc::S_IFMT, kind)]));
         }
     }
+    // Modes no filter can read: openat2's is in a struct it is given a pointer to
+    // (libc's open uses openat), and an io_uring OPENAT's is in a ring that is read
+    // with no system call per operation.
+    for syscall in [
+        "openat2",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+    ] {
+        refusals.push(Refusal::new(syscall, &[]));
+    }
+    Ok(refusals)
 }
 
 /// The mounts and options of the minimal host view (everything but the workspace).
@@ -187,6 +272,7 @@ fn view(
         push(&["--share-net"]);
     }
     push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
+    push(&["--seccomp", SECCOMP_FD]);
     push(&["--ro-bind", "/usr", "/usr"]);
     for dir in SYSTEM_DIRS {
         match std::fs::read_link(dir) {
@@ -246,7 +332,8 @@ impl TerminalBackend for BwrapBackend {
     }
 
     fn is_remote(&self) -> bool {
-        // Killing bwrap kills the sandbox (--die-with-parent and its pid namespace).
+        // Killing bwrap (the launcher's pid) kills the sandbox (--die-with-parent and
+        // its pid namespace).
         false
     }
 
@@ -260,19 +347,48 @@ impl TerminalBackend for BwrapBackend {
                 ),
             });
         };
-        let mut cmd = Command::new(&self.program);
-        cmd.args(&self.view);
+        let mut cmd = Command::new("bash");
+        cmd.args(["-p", "-c", LAUNCHER, "hermetic-bwrap"])
+            .arg(&*self.seccomp)
+            .arg(&self.program)
+            .args(&self.view);
         // HOME is inside an empty tmpfs (/root, /home/USER): make it exist.
         if let Some((_, home)) = job.env.iter().find(|(k, _)| k == "HOME")
             && PRIVATE_DIRS.iter().any(|d| Path::new(home).starts_with(d))
         {
             cmd.args(["--dir", home]);
         }
+        // bwrap leaves the seccomp descriptor open (an empty pipe): closed first.
         cmd.args(["--", "bash", "-c"])
-            .arg(&job.script)
+            .arg(format!("exec {SECCOMP_FD}<&-\n{}", job.script))
             .env_clear()
             .envs(job.env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir.proc_path());
         Ok(cmd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_has_every_rule_of_docker_and_gvisor_and_the_host_kernel_s_own() {
+        let refused: Vec<String> = refusals().unwrap().into_iter().map(|r| r.syscall).collect();
+        for name in setuid_refusals()
+            .iter()
+            .flat_map(|r| r["names"].as_array().cloned().unwrap_or_default())
+        {
+            assert!(refused.iter().any(|r| name == r.as_str()), "{name}");
+        }
+        for name in ["fchmodat2", "openat2", "io_uring_setup"] {
+            assert!(refused.iter().any(|r| r == name), "{name}");
+        }
+        assert!(compile(&refusals().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn the_launcher_fills_the_descriptor_bwrap_reads() {
+        assert!(LAUNCHER.starts_with(&format!("exec {SECCOMP_FD}< <(printf")));
     }
 }
