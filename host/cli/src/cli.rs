@@ -1051,8 +1051,8 @@ fn http_token(
         }
         return Ok(None);
     }
-    let token = auth::operator_token(from_env.as_deref())?;
-    auth::grant_operator(access, tenant, &token.token);
+    let mut token = auth::operator_token(from_env.as_deref())?;
+    auth::grant_operator(access, tenant, &mut token);
     Ok(Some(token))
 }
 
@@ -1201,28 +1201,32 @@ fn print_access(
     requires_tokens: bool,
 ) {
     let console = hermetic_server::http::console::CONSOLE_PATH;
-    match token {
-        Some(t) if t.from_env => {
-            eprintln!("hermetic: send the header  Authorization: Bearer $HERMETIC_TOKEN");
-            eprintln!("hermetic: console at http://{bound}{console} (log in with $HERMETIC_TOKEN)");
-        }
-        Some(t) => {
-            eprintln!(
-                "hermetic: send the header  Authorization: Bearer {}",
-                t.token
-            );
-            eprintln!(
-                "hermetic: console at http://{bound}{console}#token={}",
-                t.token
-            );
-        }
-        None if requires_tokens => {
+    let Some(t) = token else {
+        if requires_tokens {
             eprintln!(
                 "hermetic: send the header  Authorization: Bearer <a tenant's token from the policy>"
             );
+        } else {
+            eprintln!(
+                "hermetic: warning: no authentication (--no-auth): any process on this machine can call these tools"
+            );
         }
-        None => eprintln!(
-            "hermetic: warning: no authentication (--no-auth): any process on this machine can call these tools"
+        return;
+    };
+    let shown = if t.from_env {
+        "$HERMETIC_TOKEN"
+    } else {
+        t.token.as_str()
+    };
+    eprintln!("hermetic: send the header  Authorization: Bearer {shown}");
+    match (t.console, t.from_env) {
+        (true, false) => eprintln!("hermetic: console at http://{bound}{console}#token={shown}"),
+        (true, true) => {
+            eprintln!("hermetic: console at http://{bound}{console} (log in with {shown})");
+        }
+        // The policy names the console's admin tokens.
+        (false, _) => eprintln!(
+            "hermetic: console at http://{bound}{console} (log in with an admin token of the policy)"
         ),
     }
 }

@@ -2170,6 +2170,12 @@ fn an_operator_s_always_is_on_disk_before_it_is_acknowledged() {
         .token
         .clone()
         .expect("serve made the operator's token");
+    // The console is the policy's: its URL carries no token.
+    let console = server.log.wait_for(|l| l.contains("console at ")).unwrap();
+    assert!(
+        console.ends_with("/console (log in with an admin token of the policy)"),
+        "{console}"
+    );
     let call = std::thread::spawn(move || {
         let addr = url
             .trim_start_matches("http://")

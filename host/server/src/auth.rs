@@ -51,6 +51,8 @@ pub struct OperatorToken {
     pub token: String,
     /// It is [`TOKEN_ENV`]'s value (the operator knows it: not worth printing).
     pub from_env: bool,
+    /// It opens the operator console too ([`grant_operator`] made it the admin token).
+    pub console: bool,
 }
 
 /// Why [`operator_token`] has no token.
@@ -83,20 +85,22 @@ pub fn operator_token(from_env: Option<&str>) -> Result<OperatorToken, OperatorT
             Ok(OperatorToken {
                 token: token.to_owned(),
                 from_env: true,
+                console: false,
             })
         }
         None => Ok(OperatorToken {
             token: new_token().map_err(|e| OperatorTokenError::Random(e.to_string()))?,
             from_env: false,
+            console: false,
         }),
     }
 }
 
 /// Makes `token` the way in to a server whose policy gives no tenant a token: it acts
 /// as `tenant` (the operator), and opens the operator console and approvals endpoint
-/// unless the policy names admin tokens of its own.
-pub fn grant_operator(policy: &mut ServerPolicy, tenant: &str, token: &str) {
-    let digest = digest(token);
+/// unless the policy names admin tokens of its own (then `token.console` stays false).
+pub fn grant_operator(policy: &mut ServerPolicy, tenant: &str, token: &mut OperatorToken) {
+    let digest = digest(&token.token);
     policy
         .tenant_tokens
         .entry(tenant.to_owned())
@@ -104,6 +108,7 @@ pub fn grant_operator(policy: &mut ServerPolicy, tenant: &str, token: &str) {
         .push(digest);
     if policy.admin_tokens.is_empty() {
         policy.admin_tokens.push(digest);
+        token.console = true;
     }
 }
 
@@ -513,8 +518,15 @@ mod tests {
 
     #[test]
     fn a_granted_operator_token_acts_as_the_operator_and_opens_the_console() {
+        let operator = || OperatorToken {
+            token: "hmt_operator".into(),
+            from_env: false,
+            console: false,
+        };
         let mut policy = ServerPolicy::default();
-        grant_operator(&mut policy, "", "hmt_operator");
+        let mut token = operator();
+        grant_operator(&mut policy, "", &mut token);
+        assert!(token.console);
         let auth = Authenticator::new(&policy, "");
         assert!(auth.requires_tokens());
         assert_eq!(&*auth.tenant(Some("Bearer hmt_operator")).unwrap().id, "");
@@ -529,7 +541,9 @@ mod tests {
         // An admin token of the policy's own stays the only one.
         let mut policy = ServerPolicy::default();
         policy.admin_tokens.push(digest("root"));
-        grant_operator(&mut policy, "", "hmt_operator");
+        let mut token = operator();
+        grant_operator(&mut policy, "", &mut token);
+        assert!(!token.console);
         let auth = Authenticator::new(&policy, "");
         assert!(auth.admin(Some("Bearer hmt_operator")).is_err());
     }
