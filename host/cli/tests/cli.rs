@@ -858,6 +858,14 @@ impl LocalHost {
         let conf = root.path().join("home/.config/hermetic");
         std::fs::create_dir_all(&conf).unwrap();
         std::fs::create_dir_all(root.path().join("ws/victim")).unwrap();
+        // A trusted key kept beside the host's other files: what it trusts next start.
+        std::fs::create_dir_all(root.path().join("keys")).unwrap();
+        let made = hermetic(root.path())
+            .args(["keygen", "--out"])
+            .arg(root.path().join("keys/publisher"))
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
         std::fs::write(conf.join("secrets.toml"), "API_KEY = \"s3cret\"\n").unwrap();
         std::fs::write(
             conf.join("approvals.json"),
@@ -872,11 +880,12 @@ impl LocalHost {
                  [secrets]\nfile = \"secrets.toml\"\n\n\
                  [server]\naudit_file = \"audit.jsonl\"\n\n\
                  [keyvalue]\nfile = \"keyvalue.redb\"\n\n\
-                 [trust]\nstore = \"{store}\"\n\n\
+                 [trust]\nstore = \"{store}\"\nkeys = [\"{key}\"]\n\n\
                  [terminal]\nbackend = \"local\"\n\n\
                  [terminal.approval]\nallowlist_file = \"approvals.json\"\n",
                 ws = root.path().join("ws").display(),
                 store = root.path().join("store").display(),
+                key = root.path().join("keys/publisher.pub").display(),
             ),
         )
         .unwrap();
@@ -946,6 +955,10 @@ fn host_files_are_hardline_to_name_in_every_form() {
         "cat ../home/.config/hermetic/secrets.toml".to_owned(),
         format!("ls {}/sha256", store.display()),
         format!("cat {exe}"),
+        format!(
+            "cp /tmp/mine.pub {}",
+            host.root.path().join("keys/publisher.pub").display()
+        ),
         format!("cp /dev/null {exe}"),
         "rm -rf ~/.config".to_owned(),
         "python3 -c \"print(open('$HOME/.config/hermetic/secrets.toml').read())\"".to_owned(),

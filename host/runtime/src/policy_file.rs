@@ -498,10 +498,27 @@ pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileErro
             source,
         })?;
     loaded.state_files.insert(0, policy_file);
+    // What no terminal command may name: the host's files, and what it trusts at its
+    // next start (the trusted keys' files, hook components from files).
+    let key_files = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| t.get("trust")?.get("keys")?.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .filter(|k| !k.starts_with("ed25519:"))
+        .map(|k| file_dir.join(k));
+    let hook_files = loaded.policy.hooks.iter().filter_map(|h| match &h.location {
+        crate::policy::hooks::HookLocation::Path(p) => Some(p.clone()),
+        _ => None,
+    });
     loaded.policy.terminal.protected = loaded
         .state_files
         .iter()
-        .map(|f| std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone()))
+        .map(|f| f.path.clone())
+        .chain(key_files)
+        .chain(hook_files)
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
         .collect();
     Ok(loaded)
 }
