@@ -509,23 +509,6 @@ fn build_registry(global: &HostArgs) -> Result<Registry> {
     Ok(build_host(global, None, None)?.0)
 }
 
-/// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`
-/// (the operator's word: `true`), else `$XDG_DATA_HOME/hermetic`, else
-/// `~/.local/share/hermetic` (a default: `false`), then `keyvalue.redb`. `None` without
-/// a home: the store is kept in memory.
-pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
-    if let Some(dir) = std::env::var_os("HERMETIC_DATA_DIR") {
-        return Some((std::path::PathBuf::from(dir).join("keyvalue.redb"), true));
-    }
-    let dir = std::env::var_os("XDG_DATA_HOME")
-        .map(|d| std::path::PathBuf::from(d).join("hermetic"))
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| std::path::PathBuf::from(h).join(".local/share/hermetic"))
-        })?;
-    Some((dir.join("keyvalue.redb"), false))
-}
-
 /// The tool host the options describe, and the policy file's `[server]` settings
 /// (defaults without a policy file): the file is read once, for both. `redis_url`
 /// (`serve --redis-url`) wins over the policy's `[cluster] redis_url`: key-value data
@@ -613,7 +596,7 @@ fn build_host(
         }
         None => keyvalue_file
             .map(|f| (f, true))
-            .or_else(default_keyvalue_file),
+            .or_else(crate::state::default_keyvalue_file),
     };
     if let Some((file, _)) = &keyvalue_file {
         options.policy.terminal.protected.push(file.clone());

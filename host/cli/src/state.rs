@@ -135,7 +135,7 @@ impl StoreArgs {
         }
         let file = loaded
             .and_then(|l| l.keyvalue_file)
-            .or_else(|| crate::cli::default_keyvalue_file().map(|(f, _)| f));
+            .or_else(|| default_keyvalue_file().map(|(f, _)| f));
         match file {
             Some(file) => Ok((Place::File(file), settings)),
             None => bail!(
@@ -366,4 +366,21 @@ fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<Exi
         deleted.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`
+/// (the operator's word: `true`), else `$XDG_DATA_HOME/hermetic`, else
+/// `~/.local/share/hermetic` (a default: `false`), then `keyvalue.redb`. `None` without
+/// a home: the store is kept in memory.
+pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
+    if let Some(dir) = std::env::var_os("HERMETIC_DATA_DIR") {
+        return Some((std::path::PathBuf::from(dir).join("keyvalue.redb"), true));
+    }
+    let dir = std::env::var_os("XDG_DATA_HOME")
+        .map(|d| std::path::PathBuf::from(d).join("hermetic"))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".local/share/hermetic"))
+        })?;
+    Some((dir.join("keyvalue.redb"), false))
 }

@@ -66,8 +66,11 @@ pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
     RegistryOptions, Selection, ToolStatus, ToolsetInfo,
 };
+pub use sandbox::capability::keyvalue::{
+    Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile,
+};
 pub use sandbox::capability::keyvalue::backend::{
-    Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile, EntryInfo as KeyValueEntry,
+    EntryInfo as KeyValueEntry,
     KeyValueBackend, KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
     Store as KeyValueStore, StoreFilter as KeyValueStoreFilter, StoreId as KeyValueStoreId,
     StoreInfo as KeyValueStoreInfo, incremented as keyvalue_incremented,

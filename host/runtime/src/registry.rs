@@ -126,7 +126,7 @@ impl Registry {
         })?);
         let keyvalue = match keyvalue {
             Some(backend) => backend,
-            None => Arc::new(crate::sandbox::capability::keyvalue::backend::Embedded::in_memory()?),
+            None => Arc::new(crate::sandbox::capability::keyvalue::Embedded::in_memory()?),
         };
         let dispatcher = Arc::new(Dispatcher::new(Arc::clone(&catalog), terminal, keyvalue));
         Ok(Self {

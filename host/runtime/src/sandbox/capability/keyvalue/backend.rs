@@ -1,7 +1,8 @@
 //! Where key-value data lives: the [`KeyValueBackend`] seam, and what every backend
 //! shares — whose data ([`StoreId`], [`Namespace`]), what fails ([`KeyValueError`]),
 //! what operators see ([`StoreInfo`], [`StoreFilter`]). The embedded backend is
-//! [`Embedded`] (a `redb` file, opened by [`EmbeddedFile`]); the cluster's is in the
+//! `Embedded` (a `redb` file, opened by `EmbeddedFile`, in the sibling modules, which
+//! use this one and not the other way round); the cluster's is in the
 //! server crate (Redis).
 //!
 //! A quota holds for a store as a whole: one tool's data for one tenant (and session,
@@ -10,8 +11,6 @@
 //! ([`super::settings::KeyValueSettings`]), so opening sessions cannot multiply a
 //! quota; they end with their session and expire when left idle.
 
-pub use super::embedded::Embedded;
-pub use super::file::EmbeddedFile;
 use crate::policy::keyvalue::KeyValueQuota;
 use std::sync::Arc;
 use std::time::Duration;

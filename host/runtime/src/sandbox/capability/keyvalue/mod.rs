@@ -12,6 +12,8 @@
 
 pub mod backend;
 mod embedded;
+pub use embedded::Embedded;
+pub use file::EmbeddedFile;
 pub mod file;
 pub mod settings;
 
