@@ -255,18 +255,13 @@ enum Command {
     ///
     /// REF is HOST[:PORT]/REPOSITORY:TAG. Prints the pinned reference (…@sha256:…) to
     /// put in a policy's `source`.
+    // --version is the tool's version here, not hermetic's.
+    #[command(disable_version_flag = true)]
     Push {
         /// The component (.wasm).
         file: PathBuf,
         /// Where to push it.
         reference: String,
-    // --version is the tool's version here, not hermetic's.
-    #[command(disable_version_flag = true)]
-        #[command(flatten)]
-        registry: crate::community::RegistryArgs,
-    },
-    /// Pull tools from a registry into the tool store.
-    ///
         /// The version to record in the manifest (`org.opencontainers.image.version`,
         /// beside `.created` = now). `hermetic sign` signs both with the digest and
         /// repository, and a host refuses a tag moved back to an older version: give
@@ -274,6 +269,11 @@ enum Command {
         /// ordered by creation time).
         #[arg(long, value_name = "VERSION")]
         version: Option<String>,
+        #[command(flatten)]
+        registry: crate::community::RegistryArgs,
+    },
+    /// Pull tools from a registry into the tool store.
+    ///
     /// REF is a tag or an @sha256: digest; with --policy and no REF, every tool the
     /// policy names by `source` (tags resolved and written to hermetic.lock beside the
     /// policy). A signature by a trusted key is checked before anything is stored when
@@ -647,6 +647,7 @@ fn build_host(
         options.engine.cache_dir = None;
     }
     let registry = Registry::new(options)?;
+    let mut problems: Vec<LoadProblem> = Vec::new();
     // The policy's own files were checked against its mounts at load; `--workspace`
     // may have moved one over them.
     for file in &state_files {
@@ -690,7 +691,6 @@ fn build_host(
         problems.extend(registry.add_bundled());
     }
     for dir in &global.tools_dirs {
-    let mut problems: Vec<LoadProblem> = Vec::new();
         problems.extend(registry.add_dir(dir)?);
     }
     for problem in &problems {
@@ -761,6 +761,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Push {
             file,
             reference,
+            version,
             registry,
         } => return crate::community::push(&file, &reference, version.as_deref(), &registry),
         Command::Keygen { out } => return crate::community::keygen(&out),
@@ -795,7 +796,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let host = host.with_outer(&outer);
             let loaded = trust_of(&host)?;
-            version,
             return crate::community::verify(
                 &target,
                 &trust,
@@ -1097,6 +1097,13 @@ fn inspect(
         // What `[tools.NAME] reviewed` takes.
         report["component"] = serde_json::Value::String(format!("sha256:{hex}"));
     }
+    // How this version differs from the one the policy's `reviewed` names.
+    crate::community::add_review(
+        &mut report,
+        &registry,
+        trust_of(host)?.as_ref(),
+        host.store.as_deref(),
+    )?;
     out!("{}", serde_json::to_string_pretty(&report)?);
     Ok(if report["loads"] == false {
         ExitCode::from(1)
@@ -1219,13 +1226,6 @@ fn toml_key(key: &str) -> String {
     let bare = !key.is_empty()
         && key
             .bytes()
-    // How this version differs from the one the policy's `reviewed` names.
-    crate::community::add_review(
-        &mut report,
-        &registry,
-        trust_of(host)?.as_ref(),
-        host.store.as_deref(),
-    )?;
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if bare {
         key.to_owned()
