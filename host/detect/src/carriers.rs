@@ -5,7 +5,7 @@ use super::code::{self, Lang};
 use super::fold::{self, Field, Producer};
 use super::paths::{self, canonical};
 use super::rules::RuleId;
-use super::scripts::{ScriptForm, ScriptLang};
+use super::script_run::{ScriptForm, ScriptLang};
 use super::walk::{Analyzer, Cx, Invocation};
 
 /// The language of the shell `inv` runs (its program's name).
@@ -211,7 +211,7 @@ impl Analyzer<'_> {
                 }
             }
             None => {
-                let script_lang = super::scripts::lang_of_program(name);
+                let script_lang = super::script_run::lang_of_program(name);
                 // `python3 < x.py`: the file on its stdin is its program.
                 let stdin_script = match (inv.stdin, inv.stdin_file, script_lang) {
                     (Producer::None, Some(file), Some(l)) => Some((file, l)),

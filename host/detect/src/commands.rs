@@ -7,7 +7,7 @@ use super::fold::{Field, Producer};
 use super::limits::MAX_CARRIER_DEPTH;
 use super::paths::{self, canonical};
 use super::rules::RuleId;
-use super::scripts::{ScriptForm, ScriptLang};
+use super::script_run::{ScriptForm, ScriptLang};
 use super::walk::{Analyzer, Cx, Invocation, Redirect};
 use brush_parser::ast::IoFileRedirectKind;
 

@@ -343,6 +343,17 @@ pub(crate) fn push_display_word(out: &mut String, text: &str) {
     }
 }
 
+/// The text of a word that is one quoted string with nothing in it to expand
+/// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
+/// of the words agents write are such strings). Anything else is `None`.
+pub(crate) fn quoted_literal(raw: &str) -> Option<&str> {
+    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        return (!inner.contains('\'')).then_some(inner);
+    }
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['"', '$', '`', '\\'])).then_some(inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use super::limits::{MAX_INPUT_BYTES, MAX_NESTING, exceeds_nesting};
 use super::normalize::normalize;
 use super::reader::{CodeLang, Reader};
 use super::rules::RuleId;
-use super::scripts::{self, ScriptRun};
+use super::script_run::{self, ScriptRun};
 use super::sql_input::sql_line_rule;
 use super::walk::{self, Analyzer, RawHit};
 
@@ -246,14 +246,14 @@ impl Detector {
         let mut analyzer = run(true);
         // The plain-command shortcut builds words without their places in the text:
         // a script run found in one is found again by the parser, with its place.
-        if scripts::want_locations(&analyzer.scripts) {
+        if script_run::want_locations(&analyzer.scripts) {
             analyzer = run(false);
         }
         let cwd = analyzer.cwd().to_owned();
         Judged {
             wrote: std::mem::take(&mut analyzer.fresh_files),
             readers: std::mem::take(&mut analyzer.readers),
-            scripts: scripts::located(command, std::mem::take(&mut analyzer.scripts)),
+            scripts: script_run::located(command, std::mem::take(&mut analyzer.scripts)),
             cwd,
             detection: detection(analyzer.hits, analyzer.commands),
         }

@@ -2,7 +2,7 @@
 //! lists, subshells, groups, functions, loops, conditionals, command and process
 //! substitutions, heredocs, arithmetic), with its words folded statically.
 
-use super::fold::{self, Field, Producer};
+use super::fold::{self, Field, Producer, quoted_literal};
 use super::limits::{
     MAX_ARITHMETIC_VALUES, MAX_CARRIER_DEPTH, MAX_COMMANDS, MAX_CWD_BYTES, MAX_FRESH_FILES,
     MAX_NESTING, exceeds_nesting,
@@ -148,7 +148,7 @@ pub(crate) struct Analyzer<'d> {
     /// a payload or a substitution, whose words are located in another text).
     parse_level: usize,
     /// The script files run, as found (see `note_script`).
-    pub scripts: Vec<super::scripts::RawScript>,
+    pub scripts: Vec<super::script_run::RawScript>,
 }
 
 impl<'d> Analyzer<'d> {
@@ -1413,17 +1413,6 @@ const SPECIAL: [bool; 256] = {
     }
     t
 };
-
-/// The text of a word that is one quoted string with nothing in it to expand
-/// (`'a b'`, `"a b"`): what the parser would fold it to, without parsing it (a fifth
-/// of the words agents write are such strings). Anything else is `None`.
-pub(crate) fn quoted_literal(raw: &str) -> Option<&str> {
-    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-        return (!inner.contains('\'')).then_some(inner);
-    }
-    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
-    (!inner.contains(['"', '$', '`', '\\'])).then_some(inner)
-}
 
 /// True when `s` holds more than 18 consecutive digits (more than an `i64` holds).
 fn has_long_digit_run(s: &str) -> bool {

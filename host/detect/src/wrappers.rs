@@ -7,7 +7,7 @@
 use super::fold::{Field, Producer};
 use super::opts::{self, Spec};
 use super::rules::RuleId;
-use super::scripts::{ScriptForm, ScriptLang};
+use super::script_run::{ScriptForm, ScriptLang};
 use super::walk::Invocation;
 use super::walk::{Analyzer, Cx};
 use std::collections::HashMap;
