@@ -946,6 +946,40 @@ impl Analyzer<'_> {
                 }
             }
         }
+        // A copy into a directory lands as DIR/NAME: onto the program too
+        // (`cp ./hermetic /usr/local/bin/`), whose directory is not protected itself.
+        if COPIERS.contains(&name) && !host.programs.is_empty() {
+            let role = role.get_or_insert_with(|| Role::of(name, args));
+            if let Some((dest, sources)) = &role.copies
+                && sources
+                    .iter()
+                    .any(|&s| self.lands_on_a_program(&args[*dest], &args[s]))
+            {
+                self.hit(RuleId::HostState, inv.rendered);
+            }
+        }
+    }
+
+    /// True when `source` copied into the directory `dest` would be a program of the
+    /// host's.
+    fn lands_on_a_program(&self, dest: &Field, source: &Field) -> bool {
+        let host = &self.own.host;
+        let source = canonical(&source.text);
+        let base = source.rsplit('/').next().unwrap_or(&source);
+        if base.is_empty() || base == "." || base == ".." {
+            return false;
+        }
+        let landed = self.resolve(&format!("{}/{base}", dest.text));
+        host.pattern(
+            &landed,
+            dest.glob || source.contains(['*', '?', '[']),
+            dest.dynamic,
+        )
+        .is_some_and(|p| {
+            host.programs
+                .iter()
+                .any(|program| matches!(relation(&p, program), Some(Relation::Equal)))
+        })
     }
 
     /// True when the tracked working directory is a protected path, inside one or

@@ -52,6 +52,8 @@ fn naming_host_state_is_hardline_in_every_spelling() {
         "cp ~/.local/share/hermetic/keyvalue.redb /tmp/kv",
         "ls /srv/store/sha256",
         "cat /opt/hermetic/bin/hermetic",
+        "cp ./hermetic /opt/hermetic/bin/",
+        "install -m 755 build/hermetic /opt/hermetic/bin",
         "/opt/hermetic/bin/hermetic approval check ls",
         "hermetic tools",
         // Globs that can match one.
@@ -143,6 +145,7 @@ fn listing_near_host_state_and_unrelated_paths_are_not_host_state() {
         "echo ~",
         "cat /opt/hermetic/bin/README",
         "ls /opt/hermetic/bin",
+        "cp ./tool /opt/hermetic/bin/",
         "cargo build --release",
         "cat ~/*.json",
     ];
