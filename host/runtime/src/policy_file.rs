@@ -508,10 +508,14 @@ pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileErro
         .filter_map(|k| k.as_str().map(str::to_owned))
         .filter(|k| !k.starts_with("ed25519:"))
         .map(|k| file_dir.join(k));
-    let hook_files = loaded.policy.hooks.iter().filter_map(|h| match &h.location {
-        crate::policy::hooks::HookLocation::Path(p) => Some(p.clone()),
-        _ => None,
-    });
+    let hook_files = loaded
+        .policy
+        .hooks
+        .iter()
+        .filter_map(|h| match &h.location {
+            crate::policy::hooks::HookLocation::Path(p) => Some(p.clone()),
+            _ => None,
+        });
     loaded.policy.terminal.protected = loaded
         .state_files
         .iter()
