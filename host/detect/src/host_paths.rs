@@ -13,59 +13,9 @@
 //! (a copy, an archive, a recursive search, a delete, a move reads or changes what is
 //! inside).
 
-use super::code::language;
-use super::fold::{Field, glob_matches};
+use super::fold::glob_matches;
 use super::paths::canonical;
-use super::rules::RuleId;
-use super::walk::{Analyzer, Invocation};
-use super::wrappers::{Runs, wrapper};
 use std::borrow::Cow;
-
-/// Programs that only list what a directory holds (names, sizes, modes), never its
-/// files' contents: naming a directory that holds a protected path is fine for them.
-const LISTERS: &[&str] = &[
-    "ls", "dir", "vdir", "tree", "du", "df", "stat", "file", "cd", "pushd", "popd", "dirs", "test",
-    "[", "realpath", "readlink", "dirname", "basename", "pwd", "echo", "printf", "mkdir", "which",
-    "type", "whereis", "namei", "lsattr", "getfacl", "exa", "eza", "lsd", "true", "false", ":",
-];
-
-/// find's actions that write, delete or run something for each file found.
-const FIND_ACTIONS: &[&str] = &[
-    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
-];
-
-/// Programs whose last operand (or `-t DIR`) is where they put their sources: a
-/// directory holding protected paths is a fine destination unless what lands there is
-/// one of them.
-const COPIERS: &[&str] = &["cp", "mv", "ln", "install", "rsync", "scp"];
-
-/// Short options of the copiers that take a value (`-S SUFFIX`, `-m MODE`, rsync's
-/// `-e CMD`): the value is no operand.
-const COPIER_VALUES: &[&str] = &["-S", "-m", "-o", "-g", "-e", "-f", "-T"];
-
-/// Programs that use a credential without printing it (`ssh -i ~/.ssh/id_rsa host`)
-/// or change only its metadata or existence (`chmod 600 ~/.ssh/id_ed25519`; deleting
-/// or overwriting one is `fs.protected_write`).
-const KEY_USERS: &[&str] = &[
-    "ssh",
-    "scp",
-    "sftp",
-    "ssh-add",
-    "ssh-keygen",
-    "ssh-copy-id",
-    "autossh",
-    "mosh",
-    "chmod",
-    "chown",
-    "chgrp",
-    "chattr",
-    "setfacl",
-    "touch",
-    "rm",
-    "unlink",
-    "shred",
-    "rmdir",
-];
 
 /// The host user's credentials, relative to a home directory: directories whose every
 /// file is a credential (except `.ssh`'s public parts), and single files.
@@ -109,23 +59,6 @@ const SSH_PUBLIC: &[&str] = &[
     "environment",
 ];
 
-/// Text in an interpreter's inline code that names a credential (`open('/root/.ssh/
-/// id_rsa')`): the code is not shell words, so the paths are looked for as text.
-const CREDENTIAL_NEEDLES: &[&str] = &[
-    ".ssh/id_",
-    ".aws/credentials",
-    ".netrc",
-    ".git-credentials",
-    ".docker/config.json",
-    ".kube/config",
-    ".config/gcloud",
-    ".config/gh/hosts.yml",
-    ".gnupg",
-    ".pgpass",
-    ".password-store",
-    ".vault-token",
-];
-
 /// Where the agent host keeps its own files by default, for each of its names.
 const BUILT_IN_DIRS: &[&str] = &[
     "~/.config/",
@@ -137,7 +70,7 @@ const BUILT_IN_DIRS: &[&str] = &[
 
 /// How a path a command names relates to a protected one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Relation {
+pub(crate) enum Relation {
     /// The protected path itself.
     Equal,
     /// Something inside it; the index is the first pattern part past it.
@@ -148,7 +81,7 @@ enum Relation {
 
 /// One component of a path a command names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Part<'a> {
+pub(crate) enum Part<'a> {
     /// Text as it is.
     Lit(Cow<'a, str>),
     /// A glob matching one component.
@@ -192,30 +125,30 @@ impl Part<'_> {
 pub(crate) struct HostPaths {
     /// The host's state, as components (`/` or `~` first): naming one, something
     /// inside one, or (beyond listing) a directory holding one is hardline.
-    state: Vec<Vec<String>>,
+    pub(crate) state: Vec<Vec<String>>,
     /// The host's programs: naming one is hardline; their directories are not
     /// protected (a build tree may hold one).
-    programs: Vec<Vec<String>>,
+    pub(crate) programs: Vec<Vec<String>>,
     /// File names of the programs: running one by name is running the host.
-    program_names: Vec<String>,
+    pub(crate) program_names: Vec<String>,
     /// How state and programs are written inside a word (`--file=/etc/x/p.toml`,
     /// code): searched as text.
-    spellings: Vec<String>,
+    pub(crate) spellings: Vec<String>,
     /// The last components of state and programs: every spelling holds one, so a word
     /// without any is not searched for spellings.
-    tails: Vec<String>,
+    pub(crate) tails: Vec<String>,
     /// The first components below `/` of every protected path (and of every home,
     /// with credentials): an absolute path starting elsewhere names none of them.
-    roots: Vec<String>,
+    pub(crate) roots: Vec<String>,
     /// The home directory `~` stands for, as components; `None`: unknown (`~` is then
     /// only itself).
-    home: Option<Vec<String>>,
+    pub(crate) home: Option<Vec<String>>,
     /// Reading the host user's credentials is dangerous.
-    credentials: bool,
+    pub(crate) credentials: bool,
 }
 
 /// `text` (canonical) as components, `/` first when absolute.
-fn components(text: &str) -> Vec<String> {
+pub(crate) fn components(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     if text.starts_with('/') {
         out.push("/".to_owned());
@@ -314,7 +247,7 @@ impl HostPaths {
 
     /// The ways `path` is written as text: absolute, and from home as `~/…`,
     /// `$HOME/…`, `${HOME}/…`.
-    fn spell(&self, path: &[String]) -> Vec<String> {
+    pub(crate) fn spell(&self, path: &[String]) -> Vec<String> {
         let join = |parts: &[String]| parts.join("/");
         let mut out = Vec::new();
         match path.first().map(String::as_str) {
@@ -340,7 +273,7 @@ impl HostPaths {
 
     /// False when `word`, an absolute path, surely relates to nothing protected: its
     /// first component is none of theirs (and no glob or variable could make it one).
-    fn may_relate(&self, word: &str) -> bool {
+    pub(crate) fn may_relate(&self, word: &str) -> bool {
         let Some(rest) = word.strip_prefix('/') else {
             return true;
         };
@@ -356,7 +289,7 @@ impl HostPaths {
     }
 
     /// True when nothing is protected.
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.state.is_empty() && self.programs.is_empty() && !self.credentials
     }
 
@@ -366,7 +299,12 @@ impl HostPaths {
     /// the host refuses to start with its files in a terminal's working directory).
     /// `glob`: the word has unquoted glob characters; `dynamic`: part of it is only
     /// known at run time.
-    fn pattern<'a>(&self, text: &'a str, glob: bool, dynamic: bool) -> Option<Vec<Part<'a>>> {
+    pub(crate) fn pattern<'a>(
+        &self,
+        text: &'a str,
+        glob: bool,
+        dynamic: bool,
+    ) -> Option<Vec<Part<'a>>> {
         match self.expand_home(text) {
             Some(expanded) => Some(
                 parse(&expanded, glob, dynamic)?
@@ -380,7 +318,7 @@ impl HostPaths {
 
     /// `text` with a leading `~` (or `~NAME` naming the same home) replaced by the
     /// home directory, when it is known.
-    fn expand_home(&self, text: &str) -> Option<String> {
+    pub(crate) fn expand_home(&self, text: &str) -> Option<String> {
         let home = self.home.as_ref()?;
         let rest = text.strip_prefix('~')?;
         let (user, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -392,7 +330,7 @@ impl HostPaths {
     }
 
     /// How `pattern` relates to the host's state and programs, the closest first.
-    fn state_relation(&self, pattern: &[Part<'_>]) -> Option<Relation> {
+    pub(crate) fn state_relation(&self, pattern: &[Part<'_>]) -> Option<Relation> {
         let state = self
             .state
             .iter()
@@ -410,7 +348,7 @@ impl HostPaths {
     /// How `pattern` relates to the host user's credentials: `Some(true)` names one (a
     /// file, a directory of them, something inside), `Some(false)` names a directory
     /// holding some.
-    fn credential_relation(&self, pattern: &[Part<'_>]) -> Option<bool> {
+    pub(crate) fn credential_relation(&self, pattern: &[Part<'_>]) -> Option<bool> {
         if holds_homes(pattern) {
             return Some(false);
         }
@@ -449,7 +387,7 @@ impl HostPaths {
     /// `pattern` read from a home directory (`~` first): `~`, the known home,
     /// `/root`, `/home/NAME` and `/Users/NAME` are homes; `/`, `/home` and `/Users`
     /// hold homes (`[~, ..]` then stands for "above every home").
-    fn read_from_home<'a>(&self, pattern: &[Part<'a>]) -> Option<Vec<Part<'a>>> {
+    pub(crate) fn read_from_home<'a>(&self, pattern: &[Part<'a>]) -> Option<Vec<Part<'a>>> {
         let lit = |i: usize| match pattern.get(i) {
             Some(Part::Lit(t)) => Some(t.as_ref()),
             _ => None,
@@ -608,7 +546,7 @@ fn magic_proc(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
 
 /// False when `pattern` and `path` surely differ in their first two components (both
 /// named plainly): the cheap test before [`relation`].
-fn may_match(pattern: &[Part<'_>], path: &[String]) -> bool {
+pub(crate) fn may_match(pattern: &[Part<'_>], path: &[String]) -> bool {
     // Position i is the path's i-th component only while every part before it is one.
     for i in 0..2 {
         match (pattern.get(i), path.get(i)) {
@@ -636,7 +574,7 @@ fn rank(r: Relation) -> u8 {
 /// itself or something inside it, and only through the known text after that part,
 /// which must be specific (two named components, or one with a dot: `$D/p.toml`):
 /// `$D/x` could be anything, so it is not taken for everything.
-fn relation(pattern: &[Part<'_>], path: &[String]) -> Option<Relation> {
+pub(crate) fn relation(pattern: &[Part<'_>], path: &[String]) -> Option<Relation> {
     if pattern.first() == Some(&Part::Guess) {
         // Any of the written components may be part of the guess: each tail after
         // one, behind an unknown part.
@@ -722,7 +660,7 @@ fn relation(pattern: &[Part<'_>], path: &[String]) -> Option<Relation> {
 
 /// True when `text` holds `needle` as a whole path (or the start of one): not a part
 /// of a longer name on either side.
-fn contains_path(text: &str, needle: &str) -> bool {
+pub(crate) fn contains_path(text: &str, needle: &str) -> bool {
     let name_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     text.match_indices(needle).any(|(at, _)| {
         let before = text[..at].bytes().next_back();
@@ -730,327 +668,6 @@ fn contains_path(text: &str, needle: &str) -> bool {
         before.is_none_or(|b| !name_byte(b) && b != b'/' && b != b'~')
             && after.is_none_or(|b| !name_byte(b))
     })
-}
-
-/// The words of `text` that may be paths: itself, what follows its first `=`
-/// (`--file=PATH`, `of=PATH`), and its `:`-separated parts that start like a path
-/// (`-v SRC:DST`, `PATH`-style lists).
-/// `eq`, `colon`: it holds a `=`, a `:`.
-fn candidates(text: &str, eq: bool, colon: bool) -> impl Iterator<Item = &str> {
-    let whole = (!text.starts_with('-')).then_some(text);
-    let value = eq
-        .then(|| text.split_once('=').map(|(_, v)| v))
-        .flatten()
-        .filter(|v| !v.is_empty());
-    let listed = colon
-        .then(|| text.split(':').filter(|p| p.starts_with(['/', '~', '$'])))
-        .into_iter()
-        .flatten();
-    whole.into_iter().chain(value).chain(listed)
-}
-
-/// True when `word` starts like a path that does not depend on the working directory,
-/// or climbs out of it.
-fn starts_like_a_path(word: &str) -> bool {
-    word.starts_with(['/', '~', '$']) || word.starts_with("..") || word.contains(['$', '`'])
-}
-
-/// What a command does with the directories it names.
-struct Role {
-    /// It only lists them ([`lists_only`]).
-    lists: bool,
-    /// It is a wrapper keeping this many arguments for itself; the rest it passes on.
-    own_args: Option<usize>,
-    /// It copies: its destination and sources.
-    copies: Option<(usize, Vec<usize>)>,
-}
-
-impl Role {
-    fn of(name: &str, args: &[Field]) -> Self {
-        Self {
-            lists: lists_only(name, args),
-            own_args: wrapper_own_args(name, args),
-            copies: COPIERS
-                .contains(&name)
-                .then(|| copy_destination(args))
-                .flatten(),
-        }
-    }
-
-    /// True when argv word `i` is passed on by a wrapper, judged with the command
-    /// that gets it.
-    fn passes_on(&self, i: usize) -> bool {
-        i > 0 && self.own_args.is_some_and(|n| i > n)
-    }
-}
-
-/// The operand a copier puts its sources into (index in `args`), and its sources.
-fn copy_destination(args: &[Field]) -> Option<(usize, Vec<usize>)> {
-    let mut operands = Vec::new();
-    let mut target = None;
-    let mut i = 0;
-    let mut options = true;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if options && t == "--" {
-            options = false;
-        } else if options && (t == "-t" || t == "--target-directory") {
-            target = Some(i + 1);
-            i += 1;
-        } else if options && COPIER_VALUES.contains(&t) {
-            i += 1;
-        } else if !(options && t.starts_with('-') && t.len() > 1) {
-            operands.push(i);
-        }
-        i += 1;
-    }
-    match target {
-        Some(t) if t < args.len() => Some((t, operands)),
-        Some(_) => None,
-        None => {
-            let dest = operands.pop()?;
-            Some((dest, operands))
-        }
-    }
-}
-
-/// True when `name` with `args` only lists directories (see [`LISTERS`]).
-fn lists_only(name: &str, args: &[Field]) -> bool {
-    match name {
-        "find" => !args.iter().any(|a| FIND_ACTIONS.contains(&a.text.as_str())),
-        "fd" | "fdfind" => !args
-            .iter()
-            .any(|a| matches!(a.text.as_str(), "-x" | "-X") || a.text.starts_with("--exec")),
-        _ => LISTERS.contains(&name),
-    }
-}
-
-/// How many of `args` a wrapper (`sudo`, `env`, `timeout 5`, `nice -n 5`) keeps for
-/// itself; the rest is the command it runs, checked on its own. `None`: not such a
-/// wrapper (find, docker, ssh … read their arguments themselves).
-fn wrapper_own_args(name: &str, args: &[Field]) -> Option<usize> {
-    let spec = wrapper(name)?;
-    if let Runs::Custom(_) = spec.runs {
-        return matches!(name, "builtin" | "busybox" | "toybox").then_some(0);
-    }
-    let o = super::opts::parse(args, &spec.opts);
-    Some(
-        o.rest
-            .map_or(args.len(), |r| (r + spec.skip).min(args.len())),
-    )
-}
-
-impl Analyzer<'_> {
-    /// The host-path rules for one simple command (after its wrappers, each level
-    /// checked on its own): `self.host_state` for a word naming the host's state or
-    /// program, or a directory holding its state that the command does more than
-    /// list; `fs.credential_read` likewise for the host user's credentials.
-    pub(crate) fn check_host_paths(&mut self, inv: &Invocation<'_>) {
-        let own = self.own;
-        let host = &own.host;
-        let Some(first) = inv.argv.first() else {
-            return;
-        };
-        if host.is_empty() {
-            return;
-        }
-        let name = first.text.rsplit('/').next().unwrap_or(&first.text);
-        let args = &inv.argv[1..];
-        if !first.text.contains('/') && host.program_names.iter().any(|n| n == name) {
-            self.hit(RuleId::HostState, inv.rendered);
-        }
-        // A relative word is the working directory's: it can only name a protected path
-        // when that directory is related to one (this runs for every word).
-        let cwd_related = self.cwd_related();
-        // What the command does with a directory holding protected paths: read once,
-        // when one is named.
-        let mut role: Option<Role> = None;
-        for (i, field) in inv.argv.iter().enumerate() {
-            let text = field.text.as_str();
-            // One pass over the bytes: a word with none of these names no path outside
-            // the working directory (most words: options, names, plain operands).
-            let (mut pathy, mut eq, mut colon) = (false, false, false);
-            for b in text.bytes() {
-                match b {
-                    b'/' | b'~' | b'$' | b'`' | b'.' => pathy = true,
-                    b'=' => eq = true,
-                    b':' => colon = true,
-                    _ => {}
-                }
-            }
-            if text.is_empty() || !(pathy || cwd_related || field.dynamic) {
-                continue;
-            }
-            // A path inside other text (`open('/etc/x')`, `-f/etc/x`, `@/etc/x`).
-            if text.contains('/')
-                && (text.starts_with('-') || text.contains(['\'', '"', '(', ' ', ',', ';', '@']))
-            {
-                if host.tails.iter().any(|t| text.contains(t.as_str()))
-                    && host
-                        .spellings
-                        .iter()
-                        .any(|s| text.len() >= s.len() && contains_path(text, s))
-                {
-                    self.hit(RuleId::HostState, inv.rendered);
-                }
-                if host.credentials
-                    && CREDENTIAL_NEEDLES.iter().any(|n| text.contains(n))
-                    && language(name).is_some()
-                {
-                    self.hit(RuleId::CredentialRead, inv.rendered);
-                }
-            }
-            for candidate in candidates(text, eq, colon) {
-                if !(cwd_related || field.dynamic || starts_like_a_path(candidate)) {
-                    continue;
-                }
-                // `resolve` without its copy when the working directory plays no part.
-                let resolved = if self.cwd().is_empty() || candidate.starts_with(['/', '~', '$']) {
-                    canonical(candidate)
-                } else {
-                    Cow::Owned(self.resolve(candidate))
-                };
-                if !(field.dynamic || host.may_relate(&resolved)) {
-                    continue;
-                }
-                let Some(pattern) = host.pattern(&resolved, field.glob, field.dynamic) else {
-                    continue;
-                };
-                match host.state_relation(&pattern) {
-                    Some(Relation::Equal | Relation::Inside(_)) => {
-                        self.hit(RuleId::HostState, inv.rendered);
-                    }
-                    Some(Relation::Holds { direct }) => {
-                        let role = role.get_or_insert_with(|| Role::of(name, args));
-                        if !role.lists
-                            && !role.passes_on(i)
-                            && !self.lands_safely(role.copies.as_ref(), i, direct, args)
-                        {
-                            self.hit(RuleId::HostState, inv.rendered);
-                        }
-                    }
-                    None => {}
-                }
-                if !host.credentials || i == 0 || KEY_USERS.contains(&name) {
-                    continue;
-                }
-                let Some(names_one) = host.credential_relation(&pattern) else {
-                    continue;
-                };
-                let role = role.get_or_insert_with(|| Role::of(name, args));
-                if !role.lists
-                    && !role.passes_on(i)
-                    && (names_one || !self.lands_safely(role.copies.as_ref(), i, false, args))
-                {
-                    self.hit(RuleId::CredentialRead, inv.rendered);
-                }
-            }
-        }
-        // A copy into a directory lands as DIR/NAME: onto the program too
-        // (`cp ./hermetic /usr/local/bin/`), whose directory is not protected itself.
-        if COPIERS.contains(&name) && !host.programs.is_empty() {
-            let role = role.get_or_insert_with(|| Role::of(name, args));
-            if let Some((dest, sources)) = &role.copies
-                && sources
-                    .iter()
-                    .any(|&s| self.lands_on_a_program(&args[*dest], &args[s]))
-            {
-                self.hit(RuleId::HostState, inv.rendered);
-            }
-        }
-    }
-
-    /// True when `source` copied into the directory `dest` would be a program of the
-    /// host's.
-    fn lands_on_a_program(&self, dest: &Field, source: &Field) -> bool {
-        let host = &self.own.host;
-        let source = canonical(&source.text);
-        let base = source.rsplit('/').next().unwrap_or(&source);
-        if base.is_empty() || base == "." || base == ".." {
-            return false;
-        }
-        let landed = self.resolve(&format!("{}/{base}", dest.text));
-        host.pattern(
-            &landed,
-            dest.glob || source.contains(['*', '?', '[']),
-            dest.dynamic,
-        )
-        .is_some_and(|p| {
-            host.programs
-                .iter()
-                .any(|program| matches!(relation(&p, program), Some(Relation::Equal)))
-        })
-    }
-
-    /// True when the tracked working directory is a protected path, inside one or
-    /// holds one (or a credential): relative words may then name one.
-    fn cwd_related(&self) -> bool {
-        let host = &self.own.host;
-        let cwd = self.cwd();
-        if cwd.is_empty() {
-            return false;
-        }
-        host.pattern(cwd, false, false).is_some_and(|p| {
-            host.state_relation(&p).is_some()
-                || (host.credentials && host.credential_relation(&p).is_some())
-        })
-    }
-
-    /// True when argv word `i`, a directory holding protected paths, is a copier's
-    /// destination and what lands there is none of them (`cp notes.txt ~/`); `direct`:
-    /// it is a protected file's own directory, where nothing may land.
-    fn lands_safely(
-        &self,
-        copies: Option<&(usize, Vec<usize>)>,
-        i: usize,
-        direct: bool,
-        args: &[Field],
-    ) -> bool {
-        let Some(&(dest, ref sources)) = copies else {
-            return false;
-        };
-        if direct || i != dest + 1 {
-            return false;
-        }
-        let host = &self.own.host;
-        sources.iter().all(|&s| {
-            let source = canonical(&args[s].text);
-            let base = source.rsplit('/').next().unwrap_or(&source);
-            if base.is_empty() || base == "." || base == ".." {
-                return false;
-            }
-            let landed = self.resolve(&format!("{}/{base}", args[dest].text));
-            let glob = args[dest].glob || args[s].glob;
-            let dynamic = args[dest].dynamic || args[s].dynamic;
-            host.pattern(&landed, glob, dynamic).is_none_or(|p| {
-                host.state_relation(&p).is_none()
-                    && (!host.credentials || host.credential_relation(&p).is_none())
-            })
-        })
-    }
-
-    /// The host-path rules for a redirection's target: naming the host's state is
-    /// hardline, a credential dangerous.
-    pub(crate) fn check_host_redirect(&mut self, target: &Field, rendered: &str) {
-        let own = self.own;
-        let host = &own.host;
-        if host.is_empty() || target.text.is_empty() {
-            return;
-        }
-        let resolved = self.resolve(&target.text);
-        let Some(pattern) = host.pattern(&resolved, target.glob, target.dynamic) else {
-            return;
-        };
-        if matches!(
-            host.state_relation(&pattern),
-            Some(Relation::Equal | Relation::Inside(_))
-        ) {
-            self.hit(RuleId::HostState, rendered);
-        }
-        if host.credentials && host.credential_relation(&pattern) == Some(true) {
-            self.hit(RuleId::CredentialRead, rendered);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ mod commands;
 mod detector;
 mod fold;
 mod git;
+mod host_checks;
 mod host_paths;
 mod input;
 pub mod limits;
