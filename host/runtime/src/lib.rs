@@ -66,17 +66,16 @@ pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
     RegistryOptions, Selection, ToolStatus, ToolsetInfo,
 };
+pub use sandbox::capability::keyvalue::backend::{
+    EntryInfo as KeyValueEntry, KeyValueBackend, KeyValueError, Namespace as KeyValueNamespace,
+    PAGE as KEYVALUE_PAGE, Store as KeyValueStore, StoreFilter as KeyValueStoreFilter,
+    StoreId as KeyValueStoreId, StoreInfo as KeyValueStoreInfo,
+    incremented as keyvalue_incremented, parse_bucket as keyvalue_parse_bucket,
+};
+pub use sandbox::capability::keyvalue::settings::KeyValueSettings;
 pub use sandbox::capability::keyvalue::{
     Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile,
 };
-pub use sandbox::capability::keyvalue::backend::{
-    EntryInfo as KeyValueEntry,
-    KeyValueBackend, KeyValueError, Namespace as KeyValueNamespace, PAGE as KEYVALUE_PAGE,
-    Store as KeyValueStore, StoreFilter as KeyValueStoreFilter, StoreId as KeyValueStoreId,
-    StoreInfo as KeyValueStoreInfo, incremented as keyvalue_incremented,
-    parse_bucket as keyvalue_parse_bucket,
-};
-pub use sandbox::capability::keyvalue::settings::KeyValueSettings;
 /// Directory walks that follow no symlink (mounts, the terminal's tenant directories).
 pub use sandbox::capability::{create_beneath, open_beneath};
 pub use sandbox::terminal::{

@@ -508,7 +508,11 @@ mod tests {
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(text, format!("{marker} started\nran\n"), "contain={contain}");
+            assert_eq!(
+                text,
+                format!("{marker} started\nran\n"),
+                "contain={contain}"
+            );
             assert_eq!(out.status.code(), Some(3), "contain={contain}: {out:?}");
         }
     }

@@ -43,8 +43,8 @@ pub use backends::bwrap::{BwrapBackend, BwrapConfig, DEFAULT_HIDDEN};
 pub use backends::docker::{
     CONTAINER_WORKSPACE, DEFAULT_SECCOMP_PROFILE, DockerBackend, DockerConfig,
 };
-pub use backends::local::{LocalBackend, LocalConfig};
 pub use backends::gvisor::{GvisorBackend, GvisorConfig};
+pub use backends::local::{LocalBackend, LocalConfig};
 pub use backends::ssh::{SshBackend, SshConfig};
 pub use config::{TerminalConfig, TerminalSettings};
 pub use output::{MAX_OUTPUT_CHARS, REDACTED};
