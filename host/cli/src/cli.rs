@@ -581,6 +581,15 @@ fn build_host(
             .protected
             .push(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
     }
+    // Tool directories: a component a command wrote there would be loaded (at the next
+    // start, or at once by `serve`'s reload) with the grants the policy gives tools.
+    for dir in &global.tools_dirs {
+        options
+            .policy
+            .terminal
+            .protected
+            .push(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+    }
     // The program itself: a command that replaced it would run as the host next time.
     if let Ok(exe) = std::env::current_exe() {
         options.policy.terminal.programs.push(exe);

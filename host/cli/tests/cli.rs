@@ -980,6 +980,38 @@ fn host_files_are_hardline_to_name_in_every_form() {
     assert!(listed["output"].as_str().unwrap().contains("hermetic"));
 }
 
+/// A tools directory is the host's too: a component a command wrote there would be
+/// loaded with the policy's grants at the next start (or at once by `serve`'s reload).
+/// Fails before the tools directories were protected (the copy ran).
+#[test]
+fn a_tools_directory_cannot_be_written_by_a_command() {
+    let host = LocalHost::new();
+    let tools = host.root.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(host.root.path().join("ws/evil.wasm"), b"\0asm").unwrap();
+    let args = serde_json::json!({
+        "command": format!("cp evil.wasm {}/", tools.display())
+    })
+    .to_string();
+    let (_, stdout) = run(hermetic(&host.root.path().join("ws"))
+        .env("HOME", host.home())
+        .stdin(std::process::Stdio::null())
+        .args(["call", "terminal", &args, "--quiet", "--tools-dir"])
+        .arg(&tools)
+        .arg("--policy")
+        .arg(host.conf().join("policy.toml")));
+    let result = json(&stdout);
+    assert_eq!(result["status"], "blocked", "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("self.host_state"),
+        "{result}"
+    );
+    assert!(!tools.join("evil.wasm").exists());
+}
+
 /// On `local` a command sees the real home: reading the user's credentials asks.
 #[test]
 fn reading_the_users_credentials_asks_on_the_local_backend() {
