@@ -25,7 +25,7 @@ pub struct ScriptRun {
     /// substitution), standing where other words may replace it (not after `--`).
     /// `None`: the run cannot be pinned to the judged bytes where it is written.
     pub span: Option<Range<usize>>,
-    /// The directory it starts in (as [`Frame::cwd`]): its own relative paths are
+    /// The directory it starts in (as [`Frame::cwd`](crate::input::Frame::cwd)): its own relative paths are
     /// read from there.
     pub cwd: String,
 }

@@ -85,7 +85,7 @@ impl Detector {
     /// it runs in turn, as [`judge`](Self::judge) does); a program of another language
     /// as its `-c`/`-e` code is judged, by the capabilities it names (and a Python
     /// import of a module the session wrote is a fresh file). Give
-    /// [`ScriptLang::Shebang`] resolved with [`interpreter_of`]: as it is, nothing
+    /// [`ScriptLang::Shebang`] resolved with [`interpreter_of`](crate::script_run::interpreter_of): as it is, nothing
     /// says what reads the text, and the text is unparseable.
     ///
     /// ```

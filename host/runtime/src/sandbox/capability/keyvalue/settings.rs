@@ -32,8 +32,8 @@ pub const DEFAULT_SESSIONS_MAX_TOTAL_BYTES: u64 = 64 << 20;
 pub const DEFAULT_SESSION_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for KeyValueSettings {
-    /// [`DEFAULT_SESSIONS_MAX_KEYS`], [`DEFAULT_SESSIONS_MAX_TOTAL_BYTES`],
-    /// [`DEFAULT_SESSION_EXPIRY`].
+    /// 100,000 keys and 64 MiB across a tenant's sessions; a session idle for 24 hours
+    /// expires.
     fn default() -> Self {
         Self {
             sessions_max_keys: DEFAULT_SESSIONS_MAX_KEYS,
