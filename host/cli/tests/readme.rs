@@ -94,6 +94,30 @@ fn serves(line: &str) {
     assert!(serving, "{line}: did not serve:\n{}", seen.join("\n"));
 }
 
+/// The project's rule for its front door: the title, then exactly two commands — the
+/// one that serves the bundled tools and the one that runs the whole suite (`.ci/run`).
+#[test]
+fn the_readme_opens_with_its_title_then_exactly_two_commands() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let mut lines = readme.lines().filter(|l| !l.trim().is_empty());
+    assert_eq!(
+        lines.next(),
+        Some("# hermetic"),
+        "the README opens with its title"
+    );
+    assert_eq!(lines.next(), Some("```sh"), "then a shell block");
+    let commands: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+    assert_eq!(commands.len(), 2, "exactly two commands: {commands:?}");
+    assert!(
+        commands[0].contains("-- serve"),
+        "the first serves: {}",
+        commands[0]
+    );
+    assert_eq!(commands[1], ".ci/run", "the second runs the suite");
+    let ci = std::fs::read_to_string(repo_root().join(".ci/run")).unwrap();
+    assert!(ci.starts_with("#!"), ".ci/run is a script");
+}
+
 #[test]
 fn every_line_of_the_readme_tour_works_as_written() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
