@@ -214,6 +214,42 @@ fn hostile_keys_values_and_floods_get_clear_errors() {
     );
 }
 
+/// The cursor of `list-keys` is the guest's: whatever it says, a page holds the
+/// bucket's own keys and ends (a huge cursor read every tenant's data after the
+/// bucket's, inside one host call; the embedded unit test counts what is read).
+#[test]
+fn a_guest_chosen_cursor_lists_only_its_own_bucket() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let registry = host(dir.path(), POLICY);
+    for (tenant, n) in [("acme", 3), ("globex", 40)] {
+        let flood = probe(&registry, tenant, json!({"op": "flood", "n": n}));
+        assert_eq!(flood["written"], n, "{flood}");
+    }
+    probe(
+        &registry,
+        "acme",
+        json!({"op": "set", "bucket": "later", "key": "elsewhere", "value": "v"}),
+    );
+    let page = |cursor: Value| probe(&registry, "acme", json!({"op": "page", "cursor": cursor}));
+    assert_eq!(
+        page(Value::Null),
+        json!({"keys": ["k0", "k1", "k2"], "cursor": null})
+    );
+    assert_eq!(page(json!(2)), json!({"keys": ["k2"], "cursor": null}));
+    for past in [json!(3), json!(4), json!(1_000_000), json!(u64::MAX)] {
+        assert_eq!(
+            page(past.clone()),
+            json!({"keys": [], "cursor": null}),
+            "cursor {past}"
+        );
+    }
+    assert_eq!(
+        probe(&registry, "globex", json!({"op": "page", "cursor": 39})),
+        json!({"keys": ["k9"], "cursor": null}),
+        "globex's own 40th key in key order"
+    );
+}
+
 #[test]
 fn two_sessions_writing_one_key_at_once_lose_no_write() {
     let dir = tempfile::TempDir::new().unwrap();

@@ -33,7 +33,14 @@ impl Tool for Probe {
             }
             "exists" => json!({"exists": bucket.exists(&key)?}),
             "list" => json!({"keys": kv::keys(&bucket)?}),
-            "incr" => json!({"value": kv::increment(&bucket, &key, args["by"].as_u64().unwrap_or(1))?}),
+            // One `list-keys` page from the cursor the arguments give (any u64).
+            "page" => {
+                let page = bucket.list_keys(args["cursor"].as_u64())?;
+                json!({"keys": page.keys, "cursor": page.cursor})
+            }
+            "incr" => {
+                json!({"value": kv::increment(&bucket, &key, args["by"].as_u64().unwrap_or(1))?})
+            }
             // Compare-and-swap: `expected` null is "absent".
             "swap" => {
                 let expected = args["expected"].as_str().map(str::as_bytes);

@@ -448,6 +448,48 @@ impl Embedded {
         self.sweep_at(now_ms())
     }
 
+    /// [`KeyValueBackend::list`], and how many entries it read to answer. The cursor
+    /// is the guest's: the range read is its own bucket's and no more (skipping ran
+    /// past the bucket's end into every tenant's data after it, with the whole table
+    /// read inside one host call for a cursor of `u64::MAX`), so a listing costs at
+    /// most the bucket's keys, which its quota bounds.
+    fn list_counted(
+        &self,
+        ns: &Namespace,
+        from: u64,
+    ) -> Result<(Vec<String>, Option<u64>, usize), KeyValueError> {
+        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
+        let skip = usize::try_from(from).unwrap_or(usize::MAX);
+        let end = prefix_end(ns.as_str());
+        let mut keys = Vec::new();
+        let mut more = false;
+        let mut read = 0;
+        for entry in data
+            .range((ns.as_str(), "")..(end.as_str(), ""))
+            .map_err(|e| self.fail(e))?
+        {
+            read += 1;
+            let (k, _) = entry.map_err(|e| self.fail(e))?;
+            let (entry_ns, key) = k.value();
+            if entry_ns != ns.as_str() {
+                // No namespace extends another (each is four length-prefixed parts),
+                // so none is inside the range: this is only a guard.
+                break;
+            }
+            if read <= skip {
+                continue;
+            }
+            if keys.len() == PAGE {
+                more = true;
+                break;
+            }
+            keys.push(key.to_owned());
+        }
+        let next = more.then(|| from + u64::try_from(PAGE).unwrap_or(u64::MAX));
+        Ok((keys, next, read))
+    }
+
     fn info(&self, id: StoreId, row: Row, now: u64) -> StoreInfo {
         let expires_in = row.session.then(|| {
             let at = row.written_ms.saturating_add(self.settings.expiry_millis());
@@ -554,29 +596,8 @@ impl KeyValueBackend for Embedded {
     }
 
     fn list(&self, ns: &Namespace, from: u64) -> Result<(Vec<String>, Option<u64>), KeyValueError> {
-        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
-        let data = txn.open_table(DATA).map_err(|e| self.fail(e))?;
-        let skip = usize::try_from(from).unwrap_or(usize::MAX);
-        let mut keys = Vec::new();
-        let mut more = false;
-        for entry in data
-            .range((ns.as_str(), "")..)
-            .map_err(|e| self.fail(e))?
-            .skip(skip)
-        {
-            let (k, _) = entry.map_err(|e| self.fail(e))?;
-            let (entry_ns, key) = k.value();
-            if entry_ns != ns.as_str() {
-                break;
-            }
-            if keys.len() == PAGE {
-                more = true;
-                break;
-            }
-            keys.push(key.to_owned());
-        }
-        let next = more.then(|| from + u64::try_from(PAGE).unwrap_or(u64::MAX));
-        Ok((keys, next))
+        self.list_counted(ns, from)
+            .map(|(keys, next, _)| (keys, next))
     }
 
     fn increment(
@@ -766,6 +787,40 @@ mod tests {
         kv.delete(&ns_, "a").unwrap();
         kv.set(&ns_, "d", b"x", &quota).unwrap();
         assert_eq!(kv.list(&other, 0).unwrap().0, vec!["n".to_owned()]);
+    }
+
+    /// A guest chooses the cursor: no cursor makes `list-keys` read past its own
+    /// bucket (it walked every tenant's data after it, inside one host call).
+    #[test]
+    fn a_cursor_never_reads_past_its_own_bucket() {
+        let kv = Embedded::in_memory().unwrap();
+        let quota = quota(10_000, 100, 1 << 20);
+        // "acme" sorts before "globex": globex's data follows acme's in the table.
+        let acme = ns(&StoreId::tenant("t", "acme"), "");
+        let globex = ns(&StoreId::tenant("t", "globex"), "");
+        let acme_later = ns(&StoreId::tenant("t", "acme"), "z");
+        for i in 0..5 {
+            kv.set(&acme, &format!("a{i}"), b"x", &quota).unwrap();
+        }
+        kv.set(&acme_later, "other-bucket", b"x", &quota).unwrap();
+        for i in 0..3000 {
+            kv.set(&globex, &format!("g{i:04}"), b"x", &quota).unwrap();
+        }
+        for from in [0, 3, 5, 6, 1000, u64::from(u32::MAX), u64::MAX] {
+            let (keys, next, read) = kv.list_counted(&acme, from).unwrap();
+            let want: Vec<String> = (0..5)
+                .skip(usize::try_from(from).unwrap_or(usize::MAX))
+                .map(|i| format!("a{i}"))
+                .collect();
+            assert_eq!((keys, next), (want, None), "cursor {from}");
+            assert!(read <= 6, "cursor {from} read {read} entries for 5 keys");
+        }
+        // Paging through another's many keys stays in it and ends.
+        let (page, next, _) = kv.list_counted(&globex, 0).unwrap();
+        assert_eq!((page.len(), next), (PAGE, Some(1000)));
+        let (page, next, _) = kv.list_counted(&globex, 2000).unwrap();
+        assert_eq!((page.len(), next), (1000, None));
+        assert!(page.iter().all(|k| k.starts_with('g')));
     }
 
     #[test]
