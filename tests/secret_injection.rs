@@ -22,7 +22,9 @@ const QUERY_SECRET: &str = "q5ecr3t+Tok/en== z&x=1";
 /// with it as the body — as received, with its escapes in lower-case hex, with `+` for
 /// `%20`, and percent-decoded (the ways servers echo a query). `/api/away` redirects to
 /// `away`; `/q/redir?QUERY` redirects to `/q/redir/?QUERY` (a trailing-slash redirect
-/// that keeps the query).
+/// that keeps the query, also in `content-location`, `link` and `refresh`);
+/// `/q/login?QUERY` to `/login?next=URL` (the URL asked for, query and all, encoded
+/// once more).
 struct Recorder {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
@@ -58,9 +60,13 @@ impl Recorder {
                         away.unwrap_or(1)
                     ))
                 } else if path == "/q/redir" {
+                    let to = format!("http://127.0.0.1:{port}/q/redir/?{query}");
                     redirect(format!(
-                        "301 Moved Permanently\r\nlocation: http://127.0.0.1:{port}/q/redir/?{query}"
+                        "301 Moved Permanently\r\nlocation: {to}\r\ncontent-location: {to}\r\nlink: <{to}>; rel=\"canonical\"\r\nrefresh: 0; url={to}"
                     ))
+                } else if path == "/q/login" {
+                    let asked = encode(&format!("http://127.0.0.1:{port}{target}"));
+                    redirect(format!("302 Found\r\nlocation: /login?next={asked}"))
                 } else {
                     let body = format!(
                         "{request}{}{}{}",
@@ -391,6 +397,114 @@ fn a_path_a_server_could_route_outside_the_prefix_is_refused_before_any_connecti
     let out = call(&registry, "netprobe", json!({"url": b.url("/x/../y")}));
     assert_eq!(out["status"], 200, "{out}");
     assert!(b.last().starts_with("GET /x/../y "), "{}", b.last());
+}
+
+/// One request of `method` to `url` by `netprobe`, nothing followed: its status, and
+/// its headers as the guest got them.
+fn once(registry: &Registry, url: &str, method: &str) -> (Value, Vec<(String, String)>) {
+    let out = call(
+        registry,
+        "netprobe",
+        json!({"url": url, "mode": "once", "method": method}),
+    );
+    let headers = out["headers_reversed"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|h| {
+                    let value: String = h[1].as_str().unwrap().chars().rev().collect();
+                    (h[0].as_str().unwrap().to_owned(), value)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (out, headers)
+}
+
+#[test]
+fn the_response_to_a_request_with_a_secret_reaches_the_guest_scrubbed() {
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let (_root, registry) = registry(&policy(&a, &b));
+
+    // A redirect keeping the query, every header that repeats it: the guest gets each
+    // one scrubbed (reported reversed, a form no scrubbing of the result knows).
+    let (out, headers) = once(&registry, &a.url("/q/redir?y=1"), "GET");
+    assert_eq!(out["status"], 301, "{out}");
+    assert!(
+        a.last().contains(&format!("key={}", encode(QUERY_SECRET))),
+        "the request carried the key: {}",
+        a.last()
+    );
+    let to = a.url("/q/redir/?y=1&key=[REDACTED]");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no {name}: {headers:?}"))
+    };
+    assert_eq!(header("location"), to);
+    assert_eq!(header("content-location"), to);
+    assert_eq!(header("link"), format!("<{to}>; rel=\"canonical\""));
+    assert_eq!(header("refresh"), format!("0; url={to}"));
+    for (name, value) in &headers {
+        assert_no_secret(value, name);
+    }
+
+    // The tool following it: the next hop gets the real key put back.
+    let out = call(&registry, "netprobe", json!({"url": a.url("/q/redir?y=1")}));
+    assert_eq!(out["status"], 200, "{out}");
+    assert!(
+        a.last().starts_with(&format!(
+            "GET /q/redir/?y=1&key={} HTTP/1.1",
+            encode(QUERY_SECRET)
+        )),
+        "{}",
+        a.last()
+    );
+
+    // A host with no binding: its responses are the guest's, as they came.
+    let (_, headers) = once(&registry, &b.url("/q/redir?y=1&key=abc"), "GET");
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "location" && v.ends_with("/q/redir/?y=1&key=abc")),
+        "{headers:?}"
+    );
+}
+
+#[test]
+fn methods_that_echo_the_request_are_refused_to_a_host_with_a_binding() {
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let (_root, registry) = registry(&policy(&a, &b));
+    // TRACE would come back with `Authorization: Bearer …` as its body; TRACK is IIS's
+    // TRACE; CONNECT makes a tunnel. Refused on any path of the host, in any case,
+    // before a connection.
+    for (method, path) in [
+        ("TRACE", "/api/echo"),
+        ("TRACE", "/other"),
+        ("TRACK", "/api/echo"),
+        ("trace", "/q/x"),
+        ("CONNECT", "/api/echo"),
+    ] {
+        let before = a.count();
+        let (out, _) = once(&registry, &a.url(path), method);
+        let error = error_of(&out);
+        assert!(
+            error.contains(&format!(
+                "the host refused the method {method}: a secret is bound to http://127.0.0.1:{}",
+                a.port
+            )),
+            "{method} {path}: {error}"
+        );
+        assert_eq!(a.count(), before, "{method} {path}: no connection is made");
+    }
+    // To a host with no binding a TRACE is the tool's business.
+    let (out, _) = once(&registry, &b.url("/x"), "TRACE");
+    assert_eq!(out["status"], 200, "{out}");
+    assert!(b.last().starts_with("TRACE /x "), "{}", b.last());
 }
 
 #[test]

@@ -191,6 +191,14 @@ impl Scrubber {
         out
     }
 
+    /// Whether `text` holds any form of any secret.
+    pub(crate) fn finds(&self, text: &str) -> bool {
+        self.0.iter().any(|forms| match &forms.matcher {
+            Matcher::Pattern(re) => re.is_match(text),
+            Matcher::Literal(all) => all.iter().any(|f| text.contains(f.as_str())),
+        })
+    }
+
     /// [`Scrubber::scrub`] of an owned `text`, returned as it came when there is
     /// nothing in it.
     pub(crate) fn scrub_string(&self, text: String) -> String {

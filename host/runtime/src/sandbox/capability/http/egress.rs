@@ -17,11 +17,18 @@
 //! path as the server routes it ([`RequestPath`]); a request to a host with a binding
 //! whose path a server could route elsewhere (a dot segment, an encoded separator,
 //! also percent-encoded twice) is refused before any connection, whichever path it
-//! names: the host cannot know how the destination normalises.
+//! names: the host cannot know how the destination normalises. So is a `TRACE`,
+//! `TRACK` or `CONNECT` there: a server answers the first two with the request itself
+//! (its headers, the secret with them) as the body. The response to a request that
+//! carried a secret has every header (and trailer) scrubbed of it before the guest sees
+//! it: a redirect that keeps the query (`Location: …?key=…`) would otherwise hand the
+//! guest the value. A *body* that echoes the request still reaches the guest; what the
+//! guest returns, logs or prints is scrubbed on the way out (`crate::secrets`).
 //!
 //! Redirects are not followed here: the guest sees the 3xx and sends the next hop as a
 //! new request, which passes the same checks (and gets a secret only if that hop is
-//! bound to one). Connect, first-byte and between-bytes
+//! bound to one: a `Location` whose query was scrubbed to `key=[REDACTED]` gets the
+//! real value put back on the way out). Connect, first-byte and between-bytes
 //! timeouts and a response-body cap come from the policy, and no request outlives the
 //! call's deadline.
 //!
@@ -33,6 +40,7 @@ use crate::call::CancelToken;
 use crate::policy::HttpLimits;
 use crate::policy::inject::{InjectInto, RequestPath, SecretInjection};
 use crate::policy::network::{Destination, HostPattern, Scheme};
+use crate::secrets::Scrubber;
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
@@ -73,14 +81,30 @@ impl HttpState {
                 deadline,
                 cancel,
                 inject: Vec::new(),
+                scrub: None,
             },
         }
     }
 
     /// This state with secrets to add to matching requests: each binding and the
-    /// value it sends (already formatted).
-    pub fn with_injections(mut self, inject: Vec<(SecretInjection, String)>) -> Self {
-        self.hooks.inject = inject;
+    /// value it sends (already formatted), and what the response to a request that got
+    /// one is scrubbed of before the guest sees it (`None`: nothing is added).
+    pub(crate) fn with_injections(
+        mut self,
+        inject: Vec<(SecretInjection, String)>,
+        scrub: Option<Scrubber>,
+    ) -> Self {
+        if scrub.is_some() {
+            self.hooks.inject = inject;
+        } else if !inject.is_empty() {
+            // Never add a secret whose echo could not be scrubbed (fail closed).
+            tracing::error!(
+                target: "hermetic::egress",
+                tool = &*self.hooks.tool,
+                "secret bindings ignored: no scrubber for them"
+            );
+        }
+        self.hooks.scrub = scrub;
         self
     }
 
@@ -106,6 +130,8 @@ pub struct Egress {
     cancel: Option<CancelToken>,
     /// Secret bindings and their formatted values (empty on the common path).
     inject: Vec<(SecretInjection, String)>,
+    /// What the response to a request that got a secret is scrubbed of.
+    scrub: Option<Scrubber>,
 }
 
 /// How often a request waiting on the network looks at its call's cancel token. A guest
@@ -158,11 +184,16 @@ impl WasiHttpHooks for Egress {
     ) -> SendFuture {
         let mut target = self.vet(request.uri());
         let mut request = request;
+        // The scrubber, when this request got a secret: its response is scrubbed.
+        let mut scrub = None;
         if let Ok(t) = &target
             && !self.inject.is_empty()
-            && let Err(refused) = self.add_secrets(&mut request, t)
         {
-            target = Err(refused);
+            match self.add_secrets(&mut request, t) {
+                Ok(true) => scrub = self.scrub.clone(),
+                Ok(false) => {}
+                Err(refused) => target = Err(refused),
+            }
         }
         let timeouts = Timeouts::new(&self.limits, options, self.deadline);
         let max_body = self.limits.max_response_bytes;
@@ -171,10 +202,13 @@ impl WasiHttpHooks for Egress {
         Box::new(async move {
             let target = target?;
             let deadline = tokio::time::Instant::from_std(timeouts.deadline);
-            let send = tokio::time::timeout_at(
-                deadline,
-                send(&tool, target, request, timeouts, max_body, cancel.clone()),
-            );
+            let sent = Sent {
+                timeouts,
+                max_body,
+                cancel: cancel.clone(),
+                scrub,
+            };
+            let send = tokio::time::timeout_at(deadline, send(&tool, target, request, sent));
             tokio::select! {
                 result = send => result.unwrap_or(Err(Error::HttpResponseTimeout)),
                 () = cancelled(cancel) => Err(Error::ConnectionTerminated),
@@ -185,21 +219,40 @@ impl WasiHttpHooks for Egress {
 
 impl Egress {
     /// Adds the secrets bound to this request's destination and path, replacing a
-    /// header or query parameter of the same name the guest set. A value that cannot
-    /// be sent as one (a header value with control characters) is left out, logged.
+    /// header or query parameter of the same name the guest set; whether it added any.
+    /// A value that cannot be sent as one (a header value with control characters) is
+    /// left out, logged.
     ///
     /// # Errors
-    /// The refusal the guest gets when the destination has a binding and the path does
-    /// not parse as a [`RequestPath`] (nothing is added, nothing sent).
+    /// The refusal the guest gets when the destination has a binding and the request
+    /// is a `TRACE`, `TRACK` or `CONNECT`, or its path does not parse as a
+    /// [`RequestPath`] (nothing is added, nothing sent).
     fn add_secrets(
         &self,
         request: &mut http::Request<WasiBody>,
         target: &Target,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let bound = |b: &SecretInjection| b.binds(target.scheme, &target.host, target.port);
         let Some((first, _)) = self.inject.iter().find(|(b, _)| bound(b)) else {
-            return Ok(());
+            return Ok(false);
         };
+        let method = request.method().as_str();
+        // Any case: a server may read an extension method's name case-insensitively.
+        if ECHOING_METHODS
+            .iter()
+            .any(|m| method.eq_ignore_ascii_case(m))
+        {
+            tracing::warn!(
+                target: "hermetic::egress",
+                tool = &*self.tool,
+                "refused {method} to {}: a secret is bound to that host",
+                first.destination
+            );
+            return Err(Error::InternalError(Some(format!(
+                "the host refused the method {method}: a secret is bound to {} and a server answers {method} with the request itself, the secret with it; use GET, POST or another method",
+                first.destination
+            ))));
+        }
         let path = request.uri().path().to_owned();
         let routed = match RequestPath::parse(&path) {
             Ok(routed) => routed,
@@ -216,6 +269,7 @@ impl Egress {
                 ))));
             }
         };
+        let mut added = false;
         for (binding, value) in &self.inject {
             if !binding.matches(target.scheme, &target.host, target.port, &routed) {
                 continue;
@@ -228,6 +282,7 @@ impl Egress {
                         (Ok(h), Ok(mut v)) => {
                             v.set_sensitive(true);
                             request.headers_mut().insert(h, v);
+                            added = true;
                         }
                         _ => tracing::warn!(
                             target: "hermetic::egress",
@@ -257,11 +312,12 @@ impl Egress {
                     parts.path_and_query = path_and_query.parse().ok();
                     if let Ok(new) = http::Uri::from_parts(parts) {
                         *request.uri_mut() = new;
+                        added = true;
                     }
                 }
             }
         }
-        Ok(())
+        Ok(added)
     }
 
     /// Matches the request URI against the grants.
@@ -297,6 +353,54 @@ impl Egress {
     }
 }
 
+/// Methods refused to a host with a secret binding: `TRACE` (and IIS's `TRACK`) are
+/// answered with the request as the body, headers and all; `CONNECT` makes the server
+/// a tunnel whose traffic the host no longer reads.
+const ECHOING_METHODS: [&str; 3] = ["TRACE", "TRACK", "CONNECT"];
+
+/// What one request's sending needs besides its target.
+struct Sent {
+    timeouts: Timeouts,
+    max_body: u64,
+    cancel: Option<CancelToken>,
+    /// Set when the request got a secret: the response's headers and trailers are
+    /// scrubbed of it.
+    scrub: Option<Scrubber>,
+}
+
+/// `headers` scrubbed by `scrub`: every value (a value that is not UTF-8 is scrubbed
+/// in its lossy form, which keeps every valid sequence, so a secret in it is still
+/// found); a header whose *name* holds a secret is dropped (no name can say
+/// `[REDACTED]`).
+fn scrub_headers(headers: &mut http::HeaderMap, scrub: &Scrubber) {
+    let mut kept = http::HeaderMap::with_capacity(headers.len());
+    let mut changed = false;
+    for (name, value) in headers.iter() {
+        if scrub.finds(name.as_str()) {
+            changed = true;
+            continue;
+        }
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let value = match scrub.scrub(&text) {
+            std::borrow::Cow::Borrowed(_) => value.clone(),
+            std::borrow::Cow::Owned(clean) => {
+                changed = true;
+                // Scrubbing only replaces text with `[REDACTED]`: still a valid value
+                // (it had no control characters before); should it not be, the
+                // header goes.
+                match http::HeaderValue::from_str(&clean) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                }
+            }
+        };
+        kept.append(name.clone(), value);
+    }
+    if changed {
+        *headers = kept;
+    }
+}
+
 /// The time budgets of one request.
 #[derive(Clone, Copy)]
 struct Timeouts {
@@ -328,9 +432,7 @@ async fn send(
     tool: &str,
     target: Target,
     mut request: http::Request<WasiBody>,
-    timeouts: Timeouts,
-    max_body: u64,
-    cancel: Option<CancelToken>,
+    sent: Sent,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -338,6 +440,12 @@ async fn send(
     ),
     Error,
 > {
+    let Sent {
+        timeouts,
+        max_body,
+        cancel,
+        scrub,
+    } = sent;
     let connect_by = tokio::time::Instant::now() + timeouts.connect;
     let addrs = resolve(&target, connect_by).await?;
     let allowed: Vec<SocketAddr> = addrs
@@ -393,9 +501,12 @@ async fn send(
         .to_owned();
     *request.uri_mut() = http::Uri::try_from(path).map_err(|_| Error::HttpRequestUriInvalid)?;
 
-    let response = tokio::time::timeout(timeouts.first_byte, sender.send_request(request))
+    let mut response = tokio::time::timeout(timeouts.first_byte, sender.send_request(request))
         .await
         .map_err(|_| Error::ConnectionReadTimeout)??;
+    if let Some(scrub) = &scrub {
+        scrub_headers(response.headers_mut(), scrub);
+    }
     if let Some(length) = response
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -414,6 +525,7 @@ async fn send(
             idle: Box::pin(tokio::time::sleep(timeouts.between_bytes)),
             total: Box::pin(tokio::time::sleep_until(deadline)),
             cancel: cancel.map(|token| (token, Box::pin(tokio::time::interval(CANCEL_POLL)))),
+            scrub,
         }
         .boxed_unsync()
     });
@@ -485,6 +597,8 @@ struct CappedBody {
     idle: Pin<Box<tokio::time::Sleep>>,
     total: Pin<Box<tokio::time::Sleep>>,
     cancel: Option<(CancelToken, Pin<Box<tokio::time::Interval>>)>,
+    /// Set when the request got a secret: trailers are scrubbed like headers.
+    scrub: Option<Scrubber>,
 }
 
 impl Body for CappedBody {
@@ -507,6 +621,14 @@ impl Body for CappedBody {
                 }
                 let next = tokio::time::Instant::now() + this.between_bytes;
                 this.idle.as_mut().reset(next);
+                let frame = match (&this.scrub, frame.into_trailers()) {
+                    (Some(scrub), Ok(mut trailers)) => {
+                        scrub_headers(&mut trailers, scrub);
+                        Frame::trailers(trailers)
+                    }
+                    (_, Ok(trailers)) => Frame::trailers(trailers),
+                    (_, Err(frame)) => frame,
+                };
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Error::from(e)))),

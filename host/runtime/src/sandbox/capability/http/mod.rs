@@ -39,7 +39,7 @@ pub(crate) fn state(
                 deadline,
                 cancel,
             )
-            .with_injections(inject),
+            .with_injections(inject, secrets.scrubber(&grants.inject)),
         )
     })
 }
