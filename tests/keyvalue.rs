@@ -614,9 +614,10 @@ fn a_full_disk_is_a_clear_error_and_writes_resume_once_space_is_freed() {
     assert_eq!(listed["keys"], json!(["before", "big"]), "{listed}");
 }
 
-/// `[keyvalue]`'s settings are read, and a zero refused with what to write instead.
+/// `[keyvalue]`'s settings are read; a zero, or an expiry over a year, refused with
+/// what to write instead.
 #[test]
-fn keyvalue_settings_are_read_and_zero_is_refused() {
+fn keyvalue_settings_are_read_and_zero_or_too_long_is_refused() {
     let dir = tempfile::TempDir::new().unwrap();
     let load = |text: &str| {
         std::fs::write(dir.path().join("p.toml"), text).unwrap();
@@ -642,6 +643,16 @@ fn keyvalue_settings_are_read_and_zero_is_refused() {
         e.contains(
             "keyvalue.session_expiry_secs must be positive (leave it out for the default, 86400)"
         ),
+        "{e}"
+    );
+    // Over a year: refused (Redis's expiries were written by Lua in exponent form,
+    // refused after the data was written).
+    assert!(load("[keyvalue]\nsession_expiry_secs = 31536000\n").is_ok());
+    let e = load("[keyvalue]\nsession_expiry_secs = 31536001\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("keyvalue.session_expiry_secs must be at most 31536000 (365 days)"),
         "{e}"
     );
     let e = load("[keyvalue]\nsessions_max = 5\n")

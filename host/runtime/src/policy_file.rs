@@ -263,11 +263,24 @@ impl KeyValueFileToml {
                 self.sessions_max_total_bytes,
                 d.sessions_max_total_bytes,
             )?,
-            session_expiry: std::time::Duration::from_secs(positive(
-                "session_expiry_secs",
-                self.session_expiry_secs,
-                d.session_expiry.as_secs(),
-            )?),
+            session_expiry: std::time::Duration::from_secs(
+                positive(
+                    "session_expiry_secs",
+                    self.session_expiry_secs,
+                    d.session_expiry.as_secs(),
+                )
+                .and_then(|secs| {
+                    let max = crate::sandbox::capability::keyvalue::settings::MAX_SESSION_EXPIRY
+                        .as_secs();
+                    if secs > max {
+                        Err(format!(
+                            "keyvalue.session_expiry_secs must be at most {max} (365 days): a session store idle longer is over"
+                        ))
+                    } else {
+                        Ok(secs)
+                    }
+                })?,
+            ),
         })
     }
 }

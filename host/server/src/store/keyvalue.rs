@@ -37,8 +37,10 @@ const STORE_KEY: &str = "hermetic:kvs:";
 /// `KEYS[1]` if the field's value is still `ARGV[7]` (when `ARGV[8]` is "1"; "0":
 /// whatever it is), within the quota (`ARGV[4..6]`: max keys, max value bytes, max
 /// total bytes); for a session store (`ARGV[10]` "1", `ARGV[14]` its name) also within
-/// the tenant's ceiling (`ARGV[12..13]`), and its expiry set to `ARGV[11]` ms from now.
-/// `ARGV[1]`: [`STORE_KEY`]. Returns `{0}` done, `{1}` changed meanwhile, `{2, n}` value
+/// the tenant's ceiling (`ARGV[12..13]`), and its expiry set to `ARGV[11]` ms from now
+/// (the tenant's keys: `ARGV[15]`, twice that). Both expiries are integers computed in
+/// Rust: Lua's numbers are doubles, and a double Lua formats in exponent form is an
+/// error to `PEXPIRE` — after the data was written. `ARGV[1]`: [`STORE_KEY`]. Returns `{0}` done, `{1}` changed meanwhile, `{2, n}` value
 /// too large, `{3, n}` too many keys, `{4, n}` over the total, `{5, n}` too many keys in
 /// the tenant's session stores, `{6, n}` over their total.
 ///
@@ -95,11 +97,11 @@ if added > 0 and tk > tonumber(ARGV[12]) then return {5, tk} end
 if after > before and tb > tonumber(ARGV[13]) then return {6, tb} end
 local ttl = tonumber(ARGV[11])
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], '#k', keys, '#b', bytes, '#s', '1')
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[1], ARGV[11])
 redis.call('HSET', KEYS[2], '#k', tk, '#b', tb, ARGV[14], string.format('%d %d', keys, bytes))
-redis.call('PEXPIRE', KEYS[2], ttl * 2)
+redis.call('PEXPIRE', KEYS[2], ARGV[15])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[14])
-redis.call('PEXPIRE', KEYS[3], ttl * 2)
+redis.call('PEXPIRE', KEYS[3], ARGV[15])
 return {0}
 ";
 
@@ -382,6 +384,9 @@ impl RedisKeyValue {
             Some(Some(old)) => ("1", [b"=".as_slice(), old].concat()),
         };
         let s = &self.settings;
+        // At most a year ([`KeyValueSettings::expiry_millis`]): twice it, and now plus
+        // it, are exact in Lua's doubles.
+        let ttl = s.expiry_millis();
         let answer: Vec<u64> = self.with(|c| {
             let mut invocation = self.set.key(&keys[0]);
             invocation
@@ -397,10 +402,11 @@ impl RedisKeyValue {
                 .arg(check)
                 .arg(key.len())
                 .arg(if id.is_session() { "1" } else { "0" })
-                .arg(s.expiry_millis())
+                .arg(ttl)
                 .arg(s.sessions_max_keys)
                 .arg(s.sessions_max_total_bytes)
-                .arg(store.prefix());
+                .arg(store.prefix())
+                .arg(ttl.saturating_mul(2));
             invocation.invoke(c)
         })?;
         match answer.as_slice() {
@@ -664,5 +670,114 @@ impl KeyValueBackend for RedisKeyValue {
             }
         }
         Ok(ended)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    //! Against a real `redis-server` (Debian's package, installed by `.ci/run`) on a
+    //! free loopback port.
+    use super::*;
+    use hermetic::KeyValueStore as Store;
+    use std::sync::Arc;
+
+    /// A running redis-server without persistence; killed on drop.
+    struct Server {
+        child: std::process::Child,
+        port: u16,
+    }
+
+    impl Server {
+        fn start() -> Self {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = std::process::Command::new("/usr/bin/redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server is not installed: apt-get install -y redis-server");
+            let server = Self { child, port };
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "redis-server did not start"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            server
+        }
+
+        fn store(&self, settings: KeyValueSettings) -> RedisKeyValue {
+            RedisKeyValue::new(&format!("redis://127.0.0.1:{}", self.port))
+                .unwrap()
+                .with_settings(settings)
+        }
+
+        /// A raw command's answer.
+        fn cmd<T: redis::FromRedisValue>(&self, cmd: &mut redis::Cmd) -> T {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).unwrap();
+            let mut c = client.get_connection().unwrap();
+            cmd.query(&mut c).unwrap()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn ns(id: &StoreId, bucket: &str) -> Namespace {
+        Namespace::new(Arc::new(Store::new(id.clone())), bucket)
+    }
+
+    fn quota(max_keys: u64, max_total_bytes: u64) -> KeyValueQuota {
+        KeyValueQuota {
+            max_keys,
+            max_value_bytes: 1000,
+            max_total_bytes,
+        }
+    }
+
+    /// How many of `n` keys `k0`, `k1`, … a write took before one was refused.
+    fn flood(kv: &RedisKeyValue, ns: &Namespace, n: usize, quota: &KeyValueQuota) -> usize {
+        (0..n)
+            .take_while(|i| kv.set(ns, &format!("k{i}"), b"x", quota).is_ok())
+            .count()
+    }
+
+    /// An expiry over what the policy file accepts (an embedder's settings) is taken
+    /// as the longest: writes work and the ceiling holds (Lua wrote `ttl * 2` in
+    /// exponent form, PEXPIRE refused it after the data was written, and the tenant's
+    /// total was never updated).
+    #[test]
+    fn a_huge_session_expiry_still_writes_and_holds_the_ceiling() {
+        let server = Server::start();
+        let kv = server.store(KeyValueSettings {
+            sessions_max_keys: 3,
+            session_expiry: Duration::from_secs(u64::MAX / 4),
+            ..KeyValueSettings::default()
+        });
+        let q = quota(10, 1000);
+        let s1 = ns(&StoreId::session("todo", "acme", "s1"), "");
+        let s2 = ns(&StoreId::session("todo", "acme", "s2"), "");
+        assert_eq!(flood(&kv, &s1, 2, &q), 2);
+        assert_eq!(flood(&kv, &s2, 5, &q), 1, "three keys across the sessions");
+        let ttl: i64 = server.cmd(redis::cmd("PTTL").arg(format!(
+            "{STORE_KEY}{}",
+            StoreId::session("todo", "acme", "s1").prefix()
+        )));
+        assert!(
+            ttl > 364 * 86_400_000 && ttl <= 365 * 86_400_000,
+            "the longest expiry: {ttl}"
+        );
     }
 }

@@ -18,7 +18,8 @@ pub struct KeyValueSettings {
     pub sessions_max_total_bytes: u64,
     /// How long a session store may go without a write before it is deleted
     /// (`[keyvalue] session_expiry_secs`): its session's end was never seen (a node
-    /// killed, a client that never said goodbye). Tenant stores never expire.
+    /// killed, a client that never said goodbye). Tenant stores never expire. At most
+    /// [`MAX_SESSION_EXPIRY`] is applied.
     pub session_expiry: Duration,
 }
 
@@ -30,6 +31,10 @@ pub const DEFAULT_SESSIONS_MAX_TOTAL_BYTES: u64 = 64 << 20;
 /// 24 hours: a session idle this long is over by any client's measure (the HTTP server
 /// closes idle sessions long before).
 pub const DEFAULT_SESSION_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
+/// 365 days: the longest expiry the policy file accepts, and the longest any backend
+/// applies (a longer one is taken as this). Redis keeps expiries in milliseconds:
+/// bounded, every expiry and twice it are plain integers there.
+pub const MAX_SESSION_EXPIRY: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 impl Default for KeyValueSettings {
     /// 100,000 keys and 64 MiB across a tenant's sessions; a session idle for 24 hours
@@ -61,9 +66,11 @@ impl KeyValueSettings {
         (self.session_expiry / 4).clamp(Duration::from_millis(50), Duration::from_secs(600))
     }
 
-    /// The expiry in whole milliseconds (at least 1), as Redis's `PEXPIRE` takes it.
+    /// The expiry applied, in whole milliseconds: at least 1 (as Redis's `PEXPIRE`
+    /// takes it), at most [`MAX_SESSION_EXPIRY`]'s.
     pub fn expiry_millis(&self) -> u64 {
-        u64::try_from(self.session_expiry.as_millis())
+        let applied = self.session_expiry.min(MAX_SESSION_EXPIRY);
+        u64::try_from(applied.as_millis())
             .unwrap_or(u64::MAX)
             .max(1)
     }
@@ -91,5 +98,10 @@ mod tests {
             ..d
         };
         assert_eq!(short.sweep_every(), Duration::from_millis(50));
+        let huge = KeyValueSettings {
+            session_expiry: Duration::from_secs(u64::MAX),
+            ..d
+        };
+        assert_eq!(huge.expiry_millis(), 365 * 86_400_000, "capped");
     }
 }
