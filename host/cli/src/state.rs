@@ -42,8 +42,11 @@ pub enum StateCommand {
         at: StoreArgs,
     },
     #[command(after_help = WHERE)]
-    /// Show one store's entries (bucket, key, bytes), or with KEY its value (written
-    /// to stdout as stored).
+    /// Show one store's entries (bucket, key, bytes), or with KEY its value. The value
+    /// is a tenant's bytes: control characters (ESC, CR, …), bidirectional overrides
+    /// and bytes that are not UTF-8 are written as `\xNN` / `\u{NNNN}` escapes, so
+    /// none reaches the terminal (an escape sequence could set the clipboard, retitle
+    /// or rewrite the screen); --raw writes the bytes as stored.
     ///
     /// Exit code 1 when the store or the key does not exist.
     Show {
@@ -63,6 +66,10 @@ pub enum StateCommand {
         /// Print entries as JSON: [{"bucket","key","bytes"}].
         #[arg(long)]
         json: bool,
+        /// With KEY: write the value's bytes as stored, escaping nothing (for a file
+        /// or a pipe, not a terminal).
+        #[arg(long, requires = "key")]
+        raw: bool,
         /// One key whose value to print.
         key: Option<String>,
         #[command(flatten)]
@@ -190,13 +197,14 @@ pub fn run(command: StateCommand) -> Result<ExitCode> {
             session,
             bucket,
             json,
+            raw,
             key,
         } => {
             let id = match session {
                 Some(s) => KeyValueStoreId::session(&tool, &tenant, &s),
                 None => KeyValueStoreId::tenant(&tool, &tenant),
             };
-            show(&at, &id, &bucket, key.as_deref(), json)
+            show(&at, &id, &bucket, key.as_deref(), json, raw)
         }
         StateCommand::Delete {
             at,
@@ -295,6 +303,7 @@ fn show(
     bucket: &str,
     key: Option<&str>,
     json: bool,
+    raw: bool,
 ) -> Result<ExitCode> {
     let Some(kv) = at.open()? else {
         return Ok(ExitCode::from(1));
@@ -304,7 +313,17 @@ fn show(
         return match kv.get(&ns, key)? {
             Some(value) => {
                 let mut stdout = std::io::stdout().lock();
-                stdout.write_all(&value)?;
+                if raw {
+                    stdout.write_all(&value)?;
+                } else {
+                    let (text, escaped) = shown(&value);
+                    stdout.write_all(text.as_bytes())?;
+                    if escaped {
+                        eprintln!(
+                            "(control characters and bytes that are not UTF-8 are shown escaped: --raw writes the value as stored)"
+                        );
+                    }
+                }
                 stdout.flush()?;
                 Ok(ExitCode::SUCCESS)
             }
@@ -331,6 +350,38 @@ fn show(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `value` as text safe on a terminal, and whether anything was escaped: newlines
+/// and tabs stay; every other control character (C0, DEL, C1 — CSI is one), every
+/// bidirectional override or isolate (text that displays other than it reads) and
+/// every byte that is not UTF-8 is written `\xNN` or `\u{NNNN}`. Hand-written: the
+/// standard `escape_debug` also escapes quotes and backslashes and would garble plain
+/// JSON values.
+fn shown(value: &[u8]) -> (String, bool) {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(value.len());
+    let mut escaped = false;
+    for chunk in value.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let unsafe_here = (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            if !unsafe_here {
+                text.push(c);
+            } else if u32::from(c) < 0x100 {
+                let _ = write!(text, "\\x{:02x}", u32::from(c));
+                escaped = true;
+            } else {
+                let _ = write!(text, "\\u{{{:04x}}}", u32::from(c));
+                escaped = true;
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(text, "\\x{b:02x}");
+            escaped = true;
+        }
+    }
+    (text, escaped)
 }
 
 fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<ExitCode> {
@@ -383,4 +434,23 @@ pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
                 .map(|h| std::path::PathBuf::from(h).join(".local/share/hermetic"))
         })?;
     Some((dir.join("keyvalue.redb"), false))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn values_are_shown_without_anything_a_terminal_acts_on() {
+        let (text, escaped) = super::shown(
+            b"ok\ttab\nline \"q\" \\ \x1b]52;c;aGk=\x07 \r\x7f \xc2\x9b \xe2\x80\xae \xff",
+        );
+        assert_eq!(
+            text,
+            "ok\ttab\nline \"q\" \\ \\x1b]52;c;aGk=\\x07 \\x0d\\x7f \\x9b \\u{202e} \\xff"
+        );
+        assert!(escaped);
+        assert_eq!(
+            super::shown("{\"a\": \"ü\"}".as_bytes()),
+            ("{\"a\": \"ü\"}".to_owned(), false)
+        );
+    }
 }

@@ -334,3 +334,50 @@ fn a_stdio_session_s_stores_end_with_it_and_state_says_who_holds_the_file() {
         "the session's todo store ended with it"
     );
 }
+
+/// A value is a tenant's bytes: `show KEY` escapes what a terminal would act on (an
+/// OSC 52 sequence sets the operator's clipboard, CR rewrites the line); `--raw`
+/// writes the bytes as stored.
+#[test]
+fn state_show_escapes_control_characters_unless_raw() {
+    use hermetic::{KeyValueBackend as _, KeyValueNamespace, KeyValueStore, KeyValueStoreId};
+    use std::sync::Arc;
+    let data = tempfile::TempDir::new().unwrap();
+    let d = data.path();
+    let hostile: &[u8] = b"fine\n\x1b]52;c;cm0gLXJmIH4=\x07\rspoof \x9b \xc2\x9b";
+    {
+        let kv = hermetic::EmbeddedKeyValue::open(&d.join("keyvalue.redb")).unwrap();
+        let ns = KeyValueNamespace::new(
+            Arc::new(KeyValueStore::new(KeyValueStoreId::tenant(
+                "ext:notes",
+                "acme",
+            ))),
+            "",
+        );
+        kv.set(&ns, "k", hostile, &Default::default()).unwrap();
+    }
+    let show = |extra: &[&str]| {
+        let mut args = vec!["show", "--tenant", "acme", "--tool", "ext:notes", "k"];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            .env("HERMETIC_DATA_DIR", d)
+            .arg("state")
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        (
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (shown, note) = show(&[]);
+    assert_eq!(
+        String::from_utf8(shown).unwrap(),
+        "fine\n\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0dspoof \\x9b \\x9b"
+    );
+    assert!(note.contains("--raw writes the value as stored"), "{note}");
+    let (raw, _) = show(&["--raw"]);
+    assert_eq!(raw, hostile);
+}
