@@ -61,12 +61,46 @@ fn benches(c: &mut Criterion) {
         })
     });
 
+    scrubbed(c);
+
     let selection = Selection::default();
     // Warm the check() cache, as a serving host would have it.
     black_box(registry.definitions(&selection));
     c.bench_function("definitions (6 tools, checks cached)", |b| {
         b.iter(|| black_box(registry.definitions(black_box(&selection))))
     });
+}
+
+/// What scrubbing costs a call on a host whose policy binds secrets (every result is
+/// scrubbed of every bound secret, whatever the tool: README "Secrets a tool uses but
+/// never holds"): `echo` returning 4 KiB, on a host with no binding and on one that
+/// binds two secrets to another tool's destination.
+fn scrubbed(c: &mut Criterion) {
+    let message = "The quick brown fox jumps over the lazy dog; key=value&x=1 %2F. ".repeat(64);
+    let args = serde_json::json!({ "message": message }).to_string();
+    let options = CallOptions::default();
+    for (label, policy) in [
+        ("no secret binding", ""),
+        (
+            "two secrets bound (result scrubbed)",
+            "[secrets]\nfile = \"secrets.toml\"\n\n[tools.other.inject.API_KEY]\ndestination = \"https://api.example.com/v1\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\n\n[tools.other.inject.Q_KEY]\ndestination = \"https://api.example.com/q\"\nquery = \"key\"\n",
+        ),
+    ] {
+        let root = tempfile::TempDir::new().unwrap();
+        std::fs::write(
+            root.path().join("secrets.toml"),
+            "API_KEY = \"sk-live-0123456789abcdef\"\nQ_KEY = \"q5ecr3t+Tok/en== z&x=1\"\n",
+        )
+        .unwrap();
+        let registry = hermetic_tests::policy_registry(root.path(), policy, false);
+        let dir = hermetic_tests::tools_dir(&["echo"]);
+        assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+        let first = registry.call("echo", &args, &options);
+        assert!(first.contains("lazy dog"), "{first}");
+        c.bench_function(&format!("call/echo 4 KiB result, {label}"), |b| {
+            b.iter(|| black_box(registry.call("echo", black_box(&args), &options)))
+        });
+    }
 }
 
 /// What a fresh-instance call costs in wasmtime alone ([`floor::Floor`]): the gap to

@@ -464,6 +464,17 @@ fn the_response_to_a_request_with_a_secret_reaches_the_guest_scrubbed() {
         a.last()
     );
 
+    // A login redirect carrying the URL asked for, encoded once more (`%252B`).
+    let (_, headers) = once(&registry, &a.url("/q/login?y=1"), "GET");
+    let location = &headers.iter().find(|(n, _)| n == "location").unwrap().1;
+    assert_eq!(
+        *location,
+        format!(
+            "/login?next={}[REDACTED]",
+            encode(&a.url("/q/login?y=1&key="))
+        )
+    );
+
     // A host with no binding: its responses are the guest's, as they came.
     let (_, headers) = once(&registry, &b.url("/q/redir?y=1&key=abc"), "GET");
     assert!(
@@ -570,6 +581,77 @@ fn every_form_the_host_wrote_is_scrubbed_from_results_errors_logs_progress_and_o
         "a log line and the output: {logged}"
     );
     assert_no_secret(&logged, "the log");
+}
+
+#[test]
+fn a_bound_secret_left_in_a_file_is_scrubbed_from_every_tool_s_result() {
+    // What a bound tool saved from a destination that echoed its request (a
+    // "download" into the workspace), read back by tools that have no binding: the
+    // bundled read_file, and echo (on the async path, where it runs on a fiber).
+    let a = Recorder::start(None);
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::write(
+        root.path().join("secrets.toml"),
+        format!("API_KEY = \"{SECRET}\"\nQ_KEY = \"{QUERY_SECRET}\"\nHERMETIC_TEST_SECRET = \"env-only-value-42\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir(root.path().join("ws")).unwrap();
+    let page = format!(
+        "GET /q/x?y=1&key={} HTTP/1.1\nauthorization: Bearer {SECRET}\n",
+        lower_escapes(&encode(QUERY_SECRET))
+    );
+    std::fs::write(root.path().join("ws/page.txt"), &page).unwrap();
+    let policy = format!(
+        r#"[secrets]
+file = "secrets.toml"
+
+[mounts.workspace]
+path = "ws"
+access = "rw"
+
+[tools.netprobe]
+network = ["http://127.0.0.1:{a}"]
+
+[tools.netprobe.inject.API_KEY]
+destination = "http://127.0.0.1:{a}/api"
+header = "Authorization"
+format = "Bearer {{}}"
+
+[tools.netprobe.inject.Q_KEY]
+destination = "http://127.0.0.1:{a}/q"
+query = "key"
+
+[tools.envdump]
+env = ["HERMETIC_TEST_SECRET"]
+"#,
+        a = a.port
+    );
+    let registry = policy_registry(root.path(), &policy, true);
+    let dir = tools_dir(&["netprobe", "envdump", "echo"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+
+    let out = call(&registry, "read_file", json!({"path": "page.txt"})).to_string();
+    assert_no_secret(&out, "read_file's result");
+    assert_eq!(out.matches("[REDACTED]").count(), 2, "{out}");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let args = json!({"message": page}).to_string();
+    for _ in 0..2 {
+        // The first call runs check() on a thread; the second one starts on a fiber.
+        let out = runtime
+            .block_on(registry.invoke_async("echo".into(), args.clone(), CallOptions::default()))
+            .to_json();
+        assert_no_secret(&out, "echo's result");
+        assert_eq!(out.matches("[REDACTED]").count(), 2, "{out}");
+    }
+
+    // A secret only granted as an env var is not scrubbed: its tool may show it.
+    let env = call(&registry, "envdump", json!({})).to_string();
+    assert!(env.contains("env-only-value-42"), "{env}");
 }
 
 /// Calls `tool` with `args`; the parsed result and what the hooks noted.

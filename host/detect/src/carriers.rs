@@ -53,16 +53,23 @@ impl Analyzer<'_> {
     /// Such payloads are options of another program (tar, vim, git): they do not read
     /// the command's stdin.
     pub(crate) fn run_payload_text(&mut self, text: &str, inv: &Invocation<'_>) {
-        self.analyze_payload(text, Producer::None, inv);
+        self.analyze_payload(text, (Producer::None, None), inv);
     }
 
-    /// Analyzes carrier code one level deeper, with `stdin` as its input.
-    pub(crate) fn analyze_payload(&mut self, text: &str, stdin: Producer, inv: &Invocation<'_>) {
+    /// Analyzes carrier code one level deeper, with `stdin` as its input (and the file
+    /// that is, when it is one).
+    pub(crate) fn analyze_payload(
+        &mut self,
+        text: &str,
+        (stdin, stdin_file): (Producer, Option<Field>),
+        inv: &Invocation<'_>,
+    ) {
         let cx = Cx {
             depth: inv.depth + 1,
             stdin,
             bulk: inv.bulk,
             function: None,
+            stdin_file,
         };
         let first = self.commands_seen() + 1;
         let summary = self.analyze_code(text, &cx);
@@ -89,6 +96,18 @@ impl Analyzer<'_> {
                 break;
             }
             if matches!(a, "--rcfile" | "--init-file") {
+                // bash sources it before it reads a command (when interactive, as a
+                // background shell on a terminal is): a script run, named where the
+                // judged text cannot be handed to it.
+                if let Some(rc) = args.get(i + 1) {
+                    self.check_script(rc, inv);
+                    self.note_script(
+                        rc,
+                        ScriptLang::Shell { bash: true },
+                        ScriptForm::Source,
+                        false,
+                    );
+                }
                 i += 2;
                 continue;
             }
@@ -127,7 +146,7 @@ impl Analyzer<'_> {
             return;
         }
         if let (Producer::None, Some(file)) = (inv.stdin, inv.stdin_file) {
-            self.note_script(file, lang, ScriptForm::Stdin, true);
+            self.note_script(file, lang, ScriptForm::Stdin, file.span.is_some());
         }
         self.check_stdin_code(None, inv);
     }
@@ -222,7 +241,7 @@ impl Analyzer<'_> {
                         if matches!(stdin.text.as_str(), "-" | "/dev/stdin" | "/dev/fd/0") =>
                     {
                         if let Some((file, l)) = stdin_script {
-                            self.note_script(file, l, ScriptForm::Stdin, true);
+                            self.note_script(file, l, ScriptForm::Stdin, file.span.is_some());
                         }
                         self.check_stdin_code(Some(lang), inv);
                     }
@@ -236,7 +255,7 @@ impl Analyzer<'_> {
                     }
                     None => {
                         if let Some((file, l)) = stdin_script {
-                            self.note_script(file, l, ScriptForm::Stdin, true);
+                            self.note_script(file, l, ScriptForm::Stdin, file.span.is_some());
                         }
                         self.check_stdin_code(Some(lang), inv);
                     }

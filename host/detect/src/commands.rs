@@ -73,7 +73,8 @@ impl Analyzer<'_> {
             self.hit(Self::unseen_code_rule(&payload.origin), inv.rendered);
             return;
         }
-        self.analyze_payload(&payload.text, inv.stdin.clone(), inv);
+        let file = inv.stdin_file.map(super::walk::unlocated);
+        self.analyze_payload(&payload.text, (inv.stdin.clone(), file), inv);
     }
 
     /// Joins argument fields into one payload (`eval a b`, `ssh host a b`).
@@ -200,6 +201,7 @@ impl Analyzer<'_> {
                         stdin: Producer::None,
                         bulk: false,
                         function: None,
+                        stdin_file: None,
                     };
                     // Prompts hold text with substitutions; the others hold a command.
                     if name.starts_with("PS") {
@@ -286,6 +288,20 @@ impl Analyzer<'_> {
             self.note_script(first, ScriptLang::Shebang, ScriptForm::Path, true);
         }
         self.check_self(name, args, inv);
+        if self.stdin_functions.iter().any(|f| f == name) {
+            // A function of this input whose body runs its stdin as code: what it is
+            // fed runs (`f() { sh; }; f < x.sh`), read where it is not named.
+            if let (Producer::None, Some(file)) = (inv.stdin, inv.stdin_file) {
+                let file = super::walk::unlocated(file);
+                self.note_script(
+                    &file,
+                    ScriptLang::Shell { bash: true },
+                    ScriptForm::Stdin,
+                    false,
+                );
+            }
+            self.check_stdin_code(None, inv);
+        }
         self.invocations += 1;
         let before = self.invocations;
         if let Some(p) = self.check_wrapper(name, args, inv) {

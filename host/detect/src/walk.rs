@@ -39,6 +39,38 @@ pub(crate) struct Cx {
     pub bulk: bool,
     /// Inside the body of this function.
     pub function: Option<String>,
+    /// The file whose contents feed stdin of the first command, when `stdin` is
+    /// `None`: the redirection of an enclosing compound command (`{ sh; } < x.sh`), a
+    /// carrier's (`sh -c sh < x.sh`) or an earlier `exec 0<x.sh`. Never located: the
+    /// word is not where the command reading it stands.
+    pub stdin_file: Option<Field>,
+}
+
+/// What a file descriptor reads, as far as the redirections show.
+#[derive(Debug, Clone)]
+pub(crate) struct FdSource {
+    /// What its data is.
+    pub producer: Producer,
+    /// The file it reads, when it was opened on one (`3<x.sh`).
+    pub file: Option<Field>,
+}
+
+impl FdSource {
+    /// A descriptor whose data is not known (inherited, written to, a pipe).
+    fn unknown() -> Self {
+        Self {
+            producer: Producer::Other,
+            file: None,
+        }
+    }
+}
+
+/// `field` without its place in the text: a word read where it does not stand.
+pub(crate) fn unlocated(field: &Field) -> Field {
+    Field {
+        span: None,
+        ..field.clone()
+    }
 }
 
 /// What a piece of code produced, as far as it is known.
@@ -55,8 +87,6 @@ pub(crate) struct Summary {
 pub(crate) struct Redirect {
     pub kind: IoFileRedirectKind,
     pub target: Field,
-    /// The command's standard input is this file (the last redirection of fd 0).
-    pub stdin: bool,
 }
 
 /// A simple command about to be checked, with its context.
@@ -149,6 +179,14 @@ pub(crate) struct Analyzer<'d> {
     parse_level: usize,
     /// The script files run, as found (see `note_script`).
     pub scripts: Vec<super::script_run::RawScript>,
+    /// Descriptors other than stdin that an `exec N<FILE` (or `exec N<&M`, a
+    /// here-document…) opened earlier in the input: later commands inherit them.
+    exec_fds: Vec<(i32, FdSource)>,
+    /// What an `exec 0<FILE` (`exec <&3`…) earlier in the input left on stdin.
+    exec_stdin: Option<FdSource>,
+    /// Functions defined in the input whose body runs its stdin as code (`f() { sh;
+    /// }`): called with stdin from a file or a pipe (`f < x.sh`), that is what runs.
+    pub stdin_functions: Vec<String>,
 }
 
 impl<'d> Analyzer<'d> {
@@ -172,6 +210,9 @@ impl<'d> Analyzer<'d> {
             locate: false,
             parse_level: 0,
             scripts: Vec::new(),
+            exec_fds: Vec::new(),
+            exec_stdin: None,
+            stdin_functions: Vec::new(),
         }
     }
 
@@ -363,7 +404,16 @@ impl<'d> Analyzer<'d> {
     fn walk_pipeline(&mut self, pipeline: &Pipeline, background: bool, cx: &Cx) -> Producer {
         let piped = pipeline.seq.len() > 1;
         let mut stdin = cx.stdin.clone();
-        for command in &pipeline.seq {
+        // Only the first command reads the file on stdin; the others read the pipe.
+        let rest_cx = (piped && cx.stdin_file.is_some()).then(|| Cx {
+            stdin_file: None,
+            ..cx.clone()
+        });
+        for (k, command) in pipeline.seq.iter().enumerate() {
+            let cx = match &rest_cx {
+                Some(rest) if k > 0 => rest,
+                _ => cx,
+            };
             let out = self.walk_command(command, stdin, background, piped, cx);
             stdin = match out {
                 Producer::None => Producer::Other,
@@ -391,8 +441,10 @@ impl<'d> Analyzer<'d> {
                 inner.stdin = stdin;
                 if let Some(list) = redirects {
                     let items: Vec<&IoRedirect> = list.0.iter().collect();
-                    let folded = self.fold_redirects(&items, &mut inner);
+                    let folded = self.fold_redirects(&items, &mut inner, false);
                     self.check_redirects(&folded, "(compound command)");
+                    // Its commands read that file where they stand, not where it is named.
+                    inner.stdin_file = inner.stdin_file.as_ref().map(unlocated);
                 }
                 self.walk_compound(compound, &inner);
                 Producer::Other
@@ -401,7 +453,26 @@ impl<'d> Analyzer<'d> {
                 let mut inner = cx.clone();
                 inner.function = Some(def.fname.value.clone());
                 inner.stdin = Producer::None;
+                inner.stdin_file = None;
+                // The readers of its body alone (the list keeps each reader once).
+                let outer = std::mem::take(&mut self.readers);
                 self.walk_compound(&def.body.0, &inner);
+                let body = std::mem::replace(&mut self.readers, outer);
+                // Its body reads stdin as code: a call fed a file or a pipe runs that.
+                let runs_stdin = body.iter().any(|r| {
+                    matches!(
+                        r,
+                        super::reader::Reader::Shell { .. } | super::reader::Reader::Code(_)
+                    )
+                });
+                for r in body {
+                    if !self.readers.contains(&r) {
+                        self.readers.push(r);
+                    }
+                }
+                if runs_stdin && !self.stdin_functions.contains(&def.fname.value) {
+                    self.stdin_functions.push(def.fname.value.clone());
+                }
                 Producer::None
             }
             Command::ExtendedTest(test, _) => {
@@ -655,8 +726,9 @@ impl<'d> Analyzer<'d> {
         }
 
         let mut redirect_cx = item_cx;
-        let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx);
+        let redirects = self.fold_redirects(&redirect_items, &mut redirect_cx, is_bare_exec(&argv));
         stdin = redirect_cx.stdin;
+        let stdin_file = redirect_cx.stdin_file;
 
         if assignments.is_empty() && redirects.is_empty() && super::code::is_bare_shell(&argv) {
             self.bare_shell_at = number;
@@ -670,7 +742,7 @@ impl<'d> Analyzer<'d> {
             assignments,
             &argv,
             &redirects,
-            &stdin,
+            (&stdin, stdin_file.as_ref()),
             &rendered,
             (background, piped),
             cx,
@@ -688,7 +760,7 @@ impl<'d> Analyzer<'d> {
         assignments: Vec<(String, Field)>,
         argv: &[Field],
         redirects: &[Redirect],
-        stdin: &Producer,
+        (stdin, stdin_file): (&Producer, Option<&Field>),
         rendered: &str,
         (background, piped): (bool, bool),
         cx: &Cx,
@@ -709,7 +781,7 @@ impl<'d> Analyzer<'d> {
         let invocation = Invocation {
             argv,
             stdin,
-            stdin_file: redirects.iter().find(|r| r.stdin).map(|r| &r.target),
+            stdin_file,
             background,
             piped,
             bulk: cx.bulk,
@@ -806,32 +878,82 @@ impl<'d> Analyzer<'d> {
         }
     }
 
-    /// Folds redirections, analyzing heredoc bodies and here-strings (which become the
-    /// command's stdin) and process substitutions.
-    fn fold_redirects(&mut self, items: &[&IoRedirect], cx: &mut Cx) -> Vec<Redirect> {
+    /// Folds redirections, analyzing heredoc bodies and here-strings and process
+    /// substitutions, and follows what each descriptor reads: `cx` leaves with what
+    /// the command's stdin is (its data, and the file when it is one: `< x.sh`,
+    /// `3<x.sh 0<&3`, an `exec 0<x.sh` earlier). `persist`: the command is a bare
+    /// `exec`, whose descriptors the rest of the input inherits.
+    fn fold_redirects(
+        &mut self,
+        items: &[&IoRedirect],
+        cx: &mut Cx,
+        persist: bool,
+    ) -> Vec<Redirect> {
         let mut out: Vec<Redirect> = Vec::new();
-        // Which of `out` the command's stdin is, as far as the redirections go.
-        let mut stdin_at: Option<usize> = None;
-        let of_stdin = |fd: &Option<ast::IoFd>| fd.is_none_or(|fd| fd == 0);
+        // Descriptors other than stdin, as `exec` left them and this command sets them.
+        let mut fds: Vec<(i32, FdSource)> = self.exec_fds.clone();
+        if cx.stdin == Producer::None
+            && cx.stdin_file.is_none()
+            && let Some(exec) = &self.exec_stdin
+        {
+            cx.stdin = exec.producer.clone();
+            cx.stdin_file = exec.file.clone();
+        }
+        let mut stdin_changed = false;
+        let set = |fds: &mut Vec<(i32, FdSource)>, fd: i32, source: Option<FdSource>| {
+            fds.retain(|(n, _)| *n != fd);
+            if let Some(source) = source {
+                fds.push((fd, source));
+            }
+        };
         for r in items {
             match r {
                 IoRedirect::File(fd, kind, target) => {
+                    let reads = matches!(
+                        kind,
+                        IoFileRedirectKind::Read
+                            | IoFileRedirectKind::ReadAndWrite
+                            | IoFileRedirectKind::DuplicateInput
+                    );
+                    let fd = fd.unwrap_or(if reads { 0 } else { 1 });
                     let field = match target {
                         IoFileRedirectTarget::Filename(w) => {
                             let mut fields = [self.fold_single(&w.value, cx)];
                             self.locate_word(w, &mut fields, 0);
                             let [field] = fields;
-                            if matches!(kind, IoFileRedirectKind::Read) && of_stdin(fd) {
-                                stdin_at = Some(out.len());
-                            }
                             field
                         }
-                        IoFileRedirectTarget::Fd(_) => continue,
-                        // `>&word`: a descriptor when `word` is a number or `-`, else a
-                        // file (bash reads `>& file` as `&> file`).
+                        IoFileRedirectTarget::Fd(from) => {
+                            let source = self.fd_source(&fds, cx, *from);
+                            stdin_changed |= self.dup_onto(&mut fds, cx, fd, Some(source));
+                            continue;
+                        }
+                        // `>&word`: a descriptor when `word` is a number (`3`, or `3-`,
+                        // which moves it) or `-` (closes it), else a file (bash reads
+                        // `>& file` as `&> file`).
                         IoFileRedirectTarget::Duplicate(w) => {
                             let field = self.fold_single(&w.value, cx);
-                            if field.text == "-" || field.text.chars().all(|c| c.is_ascii_digit()) {
+                            let number = field.text.strip_suffix('-').unwrap_or(&field.text);
+                            if !field.dynamic && field.text == "-" {
+                                stdin_changed |= self.dup_onto(&mut fds, cx, fd, None);
+                                continue;
+                            }
+                            if !field.dynamic
+                                && !number.is_empty()
+                                && number.bytes().all(|b| b.is_ascii_digit())
+                            {
+                                let from = number.parse::<i32>().unwrap_or(i32::MAX);
+                                let source = self.fd_source(&fds, cx, from);
+                                stdin_changed |= self.dup_onto(&mut fds, cx, fd, Some(source));
+                                if field.text.ends_with('-') {
+                                    set(&mut fds, from, None);
+                                }
+                                continue;
+                            }
+                            if matches!(kind, IoFileRedirectKind::DuplicateInput) {
+                                // `<&$fd`: a descriptor only known at run time.
+                                stdin_changed |=
+                                    self.dup_onto(&mut fds, cx, fd, Some(FdSource::unknown()));
                                 continue;
                             }
                             field
@@ -850,28 +972,29 @@ impl<'d> Analyzer<'d> {
                                 ..cx.clone()
                             };
                             let produced = self.walk_list(&sub.list, &inner);
-                            if !writes && matches!(kind, IoFileRedirectKind::Read) {
-                                stdin_at = None;
-                                cx.stdin = match produced {
+                            let source = FdSource {
+                                producer: match produced {
                                     Producer::None => Producer::Other,
                                     p => p,
-                                };
-                            }
+                                },
+                                file: None,
+                            };
+                            let source = (!writes && reads).then_some(source);
+                            stdin_changed |= self.dup_onto(&mut fds, cx, fd, source);
                             continue;
                         }
                     };
-                    if matches!(kind, IoFileRedirectKind::Read) {
-                        let path = super::paths::canonical(&field.text);
-                        cx.stdin = if self.is_secret(&path) {
-                            Producer::Credentials
-                        } else if super::paths::is_dev_net(&path) {
-                            Producer::Network
-                        } else if self.is_fresh(&path) {
-                            Producer::Other
-                        } else {
-                            Producer::None
-                        };
-                    }
+                    let source = match kind {
+                        IoFileRedirectKind::Read => Some(FdSource {
+                            producer: self.file_producer(&field),
+                            file: Some(field.clone()),
+                        }),
+                        // Opened for reading and writing: what the command writes there
+                        // first is what it reads.
+                        IoFileRedirectKind::ReadAndWrite => Some(FdSource::unknown()),
+                        _ => None,
+                    };
+                    stdin_changed |= self.dup_onto(&mut fds, cx, fd, source);
                     let kind = match kind {
                         IoFileRedirectKind::DuplicateOutput => IoFileRedirectKind::Write,
                         IoFileRedirectKind::DuplicateInput => IoFileRedirectKind::Read,
@@ -880,33 +1003,36 @@ impl<'d> Analyzer<'d> {
                     out.push(Redirect {
                         kind,
                         target: field,
-                        stdin: false,
                     });
                 }
                 IoRedirect::HereDocument(fd, doc) => {
-                    if of_stdin(fd) {
-                        stdin_at = None;
-                    }
                     let text = if doc.requires_expansion {
                         self.fold_heredoc(&doc.doc.value, cx)
                     } else {
                         doc.doc.value.clone()
                     };
-                    cx.stdin = Producer::Literal(text);
+                    let source = FdSource {
+                        producer: Producer::Literal(text),
+                        file: None,
+                    };
+                    stdin_changed |= self.dup_onto(&mut fds, cx, fd.unwrap_or(0), Some(source));
                 }
                 IoRedirect::HereString(fd, word) => {
-                    if of_stdin(fd) {
-                        stdin_at = None;
-                    }
                     let field = self.fold_single(&word.value, cx);
-                    cx.stdin = if field.dynamic && field.origin != Producer::None {
+                    let producer = if field.dynamic && field.origin != Producer::None {
                         field.origin
                     } else {
                         Producer::Literal(field.text)
                     };
+                    let source = FdSource {
+                        producer,
+                        file: None,
+                    };
+                    stdin_changed |= self.dup_onto(&mut fds, cx, fd.unwrap_or(0), Some(source));
                 }
                 IoRedirect::OutputAndError(word, append) => {
                     let field = self.fold_single(&word.value, cx);
+                    set(&mut fds, 2, None);
                     out.push(Redirect {
                         kind: if *append {
                             IoFileRedirectKind::Append
@@ -914,15 +1040,79 @@ impl<'d> Analyzer<'d> {
                             IoFileRedirectKind::Write
                         },
                         target: field,
-                        stdin: false,
                     });
                 }
             }
         }
-        if let Some(r) = stdin_at.and_then(|i| out.get_mut(i)) {
-            r.stdin = true;
+        if persist {
+            self.exec_fds = fds;
+            if stdin_changed {
+                self.exec_stdin = Some(FdSource {
+                    producer: cx.stdin.clone(),
+                    file: cx.stdin_file.as_ref().map(unlocated),
+                });
+            }
         }
         out
+    }
+
+    /// What reading a file redirected from gives, as far as it is known.
+    fn file_producer(&self, field: &Field) -> Producer {
+        let path = super::paths::canonical(&field.text);
+        if self.is_secret(&path) {
+            Producer::Credentials
+        } else if super::paths::is_dev_net(&path) {
+            Producer::Network
+        } else if self.is_fresh(&path) {
+            Producer::Other
+        } else {
+            Producer::None
+        }
+    }
+
+    /// What descriptor `from` holds: stdin as `cx` has it, another as `fds` (or one
+    /// inherited from who knows where).
+    fn fd_source(&self, fds: &[(i32, FdSource)], cx: &Cx, from: i32) -> FdSource {
+        if from == 0 {
+            return FdSource {
+                producer: cx.stdin.clone(),
+                file: cx.stdin_file.as_ref().map(unlocated),
+            };
+        }
+        fds.iter()
+            .find(|(n, _)| *n == from)
+            .map_or_else(FdSource::unknown, |(_, s)| s.clone())
+    }
+
+    /// Points descriptor `fd` at `source` (`None`: closed, or opened for writing only);
+    /// true when `fd` is stdin.
+    fn dup_onto(
+        &self,
+        fds: &mut Vec<(i32, FdSource)>,
+        cx: &mut Cx,
+        fd: i32,
+        source: Option<FdSource>,
+    ) -> bool {
+        if fd != 0 {
+            fds.retain(|(n, _)| *n != fd);
+            if let Some(mut source) = source {
+                // Read later through a duplicate, not where it is named.
+                source.file = source.file.as_ref().map(unlocated);
+                fds.push((fd, source));
+            }
+            return false;
+        }
+        match source {
+            Some(s) => {
+                cx.stdin = s.producer;
+                cx.stdin_file = s.file;
+            }
+            None => {
+                cx.stdin = Producer::None;
+                cx.stdin_file = None;
+            }
+        }
+        true
     }
 
     fn fold_heredoc(&mut self, body: &str, cx: &Cx) -> String {
@@ -1081,11 +1271,13 @@ impl<'d> Analyzer<'d> {
                 } else {
                     code.clone()
                 };
+                // It reads the shell's stdin: a file there is what it reads too.
                 let nested = Cx {
                     depth: cx.depth + 1,
                     stdin: Producer::None,
                     bulk: false,
                     function: cx.function.clone(),
+                    stdin_file: cx.stdin_file.clone(),
                 };
                 let summary = self.analyze_code(&code, &nested);
                 match summary.producer {
@@ -1372,6 +1564,15 @@ impl FieldBuilder {
         self.end_field();
         self.fields
     }
+}
+
+/// True when `argv` is `exec` with no command (`exec 3<x`, `builtin exec <x`): its
+/// redirections hold for the rest of the input.
+fn is_bare_exec(argv: &[Field]) -> bool {
+    argv.last().is_some_and(|f| f.text == "exec")
+        && argv
+            .iter()
+            .all(|f| !f.dynamic && matches!(f.text.as_str(), "exec" | "builtin" | "command"))
 }
 
 /// The names in arithmetic text (`a`, `x` in `a[x+1] + $y`), each once per occurrence.

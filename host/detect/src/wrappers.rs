@@ -823,7 +823,7 @@ fn source(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -
                     file,
                     ScriptLang::Shell { bash: true },
                     ScriptForm::Stdin,
-                    true,
+                    file.span.is_some(),
                 );
             }
             a.check_stdin_code(None, inv);

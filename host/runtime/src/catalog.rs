@@ -317,13 +317,15 @@ impl Catalog {
             .then(|| options.policy.for_bundled_terminal_tools());
         let nothing = Declaration::nothing("metadata");
         let metadata_grants = policy::effective(&nothing, &options.policy, None);
+        // Every secret the policy binds is scrubbed from every call's result.
+        let secrets = options.secrets.bound_to(&options.policy);
         Ok(Self {
             runtime,
             linkers,
             bundled_terminal_policy,
             entries: RwLock::new(BTreeMap::new()),
             policy: options.policy,
-            secrets: options.secrets,
+            secrets,
             overrides: options.overrides,
             toolsets: options.toolsets,
             clock: options.clock,

@@ -6,32 +6,35 @@ mod scrub;
 
 pub(crate) use scrub::Scrubber;
 
+use crate::policy::OperatorPolicy;
 use crate::policy::inject::SecretInjection;
-use scrub::WireForms;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
-/// Secret values from the policy's secrets file: env var name → value, each with the
-/// forms it is scrubbed in (compiled once, here, not per call). `Debug` never shows
-/// the values.
+/// Secret values from the policy's secrets file: env var name → value. `Debug` never
+/// shows the values.
+///
+/// What results are scrubbed of is built here too, once per policy and only on first
+/// use ([`Secrets::scrubber`]): every form of every secret the policy binds to a
+/// destination. Secrets only granted as env vars, or the `[cluster] state_key`, are
+/// never compiled into anything.
 #[derive(Clone, Default)]
-pub struct Secrets(BTreeMap<String, Held>);
+pub struct Secrets {
+    values: BTreeMap<String, String>,
+    bound: Arc<Bound>,
+}
 
-/// One secret: its value and the forms it is scrubbed in (`None` when empty).
-#[derive(Clone)]
-struct Held {
-    value: String,
-    forms: Option<Arc<WireForms>>,
+/// The secrets the policy binds to destinations, and their scrubber, compiled on first
+/// use (a call of any tool while the policy has a binding).
+#[derive(Default)]
+struct Bound {
+    names: BTreeSet<String>,
+    scrubber: OnceLock<Option<Scrubber>>,
 }
 
 impl PartialEq for Secrets {
     fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len()
-            && self
-                .0
-                .iter()
-                .zip(&other.0)
-                .all(|((a, x), (b, y))| a == b && x.value == y.value)
+        self.values == other.values
     }
 }
 
@@ -40,7 +43,7 @@ impl Eq for Secrets {}
 impl Secrets {
     /// The value of a secret, if the file defines it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(|h| h.value.as_str())
+        self.values.get(name).map(String::as_str)
     }
 
     /// The value a granted env var gets: the secrets file's, else the host
@@ -53,33 +56,71 @@ impl Secrets {
 
     /// Secrets from name/value pairs (for embedding hosts and tests).
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self(
-            pairs
-                .into_iter()
-                .map(|(name, value)| {
-                    let forms = WireForms::of(&value).map(Arc::new);
-                    (name, Held { value, forms })
-                })
-                .collect(),
-        )
+        Self {
+            values: pairs.into_iter().collect(),
+            bound: Arc::default(),
+        }
     }
 
     /// Every secret value (for redaction).
     pub fn values(&self) -> impl Iterator<Item = &str> {
-        self.0.values().map(|h| h.value.as_str())
+        self.values.values().map(String::as_str)
     }
 
-    /// What a call whose requests get the secrets of `bindings` is scrubbed of: every
-    /// form in which the host puts those values on the wire ([`Scrubber`]); `None`
-    /// when there is nothing to scrub (the common path: no allocation).
+    /// These secrets as `policy` uses them: every secret a tool of it gets injected is
+    /// scrubbed from every call's result ([`Secrets::scrubber`]).
+    pub(crate) fn bound_to(mut self, policy: &OperatorPolicy) -> Self {
+        let names = policy
+            .tools
+            .values()
+            .flat_map(|tool| tool.inject.iter().map(|b| b.secret.clone()))
+            .collect();
+        self.bound = Arc::new(Bound {
+            names,
+            scrubber: OnceLock::new(),
+        });
+        self
+    }
+
+    /// What a call — whose requests get the secrets of `bindings` — is scrubbed of:
+    /// every form in which the host puts a secret on the wire ([`Scrubber`]), for
+    /// *every* secret the policy binds, not only the call's: a value one tool got back
+    /// from its destination may be in a file or a store another tool reads. Compiled
+    /// once, on first use; `None` when the policy binds nothing (the common path: no
+    /// cost).
     pub(crate) fn scrubber(&self, bindings: &[SecretInjection]) -> Option<Scrubber> {
-        if bindings.is_empty() {
-            return None;
+        let host = self
+            .bound
+            .scrubber
+            .get_or_init(|| {
+                Scrubber::new(
+                    self.bound
+                        .names
+                        .iter()
+                        .filter_map(|name| self.get(name))
+                        .collect(),
+                )
+            })
+            .clone();
+        if bindings
+            .iter()
+            .all(|b| self.bound.names.contains(&b.secret))
+        {
+            return host;
         }
+        // Grants from a policy these secrets were not bound to (a host assembled
+        // without [`Secrets::bound_to`]): never send a secret unscrubbed, so compile
+        // what this call needs, at a cost per call.
+        tracing::warn!(
+            "secret bindings outside the policy the secrets were loaded with: compiling their scrubber for this call"
+        );
         Scrubber::new(
-            bindings
+            self.bound
+                .names
                 .iter()
-                .filter_map(|b| self.0.get(&b.secret)?.forms.clone())
+                .map(String::as_str)
+                .chain(bindings.iter().map(|b| b.secret.as_str()))
+                .filter_map(|name| self.get(name))
                 .collect(),
         )
     }
@@ -87,7 +128,7 @@ impl Secrets {
 
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
+        f.debug_set().entries(self.values.keys()).finish()
     }
 }
 

@@ -406,7 +406,13 @@ impl Dispatcher {
                     prepared.setup,
                 )
                 .await;
-            finish(&name, tool.tool(), grants.limits.result_chars, result)
+            let outcome = finish(&name, tool.tool(), grants.limits.result_chars, result);
+            // A tool on a fiber reaches no destination, but may hold a bound secret
+            // another tool's destination echoed (e.g. granted it as an env var).
+            match crate::sandbox::redact_values(grants, secrets) {
+                Some(scrubber) => scrub(outcome, &scrubber),
+                None => outcome,
+            }
         };
         let mut call = Box::pin(call);
         // A panic in a host function stays this call's failure, as it does on a
@@ -695,38 +701,14 @@ fn finish(
     }
 }
 
-/// `outcome` without the secrets the host added to the call's requests, in every form
-/// it wrote them ([`Scrubber`]): a result is scrubbed in its parsed form (every string
-/// and key), so it stays valid JSON whatever the value looks like; an error message as
-/// text. (Tools granted a network never run on a fiber, so only the blocking path has
-/// anything to scrub.)
+/// `outcome` without the secrets the host adds to requests, in every form it writes
+/// them ([`Scrubber`]): a result in its parsed form (every string and key, so it stays
+/// valid JSON whatever the value looks like), an error message as text.
 fn scrub(outcome: CallOutcome, values: &Scrubber) -> CallOutcome {
-    fn walk(v: &mut Value, values: &Scrubber) {
-        match v {
-            Value::String(s) => {
-                *s = crate::sandbox::redact_text(std::mem::take(s), Some(values));
-            }
-            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, values)),
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (k, mut item) in entries {
-                    walk(&mut item, values);
-                    map.insert(crate::sandbox::redact_text(k, Some(values)), item);
-                }
-            }
-            _ => {}
-        }
-    }
     match outcome {
-        CallOutcome::Success(result) => match serde_json::from_str::<Value>(&result) {
-            Ok(mut value) => {
-                walk(&mut value, values);
-                CallOutcome::Success(value.to_string())
-            }
-            Err(_) => CallOutcome::Success(crate::sandbox::redact_text(result, Some(values))),
-        },
+        CallOutcome::Success(result) => CallOutcome::Success(values.scrub_json(result)),
         CallOutcome::ToolError { message } => CallOutcome::ToolError {
-            message: crate::sandbox::redact_text(message, Some(values)),
+            message: values.scrub_string(message),
         },
         other => other,
     }
