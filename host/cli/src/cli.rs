@@ -304,9 +304,11 @@ enum Command {
     /// For FILE the signature goes to FILE.sig; for REF it is pushed beside the tool,
     /// as the tag sha256-<manifest digest>.sig. What is signed is a statement: the
     /// component's digest, the repository, and the version and creation time `hermetic
-    /// push` recorded in the manifest.
+    /// push` recorded in the manifest. REF names the manifest by digest (what `hermetic
+    /// push` printed), never by tag: a tag names whatever its holder serves now. A
+    /// creation time more than 5 minutes ahead of this clock is refused.
     Sign {
-        /// A .wasm file or a reference.
+        /// A .wasm file or a reference by digest (oci://HOST/REPOSITORY@sha256:…).
         target: String,
         /// The private key (from `hermetic keygen`).
         #[arg(long, value_name = "FILE")]

@@ -71,7 +71,17 @@ fn a_signed_tool_travels_from_push_to_an_mcp_call_with_no_network_at_start() {
         &std::fs::metadata(p.join("key")).unwrap().permissions(),
     );
     assert_eq!(mode & 0o077, 0, "the private key is the owner's only");
-    ok(&run(p, &["sign", &reference, "--key", "key", "--insecure"]));
+    // By tag: refused (a tag names whatever its holder serves now), saying what to
+    // sign instead; by the digest push printed: signed.
+    let by_tag = refused(
+        &run(p, &["sign", &reference, "--key", "key", "--insecure"]),
+        "sign a pushed tool by its manifest digest",
+    );
+    assert!(
+        by_tag.contains(&format!("oci://{}/tools/echo@sha256:", registry.addr)),
+        "{by_tag}"
+    );
+    ok(&run(p, &["sign", &pinned, "--key", "key", "--insecure"]));
     ok(&run(
         p,
         &[
@@ -158,7 +168,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
     // Signed by a key the host does not trust: refused, naming that key.
     ok(&run(
         stranger.path(),
-        &["sign", &echo, "--key", "key", "--insecure"],
+        &["sign", &pinned, "--key", "key", "--insecure"],
     ));
     refused(
         &run(h, &["pull", "--policy", policy, "--insecure"]),
@@ -166,7 +176,7 @@ fn unsigned_untrusted_tampered_and_replaced_tools_are_refused_with_nothing_store
     );
     assert_eq!(stored(h), 0);
     // Signed by the trusted key too: pulled.
-    ok(&run(p, &["sign", &echo, "--key", "key", "--insecure"]));
+    ok(&run(p, &["sign", &pinned, "--key", "key", "--insecure"]));
     ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
     assert_eq!(stored(h), 2, "the manifest and the component");
     ok(&run(

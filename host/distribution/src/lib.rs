@@ -428,16 +428,31 @@ pub fn component_statement(
     .map(|v| v.statement)
 }
 
-/// Signs the component `reference` names and publishes the signature beside it (the
+/// How far in the future a manifest's creation time may be when it is signed: clocks
+/// disagree by seconds, not by more. A later time is refused — a signed statement
+/// "made in the future" would outrank every release made until then.
+pub const MAX_CLOCK_SKEW: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// Signs the component the manifest `reference` pins (by digest: a tag names whatever
+/// its holder serves at the moment, and the signature would vouch for that, its
+/// version and its time included) and publishes the signature beside it (the
 /// registry's `sha256-<manifest>.sig` tag, keeping the signatures already there).
 ///
 /// # Errors
-/// Registry and manifest errors.
+/// [`DistributionError::Invalid`] for a reference without a digest, a manifest with no
+/// creation time or one more than [`MAX_CLOCK_SKEW`] ahead of this clock; registry and
+/// manifest errors.
 pub fn sign_pushed(
     reference: &Reference,
     key: &SigningKey,
     options: &ClientOptions,
 ) -> Result<(Reference, Signature), DistributionError> {
+    if reference.digest.is_none() {
+        return Err(DistributionError::Invalid(format!(
+            "{reference}: sign a pushed tool by its manifest digest (oci://{}/{}@sha256:…, what `hermetic push` printed), not by tag: a tag names whatever its holder serves now, and the signature would vouch for that component and its version and time",
+            reference.registry, reference.repository
+        )));
+    }
     let client = client_for(reference, options)?;
     let (manifest_bytes, manifest_digest) =
         client.manifest(&reference.repository, &reference.manifest_ref())?;
@@ -448,6 +463,11 @@ pub fn sign_pushed(
             artifact::CREATED_ANNOTATION
         )));
     };
+    check_not_future(
+        reference,
+        created,
+        chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now()),
+    )?;
     let statement = Statement::new(
         manifest.component.digest.clone(),
         Some(&reference.repository),
@@ -475,6 +495,49 @@ pub fn sign_pushed(
         &artifact::signature_manifest(&manifest_bytes, &documents),
     )?;
     Ok((reference.pinned(manifest_digest), signature))
+}
+
+/// Refuses a creation time more than [`MAX_CLOCK_SKEW`] after `now` (a time that does
+/// not parse is left to the statement's own check).
+fn check_not_future(
+    reference: &Reference,
+    created: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DistributionError> {
+    match chrono::DateTime::parse_from_rfc3339(created) {
+        Ok(at) if at > now + MAX_CLOCK_SKEW => Err(DistributionError::Invalid(format!(
+            "{reference}: the manifest says it was created {created}, later than now ({}): refused (a signed time in the future would outrank every version made until then; check the clock of the machine that pushed it, push again, then sign)",
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The manifests in `store` that name the component `component`: how a component
+/// digest (what `[tools.NAME] reviewed` holds) is found again as something a
+/// registry serves (a manifest digest). Reads every stored file no larger than a
+/// manifest, so for hints and checks off the hot path only.
+pub fn stored_manifests_of(store: &Store, component: &Digest) -> Vec<Digest> {
+    let Ok(entries) = std::fs::read_dir(store.root().join("blobs/sha256")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Digest> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= MAX_MANIFEST_BYTES as u64)
+        })
+        .filter_map(|e| Digest::parse(&format!("sha256:{}", e.file_name().to_str()?)).ok())
+        .filter(|d| {
+            store
+                .read(d, MAX_MANIFEST_BYTES as u64)
+                .ok()
+                .and_then(|bytes| WasmManifest::parse(&bytes).ok())
+                .is_some_and(|m| m.component.digest == *component)
+        })
+        .collect();
+    found.sort_by_key(Digest::to_string);
+    found
 }
 
 /// The signature file beside a component file: `FILE.sig`, one signature per line.
@@ -573,6 +636,58 @@ mod tests {
         let mut kept = stored_signatures(&store, &digest);
         kept.sort_by_key(|s| s.statement.repository.clone());
         assert_eq!(kept, [good, elsewhere]);
+    }
+}
+
+#[cfg(test)]
+mod signing {
+    use super::*;
+
+    #[test]
+    fn a_creation_time_past_the_clock_skew_is_refused_for_signing() {
+        let reference = Reference::parse(&format!(
+            "r.example.com/tools/echo@sha256:{}",
+            "a".repeat(64)
+        ))
+        .unwrap();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        for (created, ok, why) in [
+            ("2026-06-01T12:00:00Z", true, "now"),
+            ("2020-01-01T00:00:00Z", true, "the past"),
+            ("2026-06-01T12:04:59Z", true, "within the skew"),
+            (
+                "2026-06-01T14:04:00+02:00",
+                true,
+                "within the skew, another offset",
+            ),
+            ("2026-06-01T12:05:01Z", false, "past the skew"),
+            ("2099-01-01T00:00:00Z", false, "far in the future"),
+        ] {
+            let result = check_not_future(&reference, created, now);
+            assert_eq!(result.is_ok(), ok, "{why}: {result:?}");
+        }
+    }
+
+    #[test]
+    fn signing_by_tag_is_refused_before_the_registry_is_asked() {
+        let (_, key) = SigningKey::generate().unwrap();
+        // Nothing listens on this port: a refusal that asked would be a network error.
+        let reference = Reference::parse("127.0.0.1:9/tools/echo:stable").unwrap();
+        let e = sign_pushed(
+            &reference,
+            &key,
+            &ClientOptions {
+                insecure: true,
+                ..ClientOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, DistributionError::Invalid(m) if m.contains("by its manifest digest")),
+            "{e}"
+        );
     }
 }
 

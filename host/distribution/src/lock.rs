@@ -79,23 +79,39 @@ impl Lock {
             reason: e.message().to_owned(),
         })?;
         for (name, l) in &lock.tools {
+            let invalid = |reason: String| LockError::Invalid {
+                path: path.to_path_buf(),
+                reason,
+            };
             // Parsed as `pinned` reads it (one `oci://` at most), so what passes here
             // is what start-up uses.
-            let pinned = Reference::parse(&l.pinned);
-            if !pinned.is_ok_and(|r| r.digest.is_some()) {
-                return Err(LockError::Invalid {
-                    path: path.to_path_buf(),
-                    reason: format!("tools.{name}.pinned is not a reference with a digest"),
-                });
+            let pinned = Reference::parse(&l.pinned)
+                .ok()
+                .filter(|r| r.digest.is_some())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "tools.{name}.pinned is not a reference with a digest"
+                    ))
+                })?;
+            let source = Reference::parse(&l.source)
+                .map_err(|e| invalid(format!("tools.{name}.source: {e}")))?;
+            if !pins(&source, &pinned) {
+                return Err(invalid(format!(
+                    "tools.{name}.pinned {} is not in the registry and repository of its source {} (a lock file names a digest of the source's own repository; `hermetic pull --policy FILE` writes it)",
+                    l.pinned, l.source
+                )));
             }
         }
         Ok(lock)
     }
 
-    /// The pinned reference for `name` when its locked source is `source`.
+    /// The pinned reference for `name` when its locked source is `source` (and the
+    /// pin is in the source's registry and repository).
     pub fn pinned(&self, name: &str, source: &str) -> Option<Reference> {
         let l = self.tools.get(name).filter(|l| l.source == source)?;
-        Reference::parse(&l.pinned).ok()
+        let pinned = Reference::parse(&l.pinned).ok()?;
+        let source = Reference::parse(source).ok()?;
+        pins(&source, &pinned).then_some(pinned)
     }
 
     /// Writes the lock file (atomically: a temporary file renamed over it).
@@ -123,6 +139,16 @@ impl Lock {
     }
 }
 
+/// Whether `pinned` is a digest in `source`'s registry and repository: a lock entry
+/// pinning another repository's digest (signed by the same key for that repository,
+/// so every signature check passes) would load another tool under this one's grants,
+/// and be compared with statements of a repository it is not from.
+pub fn pins(source: &Reference, pinned: &Reference) -> bool {
+    pinned.digest.is_some()
+        && pinned.registry == source.registry
+        && pinned.repository == source.repository
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,10 +171,14 @@ mod tests {
         let lock = Lock::load(&path).unwrap();
         assert!(lock.pinned("echo", "oci://r.example.com/echo:1").is_some());
         // What `pinned` could not parse must not load as if it could: start-up would
-        // then say the tag is not locked at all.
+        // then say the tag is not locked at all. Nor may it pin a digest of another
+        // repository or registry than its source's.
         for bad in [
             format!("oci://oci://r.example.com/echo@{digest}"),
             "oci://r.example.com/echo:1".to_owned(),
+            format!("oci://r.example.com/echo-legacy@{digest}"),
+            format!("oci://r.example.com/tools/echo@{digest}"),
+            format!("oci://mirror.example.com/echo@{digest}"),
         ] {
             write(&bad);
             assert!(

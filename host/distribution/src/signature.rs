@@ -87,7 +87,7 @@ pub enum SignatureError {
     },
     /// A trusted key's signature in format v1 (the bare digest).
     #[error(
-        "{digest}: the signature by trusted key {key} is in format v1, which covers the digest only (not the repository, version and time a host needs to refuse a rollback): refused; the publisher signs it again with this hermetic (`hermetic sign HOST/REPOSITORY:TAG --key KEY` for a pushed tool, `hermetic sign FILE --key KEY` for a file), then pull it again"
+        "{digest}: the signature by trusted key {key} is in format v1, which covers the digest only (not the repository, version and time a host needs to refuse a rollback): refused; the publisher signs it again with this hermetic (for a pushed tool `hermetic sign oci://HOST/REPOSITORY@sha256:… --key KEY`, by the manifest digest `hermetic push` printed, never by tag; for a file `hermetic sign FILE --key KEY`), then pull it again"
     )]
     OldFormat {
         /// The component.
@@ -190,25 +190,38 @@ impl Statement {
     }
 
     /// Whether `self` is newer (`Greater`) or older (`Less`) than `other`: by version
-    /// when both are semantic versions (a leading `v` allowed) that differ, else by
-    /// creation time; `None` when neither tells (no comparable versions, a time
-    /// missing).
+    /// when both are semantic versions (a leading `v` allowed) of different precedence
+    /// (build metadata, `+…`, does not order versions: semver says so, and a build
+    /// hash would order them at random), else by creation time; `None` when neither
+    /// tells (no comparable versions, a time missing).
     pub fn age_against(&self, other: &Statement) -> Option<Ordering> {
-        let semver = |v: &Option<String>| {
-            v.as_deref()
-                .and_then(|v| semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).ok())
-        };
-        if let (Some(a), Some(b)) = (semver(&self.version), semver(&other.version))
-            && a != b
-        {
-            return Some(a.cmp(&b));
+        if let (Some(a), Some(b)) = (self.semver(), other.semver()) {
+            let by_version = a.cmp_precedence(&b);
+            if by_version != Ordering::Equal {
+                return Some(by_version);
+            }
         }
-        let created = |s: &Statement| {
-            s.created
-                .as_deref()
-                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+        Some(self.created_at()?.cmp(&other.created_at()?))
+    }
+
+    /// Whether `self` is the newer version of the two by its version, yet was made
+    /// before `other` (a 2.0.0 built before the 1.9.5 backport, or a version number
+    /// someone inflated on an old build): worth a warning, as the version decides.
+    pub fn newer_but_made_before(&self, other: &Statement) -> bool {
+        let (Some(a), Some(b)) = (self.semver(), other.semver()) else {
+            return false;
         };
-        Some(created(self)?.cmp(&created(other)?))
+        a.cmp_precedence(&b) == Ordering::Greater
+            && matches!((self.created_at(), other.created_at()), (Some(x), Some(y)) if x < y)
+    }
+
+    fn semver(&self) -> Option<semver::Version> {
+        let v = self.version.as_deref()?;
+        semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).ok()
+    }
+
+    fn created_at(&self) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+        chrono::DateTime::parse_from_rfc3339(self.created.as_deref()?).ok()
     }
 
     /// `version 1.2.0, created 2026-01-31T12:00:00Z` (what is known of it).
@@ -764,7 +777,31 @@ mod tests {
                 Some(Ordering::Greater),
                 "no versions: the time",
             ),
+            (
+                ("1.2.0+c144a98", "2026-01-02T00:00:00Z"),
+                ("1.2.0+d0f1e2b", "2026-01-01T00:00:00Z"),
+                Some(Ordering::Greater),
+                "build metadata orders nothing: the time",
+            ),
+            (
+                ("1.2.0+ffff", "2026-01-01T00:00:00Z"),
+                ("1.2.0+0000", "2026-01-02T00:00:00Z"),
+                Some(Ordering::Less),
+                "build metadata orders nothing, whichever way the hashes sort",
+            ),
+            (
+                ("1.2.0-rc.1", "2026-06-01T00:00:00Z"),
+                ("1.2.0", "2026-01-01T00:00:00Z"),
+                Some(Ordering::Less),
+                "a pre-release precedes its release",
+            ),
             (("1.0.0", ""), ("1.0.0", ""), None, "nothing tells"),
+            (
+                ("1.0.0+a", ""),
+                ("1.0.0+b", ""),
+                None,
+                "nothing tells, build metadata included",
+            ),
             (
                 ("", ""),
                 ("", "2026-01-01T00:00:00Z"),
@@ -775,6 +812,13 @@ mod tests {
         for ((va, ca), (vb, cb), expected, why) in rows {
             assert_eq!(s(va, ca).age_against(&s(vb, cb)), expected, "{why}");
         }
+        // A newer version made earlier is newer, and said to be odd.
+        let backport = s("1.9.5", "2026-06-01T00:00:00Z");
+        let major = s("2.0.0", "2026-01-01T00:00:00Z");
+        assert_eq!(major.age_against(&backport), Some(Ordering::Greater));
+        assert!(major.newer_but_made_before(&backport));
+        assert!(!backport.newer_but_made_before(&major));
+        assert!(!s("2.0.0", "2026-07-01T00:00:00Z").newer_but_made_before(&backport));
     }
 
     #[test]
