@@ -278,8 +278,10 @@ enum Command {
     /// policy names by `source` (tags resolved and written to hermetic.lock beside the
     /// policy). A signature by a trusted key is checked before anything is stored when
     /// the policy requires one (or --key is given). A tag that now names an older
-    /// signed version than the locked or reviewed one is refused, the lock left as it
-    /// was, unless `[tools.NAME] reviewed` names that version.
+    /// signed version than the locked or reviewed one — or one whose age cannot be
+    /// told — is refused and its lock entry left as it was (the other tools are
+    /// updated; the exit code is 1), unless `[tools.NAME] reviewed` names that version
+    /// and --allow-older is given.
     Pull {
         #[command(flatten)]
         host: HostArgs,
@@ -289,6 +291,10 @@ enum Command {
         trust: crate::community::TrustArgs,
         #[command(flatten)]
         registry: crate::community::RegistryArgs,
+        /// Let a tag go back to an older version than the locked one when `[tools.NAME]
+        /// reviewed` names that version (going back on purpose).
+        #[arg(long)]
+        allow_older: bool,
     },
     /// Make an Ed25519 signing key.
     ///
@@ -786,6 +792,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             reference,
             trust,
             registry,
+            allow_older,
         } => {
             let host = host.with_outer(&outer);
             let loaded = trust_of(&host)?;
@@ -797,6 +804,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 host.tenant(),
                 host.store.as_deref(),
                 &registry,
+                allow_older,
             );
         }
         Command::Verify {
@@ -1108,11 +1116,13 @@ fn inspect(
         // What `[tools.NAME] reviewed` takes.
         report["component"] = serde_json::Value::String(format!("sha256:{hex}"));
     }
-    // How this version differs from the one the policy's `reviewed` names.
+    // Whether the policy's review withholds this version, and how it differs from
+    // the one `reviewed` names.
+    let trust = trust_of(host)?;
     crate::community::add_review(
         &mut report,
         &registry,
-        trust_of(host)?.as_ref(),
+        host.policy.as_deref().zip(trust.as_ref()),
         host.store.as_deref(),
     )?;
     out!("{}", serde_json::to_string_pretty(&report)?);

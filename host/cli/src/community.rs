@@ -4,6 +4,7 @@
 
 mod load;
 mod review;
+mod update;
 
 pub use load::{load_sources, skipped_tools};
 
@@ -11,7 +12,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use hermetic::Registry;
 use hermetic::policy::trust::TrustPolicy;
-use hermetic_distribution::lock::{Lock, Locked};
 use hermetic_distribution::{
     ClientOptions, PublicKey, Reference, SigningKey, Store, Trust, TrustedKeys,
 };
@@ -224,7 +224,8 @@ pub fn verify(
 }
 
 /// `hermetic pull [REF]`: one reference, or every source of the policy (then the
-/// digests its tags resolved to go to `hermetic.lock` beside it).
+/// digests its tags resolved to go to `hermetic.lock` beside it; `allow_older`: a tag
+/// may go back to the version `reviewed` names).
 pub fn pull(
     reference: Option<&str>,
     trust_args: &TrustArgs,
@@ -232,6 +233,7 @@ pub fn pull(
     tenant: &str,
     store_flag: Option<&Path>,
     registry: &RegistryArgs,
+    allow_older: bool,
 ) -> Result<ExitCode> {
     let trust_policy = policy.map(|(_, t)| t);
     let trust = trust_args.trust(trust_policy, tenant)?;
@@ -274,87 +276,18 @@ pub fn pull(
             policy_path.display()
         );
     }
-    let lock_path = Lock::path_beside(policy_path);
-    let mut lock = Lock::load(&lock_path)?;
-    for (name, source) in &trust_policy.sources {
-        let reference = Reference::parse(source)?;
-        let pulled = one(&reference).with_context(|| format!("tools.{name}"))?;
-        if reference.digest.is_none() {
-            let pinned = format!("oci://{}", pulled.pinned);
-            let previous = lock.tools.get(name).map(|l| l.pinned.clone());
-            if let Some(why) = rollback(
-                name,
-                &pulled,
-                previous.as_deref(),
-                trust_policy,
-                &store,
-                &trust,
-            ) {
-                bail!(
-                    "tools.{name}: {source} now names {} ({why}): refused, and {} is left as it was — a tag moved back to an older version is how a known-bad version returns. To go back on purpose, review it and set [tools.{name}] reviewed = \"{}\", then pull again",
-                    pulled.component,
-                    lock_path.display(),
-                    pulled.component
-                );
-            }
-            if previous.as_deref().is_some_and(|p| p != pinned) {
-                eprintln!(
-                    "  {name}: {source} moved to a new digest (was {})",
-                    previous.unwrap_or_default()
-                );
-            }
-            lock.tools.insert(
-                name.clone(),
-                Locked {
-                    source: source.clone(),
-                    pinned,
-                },
-            );
-        }
+    let store_dir = store_dir(store_flag, Some(trust_policy))?;
+    update::Update {
+        policy_path,
+        trust_policy,
+        store: &store,
+        store_dir: &store_dir,
+        trust: &trust,
+        options: &registry.options(),
+        allow_older,
     }
-    lock.tools
-        .retain(|name, _| trust_policy.sources.contains_key(name));
-    lock.save(&lock_path)?;
-    eprintln!("wrote {}", lock_path.display());
+    .run(one)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Why the version a tag now names may not replace the locked one, nor stand in for
-/// the reviewed one, if it may not: it is older (by its signed statement: version,
-/// then creation time) than either, unless `[tools.NAME] reviewed` names it. Without
-/// signatures there is no statement to go by (rollback protection needs them).
-fn rollback(
-    name: &str,
-    pulled: &hermetic_distribution::Pulled,
-    locked: Option<&str>,
-    trust_policy: &TrustPolicy,
-    store: &Store,
-    trust: &Trust,
-) -> Option<String> {
-    let reviewed = trust_policy.reviewed.get(name);
-    if reviewed.is_some_and(|r| *r == pulled.component.to_string()) {
-        return None;
-    }
-    let now = &pulled.verified.as_ref()?.statement;
-    let locked = locked
-        .and_then(|l| Reference::parse(l).ok())
-        .and_then(|l| hermetic_distribution::stored_statement(&l, store, &trust.keys))
-        .map(|(_, statement)| statement);
-    let reviewed = reviewed
-        .and_then(|r| hermetic_distribution::Digest::parse(r).ok())
-        .and_then(|d| {
-            hermetic_distribution::component_statement(
-                &d,
-                &pulled.pinned.repository,
-                store,
-                &trust.keys,
-            )
-        });
-    [(locked, "locked"), (reviewed, "reviewed")]
-        .into_iter()
-        .filter_map(|(then, label)| Some((then?, label)))
-        .filter(|(then, _)| then.digest != pulled.component)
-        .find_map(|(then, label)| review::older(now, &then, label))
 }
 
 /// A hook's component from an OCI source: pinned by digest (a hook sits in front of
@@ -453,19 +386,54 @@ pub fn file_check(trust_policy: &TrustPolicy) -> Result<hermetic::FileCheck> {
     }))
 }
 
-/// Adds `review` to an `inspect` report of a tool the policy reviews a version of:
-/// how the inspected version differs from the reviewed one, field by field.
+/// Adds the policy's review verdict to an `inspect` report (a registered tool, a
+/// file or a reference) of a tool the policy names by source: the same decision as at
+/// start (meaning, asks, and the age against the reviewed version by the signed
+/// statements), as `available: false` with the `reason` when it withholds the grants,
+/// and — when the policy reviews a version — `review`: how the inspected version
+/// differs from it, field by field.
 pub fn add_review(
     report: &mut serde_json::Value,
     registry: &Registry,
-    trust: Option<&TrustPolicy>,
+    policy: Option<(&Path, &TrustPolicy)>,
     store_flag: Option<&Path>,
 ) -> Result<()> {
-    let Some(trust) = trust.filter(|t| !t.reviewed.is_empty()) else {
+    let Some((policy_path, trust)) = policy.filter(|(_, t)| !t.sources.is_empty()) else {
         return Ok(());
     };
-    let store = Store::open(&store_dir(store_flag, Some(trust))?)?;
-    if let Some(review) = review::report(registry, trust, &store, report) {
+    let dir = store_dir(store_flag, Some(trust))?;
+    let store = Store::open(&dir)?;
+    let keys = trusted_keys(&trust.keys)?;
+    // What a trusted key signed about the inspected version, when it came from a
+    // registry (a registered tool's source, or the reference inspected): both were
+    // pulled into the store, the statement with them.
+    let label = report["source"]
+        .as_str()
+        .or_else(|| report["file"].as_str())
+        .unwrap_or_default();
+    let statement = label
+        .strip_prefix("oci://")
+        .and_then(|r| Reference::parse(r).ok())
+        .and_then(|pinned| hermetic_distribution::stored_statement(&pinned, &store, &keys))
+        .map(|(_, statement)| statement);
+    let reviewer = review::Reviewer {
+        registry,
+        trust,
+        store: &store,
+        keys: &keys,
+        // As at start: a tool is signed or it is not, for every tenant a server serves.
+        signatures_required: trust.require_signature || !trust.tenants_requiring.is_empty(),
+        policy_path,
+        store_dir: &dir,
+    };
+    let Some((withheld, review)) = reviewer.report(report, statement.as_ref()) else {
+        return Ok(());
+    };
+    if let Some(why) = withheld {
+        report["available"] = false.into();
+        report["reason"] = why.into();
+    }
+    if let Some(review) = review {
         report["review"] = review;
     }
     Ok(())

@@ -194,6 +194,7 @@ fn a_signed_version_that_changes_toolset_or_description_is_withheld_until_review
             "reviewed": v1,
             "same": false,
             "withholds": true,
+            "withheld": format!("{moved}: review it (`hermetic inspect echo` shows each difference) and set [tools.echo] reviewed = \"{v2}\""),
             "asks_beyond": [],
             "differences": [{
                 "field": "toolset", "reviewed": "web", "now": "file",
@@ -260,6 +261,18 @@ fn a_signed_version_that_changes_toolset_or_description_is_withheld_until_review
     assert_eq!(
         report["review"]["differences"][0]["lines"],
         json!(["-Echo a message back", "+Echo; then rm -rf ~"]),
+        "{report}"
+    );
+    // …and says it would not be granted, as a start would.
+    assert_eq!(report["available"], false, "{report}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("tools.echo: version sha256:")
+            && report["reason"].as_str().unwrap().contains(&format!(
+                "differs from the reviewed {v2} in schema.description"
+            )),
         "{report}"
     );
 }
@@ -390,9 +403,35 @@ fn a_tag_moved_back_to_an_older_signed_version_is_refused_unless_reviewed() {
     );
     refused(&call_echo(h, policy, ""), "is older than the reviewed");
 
-    // The operator who means to go back says so: `reviewed` names 1.0.0.
+    // `reviewed` naming 1.0.0 — stale, or set on purpose — does not by itself let
+    // the tag go back below the locked 1.1.0: the operator says so with
+    // --allow-older, and is warned.
+    std::fs::write(h.join("hermetic.lock"), &lock).unwrap();
     set_reviewed(&policy_path, "echo", &v1);
-    ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
+    let stale = refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        "is older than the locked",
+    );
+    assert!(
+        stale.contains("pull again with --allow-older ([tools.echo] reviewed names it)"),
+        "{stale}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.join("hermetic.lock")).unwrap(),
+        lock
+    );
+    let back = run(
+        h,
+        &["pull", "--policy", policy, "--insecure", "--allow-older"],
+    );
+    ok(&back);
+    assert!(
+        said(&back).contains(&format!(
+            "warning: tools.echo: going back to the reviewed {v1} (--allow-older)"
+        )),
+        "{}",
+        said(&back)
+    );
     assert!(ok(&call_echo(h, policy, "")).contains("\"echo\":\"hi\""));
 }
 
@@ -467,4 +506,135 @@ fn a_statement_for_another_repository_or_changed_after_signing_is_refused() {
         "does not verify: the component or its signature was changed; refused",
     );
     assert!(!f.join("hermetic.lock").exists());
+}
+
+/// The lock file of `h`, naming `pinned` for `source` (what a pull that took it would
+/// have written).
+fn write_lock(h: &Path, source: &str, pinned: &str) {
+    std::fs::write(
+        h.join("hermetic.lock"),
+        format!("[tools.echo]\nsource = \"{source}\"\npinned = \"{pinned}\"\n"),
+    )
+    .unwrap();
+}
+
+/// The component digest of `bytes`.
+fn digest_of(bytes: &[u8]) -> String {
+    hermetic_distribution::Digest::of(bytes).to_string()
+}
+
+#[test]
+fn without_the_reviewed_versions_signed_statement_an_older_version_is_withheld_not_assumed_newer() {
+    let registry = Registry::start(false);
+    let (publisher, host) = publisher_and_host();
+    let (p, h) = (publisher.path(), host.path());
+    let tag = format!("oci://{}", registry.reference("tools/echo:stable"));
+    let echo = std::fs::read(guest("echo")).unwrap();
+    let fixed = with_custom_section(&echo, "release-notes", b"1.1.0: a fix");
+    let old = publish(p, "v1", &echo, &tag, "1.0.0");
+    let new = publish(p, "v2", &fixed, &tag, "1.1.0");
+    let (v10, v11) = (digest_of(&echo), digest_of(&fixed));
+    // The operator reviewed 1.1.0. Whoever holds the tag moves it back to 1.0.0:
+    // validly signed, the same meaning.
+    let policy_path = write_policy(h, true, &[("echo", &tag)], "");
+    let policy = policy_path.to_str().unwrap();
+    set_reviewed(&policy_path, "echo", &v11);
+    retag(&attacker(&registry), "tools/echo", "stable", &old);
+
+    // The reviewed version is nowhere here: the pull cannot tell 1.0.0 is not older,
+    // and refuses, naming the pull that brings the statement.
+    let back = refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        &format!("cannot tell whether it is older than the reviewed {v11}"),
+    );
+    assert!(
+        back.contains(&format!(
+            "`hermetic pull --policy {policy} oci://{}/tools/echo@sha256:…`",
+            registry.addr
+        )),
+        "{back}"
+    );
+    let locked = std::fs::read_to_string(h.join("hermetic.lock")).unwrap_or_default();
+    assert!(!locked.contains("[tools.echo]"), "nothing locked: {locked}");
+
+    // 1.0.0 in the store with its statement, locked (as a pull before the fix did).
+    ok(&run(h, &["pull", "--policy", policy, &old, "--insecure"]));
+    write_lock(h, &tag, &old);
+    // The reviewed version not in the store: withheld, saying what to pull.
+    refused(
+        &call_echo(h, policy, ""),
+        &format!(
+            "is not the reviewed {v11}, which is not in the tool store to compare with (run `hermetic pull --policy {policy} oci://"
+        ),
+    );
+    // A reviewed digest that does not load: withheld.
+    let junk = b"not a component";
+    let junk_digest = digest_of(junk);
+    std::fs::write(
+        h.join("store/blobs/sha256")
+            .join(junk_digest.trim_start_matches("sha256:")),
+        junk,
+    )
+    .unwrap();
+    set_reviewed(&policy_path, "echo", &junk_digest);
+    refused(
+        &call_echo(h, policy, ""),
+        "which does not load to compare with",
+    );
+    // A manifest digest (what `pull` prints) where the component's belongs: withheld,
+    // naming the component digest to write.
+    set_reviewed(&policy_path, "echo", manifest_digest(&old));
+    refused(
+        &call_echo(h, policy, ""),
+        &format!(
+            "which is a manifest's digest (what `hermetic pull` prints), not a component's: `reviewed` takes the component digest, here reviewed = \"{v10}\""
+        ),
+    );
+
+    // The reviewed 1.1.0 pulled by digest without the policy's keys: its bytes are in
+    // the store, its statement is not. 1.0.0 is not taken for newer: withheld.
+    set_reviewed(&policy_path, "echo", &v11);
+    ok(&run(h, &["pull", &new, "--store", "store", "--insecure"]));
+    let hint = format!(
+        "`hermetic pull --policy {policy} oci://{}/tools/echo@{}`",
+        registry.addr,
+        manifest_digest(&new)
+    );
+    let withheld = refused(
+        &call_echo(h, policy, ""),
+        &format!("tools.echo: version {v10} (version 1.0.0, created"),
+    );
+    assert!(
+        withheld.contains(&format!(
+            "cannot tell whether it is older than the reviewed {v11}"
+        )) && withheld.contains(&hint),
+        "{withheld}"
+    );
+    // `inspect` says the same.
+    let report = json(&run(
+        h,
+        &["--policy", policy, "--no-bundled", "inspect", "echo"],
+    ));
+    assert_eq!(report["available"], false, "{report}");
+    assert_eq!(report["review"]["withholds"], true, "{report}");
+    assert!(
+        report["review"]["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("cannot tell whether it is older"),
+        "{report}"
+    );
+
+    // The hint, run: the statement is in the store, and 1.0.0 is older.
+    ok(&run(h, &["pull", "--policy", policy, &new, "--insecure"]));
+    refused(&call_echo(h, policy, ""), "is older than the reviewed");
+    let lock = std::fs::read_to_string(h.join("hermetic.lock")).unwrap();
+    refused(
+        &run(h, &["pull", "--policy", policy, "--insecure"]),
+        "is older than the reviewed",
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.join("hermetic.lock")).unwrap(),
+        lock
+    );
 }

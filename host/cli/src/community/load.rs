@@ -5,7 +5,7 @@
 //! `[trust] strict = true` (or `--strict`) makes it stop the start instead. Every
 //! reason says what to do.
 
-use super::review::{Candidate, withheld};
+use super::review::{Candidate, Reviewer};
 use anyhow::{Result, anyhow, bail};
 use hermetic::component::LoadedTool;
 use hermetic::policy::trust::TrustPolicy;
@@ -21,6 +21,7 @@ pub(crate) struct SourceLoader<'a> {
     policy_path: &'a Path,
     trust_policy: &'a TrustPolicy,
     store: Store,
+    store_dir: &'a Path,
     /// The pull that fetches what is missing, for the hints.
     pull: String,
     lock: Lock,
@@ -37,7 +38,7 @@ impl<'a> SourceLoader<'a> {
         registry: &'a Registry,
         policy_path: &'a Path,
         trust_policy: &'a TrustPolicy,
-        store_dir: &Path,
+        store_dir: &'a Path,
         require_signature: bool,
     ) -> Result<Self> {
         Ok(Self {
@@ -45,6 +46,7 @@ impl<'a> SourceLoader<'a> {
             policy_path,
             trust_policy,
             store: Store::open(store_dir)?,
+            store_dir,
             pull: super::pull_hint(policy_path, trust_policy, store_dir, None),
             lock: Lock::load(&Lock::path_beside(policy_path))?,
             trust: Trust {
@@ -71,6 +73,11 @@ impl<'a> SourceLoader<'a> {
                 )
             })?,
         };
+        // What loads is the source's own repository's, whatever the lock says: a pin
+        // of another repository would bring another tool under these grants.
+        if !hermetic_distribution::lock::pins(&reference, &pinned) {
+            bail!("oci://{pinned} is not in the registry and repository of {source}: run {pull}");
+        }
         let stored = hermetic_distribution::stored_component(&pinned, &self.store, &self.trust)
             .map_err(|e| match e {
                 DistributionError::NotPulled { reference, store } => anyhow!(
@@ -92,22 +99,28 @@ impl<'a> SourceLoader<'a> {
                 "oci://{pinned} is the tool {own:?}, not {name:?}: name the policy entry after the tool"
             );
         }
-        tool.withheld = withheld(
-            &Candidate {
-                name,
-                source_pinned: reference.digest.is_some(),
-                repository: &pinned.repository,
-                component: &stored.component,
-                declaration: &tool.declaration,
-                schema: &tool.schema,
-                statement: stored.verified.as_ref().map(|v| &v.statement),
-            },
-            self.trust_policy,
-            self.registry,
-            &self.store,
-            &self.trust.keys,
-        );
+        tool.withheld = self.reviewer().withheld(&Candidate {
+            name,
+            source: &reference,
+            component: &stored.component,
+            declaration: &tool.declaration,
+            schema: &tool.schema,
+            statement: stored.verified.as_ref().map(|v| &v.statement),
+        });
         Ok(tool)
+    }
+
+    /// What decides whether a loaded version gets the grants.
+    fn reviewer(&self) -> Reviewer<'_> {
+        Reviewer {
+            registry: self.registry,
+            trust: self.trust_policy,
+            store: &self.store,
+            keys: &self.trust.keys,
+            signatures_required: self.trust.require_signature,
+            policy_path: self.policy_path,
+            store_dir: self.store_dir,
+        }
     }
 
     /// Loads and registers tool `name`.
