@@ -259,6 +259,33 @@ impl Detector {
         }
     }
 
+    /// The rule `text` breaks when an interactive shell reads it as typed, though the
+    /// text was judged as written: at a terminal (`pty`) any control character but
+    /// LF and CR (a tab completes, ^V quotes the next key, ESC starts a key sequence)
+    /// or non-ASCII byte (a meta key where the locale is not UTF-8) edits the line;
+    /// in any interactive shell `!` and `^` can recall history. `None`: it reads as
+    /// written. The host checks text it puts into such input itself (a pinned
+    /// script's text).
+    ///
+    /// ```
+    /// use hermetic_detect::{Detector, RuleId};
+    /// let detector = Detector::default();
+    /// assert_eq!(detector.typed_text_rule("sh -c 'ls' x\n", true), None);
+    /// assert_eq!(detector.typed_text_rule("sh -c 'echo \t' x\n", true), Some(RuleId::ControlChars));
+    /// assert_eq!(detector.typed_text_rule("sh -c 'echo \t' x\n", false), None);
+    /// assert_eq!(detector.typed_text_rule("sh -c '#!/bin/sh' x\n", false), Some(RuleId::Unparseable));
+    /// ```
+    pub fn typed_text_rule(&self, text: &str, pty: bool) -> Option<RuleId> {
+        if pty
+            && text
+                .chars()
+                .any(|c| !(c.is_ascii() && (!c.is_control() || c == '\n' || c == '\r')))
+        {
+            return Some(RuleId::ControlChars);
+        }
+        uses_history(text).then_some(RuleId::Unparseable)
+    }
+
     /// True when a shell reading `text` would wait for more before running it: an
     /// open quote, a compound command without its end (`for … do` without `done`), a
     /// here-document without its end line, a trailing `|`, `&&` or `\`. Text over the

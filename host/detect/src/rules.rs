@@ -225,6 +225,10 @@ rules! {
         "Changes what later commands run: BASH_ENV/ENV/LD_PRELOAD, PATH through a temporary or relative directory, hash -p, enable -n.",
         match ["BASH_ENV=./x.sh bash -c true", "PATH=/tmp/evil:$PATH git status", "hash -p /bin/rm ls", "LD_PRELOAD=/tmp/x.so ls"],
         not_match ["PYTHONPATH=/tmp/lib python3 s.py", "RUST_BACKTRACE=1 cargo test", "PATH=$PATH:/usr/local/go/bin go version"];
+    ShadowCommand = "exec.shadow_command", Dangerous,
+        "Defines a function or alias named after a program or builtin that scripts are run with (printf, builtin, command, env, a shell, an interpreter, a path), or sets BASH_CMDS, BASH_ALIASES or an exported BASH_FUNC_: what a later command names runs something else, and the host could not hand a judged script's text to it.",
+        match ["printf() { cat x; }; . ./ok.sh", "function sh { cat x; }", "/bin/sh() { :; }", "shopt -s expand_aliases; alias bash=ls", "BASH_CMDS[sh]=./evil; sh x.sh", "BASH_ALIASES[sh]=ls", "eval 'builtin() { :; }'"],
+        not_match ["f() { ls; }; f", "alias ll='ls -l'", "printf '%s\\n' hi", "command -v sh"];
 
     // ---- dangerous: files ----
     RmRecursive = "fs.rm_recursive", Dangerous,

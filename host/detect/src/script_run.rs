@@ -28,6 +28,16 @@ pub struct ScriptRun {
     /// The directory it starts in (as [`Frame::cwd`](crate::input::Frame::cwd)): its own relative paths are
     /// read from there.
     pub cwd: String,
+    /// The word that names the file, as the shell hands it to the kernel (relative
+    /// to `cwd` unless absolute): [`path`](Self::path) removes `..` as text, the
+    /// kernel only after following the symlinks before it, so the file the command
+    /// runs is the one this word opens from `cwd`.
+    pub word: String,
+    /// A program run by its path ([`ScriptForm::Path`]) that a compiler earlier in the
+    /// same input writes (`cc -o m m.c && ./m`, `gcc m.c && ./a.out`), in the same
+    /// directory: missing when the command is judged, it is a program the command
+    /// builds, not a script.
+    pub built: bool,
 }
 
 /// The language a script file is read in.
@@ -94,6 +104,8 @@ pub(crate) struct RawScript {
     /// Character offsets in the text the detector was given.
     pub(crate) span: Option<(usize, usize)>,
     pub(crate) cwd: String,
+    /// A compiler earlier in the input writes it (see [`ScriptRun::built`]).
+    pub(crate) built: bool,
     /// It was found where a span could be known (the judged text itself, a word that
     /// may be replaced), but its word came without a location (the plain-command
     /// shortcut builds words without them).
@@ -147,6 +159,8 @@ pub(crate) fn located(text: &str, scripts: Vec<RawScript>) -> Vec<ScriptRun> {
                 form: s.form,
                 span,
                 cwd: s.cwd,
+                word: s.operand,
+                built: s.built,
             }
         })
         .collect()

@@ -61,6 +61,7 @@ impl Analyzer<'_> {
             form,
             span,
             cwd: self.cwd().to_owned(),
+            built: form == ScriptForm::Path && self.compiled(&canonical),
             wants_span: pinnable && span.is_none() && self.locating(),
         };
         let known = self.scripts.iter().any(|s| {
@@ -76,6 +77,120 @@ impl Analyzer<'_> {
     fn is_fresh_here(&self, path: &str) -> bool {
         self.is_fresh_in(path, false)
     }
+
+    /// True when a compiler among the commands analyzed so far writes `path` (a
+    /// program's word, `..`-free, as written) in the directory the input started in,
+    /// with no `cd` between: `cc -o m m.c && ./m`, `gcc m.c && ./a.out`.
+    fn compiled(&self, path: &str) -> bool {
+        if path.split('/').any(|c| c == "..") {
+            return false;
+        }
+        let target = self.resolve(path);
+        let mut built = false;
+        for rendered in &self.commands {
+            let mut words = rendered.split_whitespace();
+            let Some(program) = words.next() else {
+                continue;
+            };
+            let program = program.rsplit('/').next().unwrap_or(program);
+            if matches!(program, "cd" | "pushd" | "popd") {
+                return false;
+            }
+            if let Some(out) = compiler_output(program, words)
+                && !out.split('/').any(|c| c == "..")
+                && self.resolve(&out) == target
+            {
+                built = true;
+            }
+        }
+        built
+    }
+
+    /// A function called `name` is defined. Named after a program or builtin that a
+    /// script's judged text is handed to ([`shadows_a_handler`]), it replaces that
+    /// program for the rest of the shell (and in child shells, once exported).
+    pub(crate) fn note_function(&mut self, name: &str) {
+        if shadows_a_handler(name) {
+            self.hit(RuleId::ShadowCommand, &format!("{name}() {{ … }}"));
+        }
+    }
+
+    /// The simple command `rendered` (as the walk renders it) defines an alias named
+    /// after such a program, or binds names through bash's own tables: `BASH_CMDS`
+    /// (a name to a program path, as `hash -p`), `BASH_ALIASES`, or an exported
+    /// function in the environment (`BASH_FUNC_NAME%%`, which every child bash
+    /// imports).
+    pub(crate) fn note_shadowing(&mut self, rendered: &str) {
+        if ["BASH_CMDS", "BASH_ALIASES", "BASH_FUNC_"]
+            .iter()
+            .any(|t| rendered.contains(t))
+        {
+            self.hit(RuleId::ShadowCommand, rendered);
+            return;
+        }
+        let mut words = rendered
+            .split_whitespace()
+            .skip_while(|w| matches!(*w, "builtin" | "command" | "-p" | "--" | "\\builtin"));
+        if words.next() == Some("alias")
+            && words.any(|w| {
+                w.split_once('=').is_some_and(|(name, _)| {
+                    shadows_a_handler(name.trim_matches(['\'', '"', '\\']))
+                })
+            })
+        {
+            self.hit(RuleId::ShadowCommand, rendered);
+        }
+    }
+}
+
+/// The file a compiler called `program` with arguments `args` (as rendered) links: its
+/// `-o` value, or `a.out` for a C compiler told neither `-o` nor to stop before
+/// linking (`-c`, `-S`, `-E`, `-M…`). `None` for anything else.
+fn compiler_output<'a>(program: &str, mut args: impl Iterator<Item = &'a str>) -> Option<String> {
+    let c = matches!(
+        program,
+        "cc" | "c++" | "gcc" | "g++" | "clang" | "clang++" | "tcc"
+    ) || ["gcc-", "g++-", "clang-", "clang++-"].iter().any(|p| {
+        program
+            .strip_prefix(p)
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+    });
+    let rustc = program == "rustc";
+    if !c && !rustc {
+        return None;
+    }
+    let mut linked = true;
+    while let Some(arg) = args.next() {
+        if arg == "-o" {
+            return args.next().map(str::to_owned);
+        }
+        if let Some(out) = arg.strip_prefix("-o").filter(|o| !o.is_empty() && c) {
+            return Some(out.to_owned());
+        }
+        if c && (matches!(arg, "-c" | "-S" | "-E") || arg.starts_with("-M")) {
+            linked = false;
+        }
+    }
+    (c && linked).then(|| "a.out".to_owned())
+}
+
+/// Builtins and wrappers a script's judged text is handed through (the terminal's
+/// pinner writes `<(\builtin printf %s '…')`, `\command -p sh -c -- '…'`), or that
+/// stand before the shell that gets it (`env A=1 sh x.sh`, `xargs sh x.sh`).
+const HANDLERS: &[&str] = &[
+    "printf", "builtin", "command", "exec", "eval", "source", ".", "enable", "env", "xargs",
+    "timeout", "nice", "nohup", "sudo", "doas", "stdbuf", "time", "setsid", "chrt", "ionice",
+    "taskset", "unbuffer", "flock", "watch", "strace", "ltrace", "busybox",
+];
+
+/// True when a function or alias called `name` would replace something a pinned
+/// script run calls: a handler above, a shell or interpreter, or any path (bash
+/// looks functions up before the file system even for `/bin/sh`).
+pub(crate) fn shadows_a_handler(name: &str) -> bool {
+    name.contains('/')
+        || HANDLERS.contains(&name)
+        || code::SHELLS.contains(&name)
+        || code::language(name).is_some()
 }
 
 impl Detector {
@@ -145,6 +260,19 @@ impl Detector {
             hit(finding_rule(*finding), "(the script's text)");
         }
         let code = normalized.text.as_ref();
+        // perl hands a file whose #! line names neither perl nor indir to that
+        // program (`perl x.pl` with `#!/bin/sh` runs sh): not Perl.
+        let first_line = text.split('\n').next().unwrap_or_default();
+        if lang == CodeLang::Perl
+            && first_line.starts_with("#!")
+            && !first_line.contains("perl")
+            && !first_line.contains("indir")
+        {
+            hit(
+                RuleId::Unparseable,
+                "(a Perl script whose #! line names another program, which perl runs on it)",
+            );
+        }
         if text.len() > super::limits::MAX_INPUT_BYTES {
             hit(RuleId::TooLarge, "(the script's text)");
         }

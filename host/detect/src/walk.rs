@@ -450,6 +450,7 @@ impl<'d> Analyzer<'d> {
                 Producer::Other
             }
             Command::Function(def) => {
+                self.note_function(&def.fname.value);
                 let mut inner = cx.clone();
                 inner.function = Some(def.fname.value.clone());
                 inner.stdin = Producer::None;
@@ -734,6 +735,7 @@ impl<'d> Analyzer<'d> {
             self.bare_shell_at = number;
         }
         let rendered = render(&assignments, &argv, &redirects);
+        self.note_shadowing(&rendered);
         // The command's place in `commands` is taken now (carriers and substitutions
         // it runs come after it); the text is moved in once checking is done.
         let slot = self.commands.len();
