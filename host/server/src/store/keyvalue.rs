@@ -85,8 +85,10 @@ local added, before, after = 0, 0, klen + vlen
 if old == false then added = 1 else before = klen + string.len(old) end
 keys = keys + added
 bytes = bytes - before + after
-if keys > tonumber(ARGV[4]) then return {3, keys - 1} end
-if bytes > tonumber(ARGV[6]) then return {4, bytes} end
+-- Only growth is refused: a store over a quota the operator lowered may still
+-- rewrite what it holds, the same size or smaller.
+if added > 0 and keys > tonumber(ARGV[4]) then return {3, keys - 1} end
+if after > before and bytes > tonumber(ARGV[6]) then return {4, bytes} end
 if not session then
   redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], '#k', keys, '#b', bytes)
   return {0}
@@ -752,6 +754,38 @@ mod tests {
         (0..n)
             .take_while(|i| kv.set(ns, &format!("k{i}"), b"x", quota).is_ok())
             .count()
+    }
+
+    /// After the operator lowers a quota below what a store holds, the store may
+    /// still rewrite a key the same size or smaller; a new key or growth is refused.
+    #[test]
+    fn a_lowered_quota_refuses_growth_only() {
+        let server = Server::start();
+        let kv = server.store(KeyValueSettings::default());
+        for id in [
+            StoreId::tenant("t", "acme"),
+            StoreId::session("t", "acme", "s1"),
+        ] {
+            let n = ns(&id, "");
+            for k in ["a", "b", "c"] {
+                kv.set(&n, k, b"12345", &quota(10, 100)).unwrap();
+            }
+            let lowered = quota(2, 10);
+            kv.set(&n, "a", b"54321", &lowered).unwrap();
+            kv.set(&n, "b", b"1", &lowered).unwrap();
+            assert!(kv.swap(&n, "c", Some(b"12345"), b"xyz", &lowered).unwrap());
+            assert!(matches!(
+                kv.set(&n, "a", b"543210", &lowered),
+                Err(KeyValueError::Quota(_))
+            ));
+            assert!(matches!(
+                kv.set(&n, "d", b"", &lowered),
+                Err(KeyValueError::Quota(_))
+            ));
+            assert_eq!(kv.get(&n, "a").unwrap().unwrap(), b"54321");
+            let info = kv.info(&id.prefix()).unwrap().unwrap();
+            assert_eq!((info.keys, info.bytes), (3, 12), "{id}");
+        }
     }
 
     /// An expiry over what the policy file accepts (an embedder's settings) is taken

@@ -300,10 +300,12 @@ impl Embedded {
             let after = bytes_of(key.len() + value.len());
             let keys = row.keys + added;
             let bytes = row.bytes.saturating_sub(before).saturating_add(after);
-            if keys > quota.max_keys {
+            // Only growth is refused: a store over a quota the operator lowered may
+            // still rewrite what it holds, the same size or smaller.
+            if added > 0 && keys > quota.max_keys {
                 return Err(KeyValueError::too_many_keys(quota));
             }
-            if bytes > quota.max_total_bytes {
+            if after > before && bytes > quota.max_total_bytes {
                 return Err(KeyValueError::over_total(bytes, quota));
             }
             if id.is_session() {
@@ -821,6 +823,33 @@ mod tests {
         let (page, next, _) = kv.list_counted(&globex, 2000).unwrap();
         assert_eq!((page.len(), next), (1000, None));
         assert!(page.iter().all(|k| k.starts_with('g')));
+    }
+
+    /// After the operator lowers a quota below what a store holds, the store may
+    /// still rewrite a key the same size or smaller; a new key or growth is refused.
+    #[test]
+    fn a_lowered_quota_refuses_growth_only() {
+        let kv = Embedded::in_memory().unwrap();
+        let id = StoreId::tenant("t", "acme");
+        let n = ns(&id, "");
+        for k in ["a", "b", "c"] {
+            kv.set(&n, k, b"12345", &quota(10, 100, 100)).unwrap();
+        }
+        let lowered = quota(2, 100, 10);
+        kv.set(&n, "a", b"54321", &lowered).unwrap();
+        kv.set(&n, "b", b"1", &lowered).unwrap();
+        assert!(kv.swap(&n, "c", Some(b"12345"), b"xyz", &lowered).unwrap());
+        assert!(matches!(
+            kv.set(&n, "a", b"543210", &lowered),
+            Err(KeyValueError::Quota(_))
+        ));
+        assert!(matches!(
+            kv.set(&n, "d", b"", &lowered),
+            Err(KeyValueError::Quota(_))
+        ));
+        assert_eq!(kv.get(&n, "a").unwrap().unwrap(), b"54321");
+        let info = kv.stores(&StoreFilter::default()).unwrap();
+        assert_eq!((info[0].keys, info[0].bytes), (3, 12));
     }
 
     #[test]
