@@ -223,10 +223,11 @@ enum Command {
     /// Make a new tool project (Rust, Python or JavaScript) that builds with one
     /// command into NAME.wasm.
     ///
-    /// The project holds everything it needs (SDK, WIT, a build script): `cd NAME &&
+    /// The project holds everything it needs (SDK, a build script): `cd NAME &&
     /// ./build.sh`, then `hermetic inspect NAME/NAME.wasm`. Python projects install
     /// componentize-py into a venv in the project, JavaScript ones componentize-js with
-    /// npm (both pinned); Rust ones need cargo and the wasm32-wasip2 target.
+    /// npm (both pinned), and their builds run `hermetic tool` ($HERMETIC, else on
+    /// PATH); Rust ones need cargo and the wasm32-wasip2 target.
     New {
         /// The tool's language.
         #[arg(long, value_enum, default_value = "rust")]
@@ -237,6 +238,11 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Build steps for tools in Python, JavaScript and other languages: the WIT world a
+    /// declaration needs (`tool world`), the declaration embedded and checked (`tool
+    /// finish`).
+    #[command(subcommand)]
+    Tool(crate::tool_build::ToolCommand),
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
     Approval(crate::approval::ApprovalCommand),
@@ -354,8 +360,10 @@ struct ServeArgs {
     stdio: bool,
     /// Listen for MCP streamable HTTP on ADDR (port 0 picks a free port). Every
     /// request needs a bearer token: the policy's tenant tokens, else one made at
-    /// start (or $HERMETIC_TOKEN, at least 32 characters) and printed on stderr with
-    /// the console's URL. Accepted Host values: localhost, 127.0.0.1 and [::1] with
+    /// start (or $HERMETIC_TOKEN, at least 32 characters) and printed on stderr; the
+    /// console takes another, its admin token (or $HERMETIC_CONSOLE_TOKEN), printed
+    /// only in the console's URL. Without tenant tokens in the policy, loopback
+    /// addresses only. Accepted Host values: localhost, 127.0.0.1 and [::1] with
     /// the bound port, the bound address, and --allow-host / [server] allowed_hosts.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
@@ -724,6 +732,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cli.command,
             Command::Approval(_)
                 | Command::New { .. }
+                | Command::Tool(_)
                 | Command::Token(_)
                 | Command::Audit(_)
                 | Command::Push { .. }
@@ -742,6 +751,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Approval(command) => return crate::approval::run(command),
         Command::State(command) => return crate::state::run(command),
+        Command::Tool(command) => return crate::tool_build::run(command),
         Command::Token(command) => return token(command),
         Command::New { lang, name, dir } => {
             let made = crate::new::create(lang, &name, dir.as_deref())?;
@@ -1017,31 +1027,35 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
     serve(registry, options, watch, transport)
 }
 
-/// The token an HTTP server without tenant tokens requires (granted in `access` to
-/// `tenant`, and as the console's admin token when the policy names none): made now,
-/// or `$HERMETIC_TOKEN`. `None` with tenant tokens (the policy's decide) and with
-/// `--no-auth`, which only loopback addresses may use.
+/// The tokens an HTTP server without tenant tokens requires (granted in `access`): the
+/// MCP token, `tenant`'s (made now, or `$HERMETIC_TOKEN`), and the console's admin
+/// token when the policy names none (made now, or `$HERMETIC_CONSOLE_TOKEN`). `None`
+/// with tenant tokens (the policy's decide) and with `--no-auth`, which only loopback
+/// addresses may use. Without tenant tokens only loopback addresses are served: a
+/// token made at start and printed on a terminal is no way to let other machines in.
 fn http_token(
     access: &mut hermetic::policy_file::ServerPolicy,
     tenant: &str,
     no_auth: bool,
     addr: std::net::SocketAddr,
-) -> Result<Option<hermetic_server::auth::OperatorToken>> {
+) -> Result<Option<hermetic_server::auth::ServeTokens>> {
     use hermetic_server::auth;
-    let from_env = std::env::var(auth::TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty());
+    let var = |name: &str| std::env::var(name).ok().filter(|t| !t.is_empty());
+    let from_env = var(auth::TOKEN_ENV);
+    let console_env = var(auth::CONSOLE_TOKEN_ENV);
     if !access.tenant_tokens.is_empty() {
         if no_auth {
             bail!(
                 "--no-auth: the policy gives tenants tokens, and each request acts as the tenant whose token it carries; drop --no-auth"
             );
         }
-        if from_env.is_some() {
-            eprintln!(
-                "warning: {} is ignored: the policy gives tenants tokens",
-                auth::TOKEN_ENV
-            );
+        for (name, value) in [
+            (auth::TOKEN_ENV, &from_env),
+            (auth::CONSOLE_TOKEN_ENV, &console_env),
+        ] {
+            if value.is_some() {
+                eprintln!("warning: {name} is ignored: the policy gives tenants tokens");
+            }
         }
         return Ok(None);
     }
@@ -1053,9 +1067,25 @@ fn http_token(
         }
         return Ok(None);
     }
-    let mut token = auth::operator_token(from_env.as_deref())?;
-    auth::grant_operator(access, tenant, &mut token);
-    Ok(Some(token))
+    if !addr.ip().is_loopback() {
+        bail!(
+            "refusing to serve {addr} without tenant tokens in the policy: a token made at start would be the only thing between the network and the tools. \
+             Give each client a tenant token in the policy (`hermetic token new --tenant ID` prints the [tenants.ID] token_sha256 line) and the console an admin token ([server] admin_token_sha256, `hermetic token new --admin`), or listen on loopback (127.0.0.1)"
+        );
+    }
+    if console_env.is_some() && !access.admin_tokens.is_empty() {
+        eprintln!(
+            "warning: {} is ignored: the policy names the console's admin tokens",
+            auth::CONSOLE_TOKEN_ENV
+        );
+    }
+    let tokens = auth::serve_tokens(
+        access,
+        tenant,
+        from_env.as_deref(),
+        console_env.as_deref(),
+    )?;
+    Ok(Some(tokens))
 }
 
 /// This machine's name, for the audit lines of a node ("" when it cannot be read).
@@ -1135,10 +1165,10 @@ fn inspect(
 
 enum Transport {
     Stdio,
-    /// The address, and the token made for it (printed once it listens).
+    /// The address, and the tokens made for it (printed once it listens).
     Http(
         std::net::SocketAddr,
-        Option<hermetic_server::auth::OperatorToken>,
+        Option<hermetic_server::auth::ServeTokens>,
     ),
 }
 
@@ -1204,15 +1234,18 @@ fn serve(
 }
 
 /// How to reach the server just bound, on stderr (as Jupyter and other local servers
-/// do): the header a client sends and the console's URL, with the token made at start
-/// (one from `$HERMETIC_TOKEN` is named, not printed).
+/// do): the header a client sends, with the MCP token made at start, and the console's
+/// URL with the console token (tokens from the environment are named, not printed).
+/// The console token is printed only inside the URL: it answers approvals, so it is
+/// not what to hand an agent.
 fn print_access(
     bound: std::net::SocketAddr,
-    token: Option<&hermetic_server::auth::OperatorToken>,
+    tokens: Option<&hermetic_server::auth::ServeTokens>,
     requires_tokens: bool,
 ) {
+    use hermetic_server::auth;
     let console = hermetic_server::http::console::CONSOLE_PATH;
-    let Some(t) = token else {
+    let Some(t) = tokens else {
         if requires_tokens {
             eprintln!(
                 "hermetic: send the header  Authorization: Bearer <a tenant's token from the policy>"
@@ -1224,19 +1257,28 @@ fn print_access(
         }
         return;
     };
-    let shown = if t.from_env {
-        "$HERMETIC_TOKEN"
-    } else {
-        t.token.as_str()
-    };
-    eprintln!("hermetic: send the header  Authorization: Bearer {shown}");
-    match (t.console, t.from_env) {
-        (true, false) => eprintln!("hermetic: console at http://{bound}{console}#token={shown}"),
-        (true, true) => {
-            eprintln!("hermetic: console at http://{bound}{console} (log in with {shown})");
+    let shown = |token: &auth::OperatorToken, var: &str| {
+        if token.from_env {
+            format!("${var}")
+        } else {
+            token.token.clone()
         }
+    };
+    eprintln!(
+        "hermetic: send the header  Authorization: Bearer {}",
+        shown(&t.mcp, auth::TOKEN_ENV)
+    );
+    match &t.console {
+        Some(c) if !c.from_env => eprintln!(
+            "hermetic: console at http://{bound}{console}#token={}",
+            c.token
+        ),
+        Some(_) => eprintln!(
+            "hermetic: console at http://{bound}{console} (log in with ${})",
+            auth::CONSOLE_TOKEN_ENV
+        ),
         // The policy names the console's admin tokens.
-        (false, _) => eprintln!(
+        None => eprintln!(
             "hermetic: console at http://{bound}{console} (log in with an admin token of the policy)"
         ),
     }

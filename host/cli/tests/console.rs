@@ -103,15 +103,21 @@ admin_token_sha256 = ["{admin}"]
             workspace,
             state,
             &[OsStr::new("--policy"), policy.as_os_str()],
+            &[],
         );
         ACME_TOKEN.clone_into(&mut server.token);
         server
     }
 
-    /// `hermetic serve` with no policy and no flags but an audit log: the operator's
-    /// own server, its token made at start.
+    /// `hermetic serve` with no policy and no flags but an audit log (and `/metrics`):
+    /// the operator's own server, its tokens made at start.
     fn start_bare() -> Self {
-        let mut server = Self::spawn(TempDir::new().unwrap(), TempDir::new().unwrap(), &[]);
+        let mut server = Self::spawn(
+            TempDir::new().unwrap(),
+            TempDir::new().unwrap(),
+            &[],
+            &["--metrics"],
+        );
         let header = server.wait_log("Authorization: Bearer ");
         server.token = header
             .split("Authorization: Bearer ")
@@ -122,9 +128,9 @@ admin_token_sha256 = ["{admin}"]
         server
     }
 
-    /// `hermetic serve --http 127.0.0.1:0` in `workspace` with `args`, its audit log
-    /// in `state`.
-    fn spawn(workspace: TempDir, state: TempDir, args: &[&OsStr]) -> Self {
+    /// `hermetic serve --http 127.0.0.1:0` in `workspace` with `args` (and
+    /// `serve_args` for serve), its audit log in `state`.
+    fn spawn(workspace: TempDir, state: TempDir, args: &[&OsStr], serve_args: &[&str]) -> Self {
         let audit = state.path().join("audit.jsonl");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
             // The suites' shared compiled-code cache; plain log lines to match on.
@@ -140,6 +146,7 @@ admin_token_sha256 = ["{admin}"]
             .args(["--log-level", "warn,hermetic=info"])
             .args(["serve", "--http", "127.0.0.1:0", "--audit"])
             .arg(&audit)
+            .args(serve_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -186,6 +193,43 @@ admin_token_sha256 = ["{admin}"]
 
     fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// The console token of a server started by [`Self::start_bare`], from the console
+    /// URL it printed: another token than the MCP one ([`Self::token`]).
+    fn console_token(&mut self) -> String {
+        let line = self.wait_log("console at ");
+        let url = line.split("console at ").nth(1).unwrap().trim();
+        let token = url
+            .strip_prefix(&self.url("/console#token="))
+            .unwrap_or_else(|| panic!("no token in the console URL: {line}"))
+            .to_owned();
+        assert!(token.starts_with("hmt_") && token != self.token, "{line}");
+        token
+    }
+
+    /// One request to this server (`token` as a bearer token): its status and body.
+    fn request(&self, method: &str, path: &str, token: &str, body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_owned())
     }
 
     /// A 2026-07-28 (sessionless) `tools/call` of the terminal as tenant `acme`, from
@@ -712,9 +756,8 @@ fn denying_in_the_console_gives_the_agent_a_denial() {
 #[test]
 fn the_url_serve_prints_opens_the_console_logged_in() {
     let mut server = Server::start_bare();
-    let line = server.wait_log("console at ");
-    let url = line.split("console at ").nth(1).unwrap().trim().to_owned();
-    assert_eq!(url, server.url(&format!("/console#token={}", server.token)));
+    let console_token = server.console_token();
+    let url = server.url(&format!("/console#token={console_token}"));
     let mut browser = Browser::launch();
     browser.navigate(&url);
     browser.wait_for(
@@ -723,7 +766,7 @@ fn the_url_serve_prints_opens_the_console_logged_in() {
     );
     assert_eq!(
         browser.eval("sessionStorage.getItem('hermetic.console.token')"),
-        json!(server.token)
+        json!(console_token)
     );
     let command = "rm -rf build && touch operator-marker";
     let call = server.call_terminal(command);
@@ -732,4 +775,148 @@ fn the_url_serve_prints_opens_the_console_logged_in() {
     let result = call.join().unwrap();
     assert_eq!(result["exit_code"], 0, "{result}");
     assert!(server.workspace.path().join("operator-marker").exists());
+}
+
+/// Review r3, finding 2: `hermetic serve` without a policy made one token, which both
+/// called tools and answered approvals — so an agent that had it (a project's
+/// `.mcp.json`, its environment) approved its own `rm -rf`. Now the MCP token gets 401
+/// on every endpoint of the console and the approvals; only the console token (in the
+/// console URL only) lists and answers them, and it calls no tool.
+#[test]
+fn the_mcp_token_can_neither_list_nor_answer_approvals() {
+    let mut server = Server::start_bare();
+    let console_token = server.console_token();
+    let mcp_token = server.token.clone();
+    assert!(
+        !server
+            .lines
+            .iter()
+            .any(|l| l.contains(&console_token) && !l.contains("console at ")),
+        "the console token is printed outside its URL"
+    );
+    let command = "rm -rf build && touch self-approved-marker";
+    let call = server.call_terminal(command);
+    // Wait until the call is pending (seen with the console token).
+    let start = Instant::now();
+    let id = loop {
+        let (status, body) = server.request("GET", "/approvals", &console_token, "");
+        assert_eq!(status, 200, "{body}");
+        let list: Value = serde_json::from_str(&body).unwrap();
+        if let Some(id) = list
+            .as_array()
+            .and_then(|l| {
+                l.iter()
+                    .find(|a| a.to_string().contains("self-approved-marker"))
+            })
+            .map(|a| a["id"].clone())
+        {
+            break id;
+        }
+        assert!(start.elapsed() < HANG_GUARD, "never pending: {body}");
+        std::thread::sleep(POLL);
+    };
+    let answer = json!({"answer": "once"}).to_string();
+    for (method, path, body) in [
+        ("GET", "/approvals".to_owned(), ""),
+        ("POST", format!("/approvals/{id}"), answer.as_str()),
+        ("GET", "/admin/audit".to_owned(), ""),
+        ("GET", "/admin/tools".to_owned(), ""),
+        ("GET", "/metrics".to_owned(), ""),
+    ] {
+        let (status, reply) = server.request(method, &path, &mcp_token, body);
+        assert_eq!(status, 401, "{method} {path} with the MCP token: {reply}");
+    }
+    let (_, refused) = server.request("GET", "/approvals", &mcp_token, "");
+    assert!(refused.contains("not an admin token"), "{refused}");
+    // The console token calls no tool.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (status, _) = server.request("POST", "/mcp", &console_token, &list.to_string());
+    assert_eq!(status, 401);
+    // The console token answers: no, and the agent's call is denied.
+    let deny = json!({"answer": "deny"}).to_string();
+    let (status, reply) =
+        server.request("POST", &format!("/approvals/{id}"), &console_token, &deny);
+    assert_eq!(status, 200, "{reply}");
+    let result = call.join().unwrap();
+    assert_eq!(result["status"], "blocked", "{result}");
+    assert!(
+        !server
+            .workspace
+            .path()
+            .join("self-approved-marker")
+            .exists()
+    );
+    for path in ["/admin/audit", "/admin/tools", "/metrics"] {
+        let (status, reply) = server.request("GET", path, &console_token, "");
+        assert_eq!(status, 200, "{path} with the console token: {reply}");
+    }
+}
+
+/// `HERMETIC_CONSOLE_TOKEN` fixes the console token (named in the URL line, not
+/// printed); one equal to `HERMETIC_TOKEN` stops the start: the agent's token would
+/// answer its approvals again.
+#[test]
+fn the_console_token_comes_from_its_own_variable_and_must_differ() {
+    let mcp = "hmt_fixed_mcp_token_for_this_test_0123456789";
+    let console = "hmt_fixed_console_token_for_this_test_012345";
+    let workspace = TempDir::new().unwrap();
+    let run = |console: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hermetic"))
+            .env("HERMETIC_TOKEN", mcp)
+            .env("HERMETIC_CONSOLE_TOKEN", console)
+            .env("NO_COLOR", "1")
+            .arg("--workspace")
+            .arg(workspace.path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut same = run(mcp);
+    let mut stderr = String::new();
+    same.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!same.wait().unwrap().success());
+    assert!(
+        stderr.contains("HERMETIC_CONSOLE_TOKEN must differ from HERMETIC_TOKEN"),
+        "{stderr}"
+    );
+
+    let mut child = run(console);
+    let log = lines_of(child.stderr.take().unwrap());
+    let mut server = Server {
+        child,
+        addr: String::new(),
+        workspace,
+        _state: TempDir::new().unwrap(),
+        log,
+        lines: Vec::new(),
+        token: mcp.to_owned(),
+    };
+    let line = server.wait_log("serving MCP at ");
+    server.addr = line
+        .split("serving MCP at http://")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let url = server.wait_log("console at ");
+    assert!(
+        url.ends_with("(log in with $HERMETIC_CONSOLE_TOKEN)"),
+        "{url}"
+    );
+    assert!(
+        !server
+            .lines
+            .iter()
+            .any(|l| l.contains(console) || l.contains(mcp))
+    );
+    assert_eq!(server.request("GET", "/approvals", console, "").0, 200);
+    assert_eq!(server.request("GET", "/approvals", mcp, "").0, 401);
 }

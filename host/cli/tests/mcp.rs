@@ -1148,6 +1148,50 @@ fn serve_refuses_no_auth_on_a_non_loopback_address() {
     );
 }
 
+/// Review r3, finding 15: a non-loopback address without tenant tokens in the policy
+/// is refused before anything binds (it served plain HTTP with a token made at start,
+/// one that then also opened the console), saying what to write in the policy.
+#[test]
+fn serve_refuses_a_non_loopback_address_without_tenant_tokens() {
+    let dirs = Dirs::new(&["echo"]);
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+        let mut child = hermetic_env(&mut cmd)
+            .env(
+                "HERMETIC_TOKEN",
+                "hmt_fixed_token_for_this_test_0123456789abcdef",
+            )
+            .args(dirs.global_args())
+            .args(["serve", "--http", addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read until it exits, or stop it once it says it serves (the failure).
+        let mut stderr = String::new();
+        for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            stderr.push_str(&line);
+            stderr.push('\n');
+            if line.contains("serving MCP") {
+                let _ = child.kill();
+                break;
+            }
+        }
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("refusing to serve {addr} without tenant tokens"))
+                && stderr.contains("hermetic token new --tenant ID")
+                && stderr.contains("admin_token_sha256")
+                && stderr.contains("listen on loopback"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("serving MCP"), "{stderr}");
+    }
+}
+
 /// Issue 52: `hermetic serve` with no flags served any local process. Now it makes a
 /// token, prints the header and the console's URL, and refuses a call without the
 /// token with a 401 that says how to authenticate (before: the call ran).
@@ -1161,10 +1205,14 @@ fn serve_without_flags_requires_the_token_it_printed() {
         .log
         .wait_for(|l| l.contains("console at "))
         .unwrap_or_else(|| panic!("no console URL:\n{}", server.log.text()));
+    // The console has a token of its own (review r3, finding 2: the one an agent
+    // holds must not answer its approvals); it is printed only in the URL.
+    let console_token = console.split("/console#token=").nth(1).unwrap_or_default();
     assert!(
-        console.ends_with(&format!("/console#token={token}")),
+        console_token.starts_with("hmt_") && console_token != token,
         "{console}"
     );
+    assert_eq!(server.log.text().matches(console_token).count(), 1);
     let call = json!({"name": "echo", "arguments": {"message": "hi"}});
     let refused = mcp_raw(&server, None, "tools/call", call.clone(), &[]);
     assert_eq!(refused.status, 401, "{}", refused.body);

@@ -36,80 +36,136 @@ pub fn new_token() -> Result<String, getrandom::Error> {
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
-/// The environment variable that fixes the token of a server without tenant tokens,
-/// so scripts and clients can know it before the server starts.
+/// The environment variable that fixes the MCP token of a server without tenant
+/// tokens, so scripts and clients can know it before the server starts.
 pub const TOKEN_ENV: &str = "HERMETIC_TOKEN";
 
-/// Shortest token [`operator_token`] accepts from [`TOKEN_ENV`]: 32 characters, as
-/// many as a guess must cover (`openssl rand -hex 16` makes 32, [`new_token`] 68).
+/// The environment variable that fixes the console token of a server without tenant
+/// tokens (its admin token when the policy names none). It must differ from
+/// [`TOKEN_ENV`]'s value: the MCP token goes to agents, the console token answers
+/// their approvals.
+pub const CONSOLE_TOKEN_ENV: &str = "HERMETIC_CONSOLE_TOKEN";
+
+/// Shortest token [`serve_tokens`] accepts from [`TOKEN_ENV`] or
+/// [`CONSOLE_TOKEN_ENV`]: 32 characters, as many as a guess must cover (`openssl rand
+/// -hex 16` makes 32, [`new_token`] 68).
 pub const MIN_TOKEN_CHARS: usize = 32;
 
-/// The token a server without tenant tokens requires, and where it came from.
+/// A token a server without tenant tokens made at start or took from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorToken {
     /// The token.
     pub token: String,
-    /// It is [`TOKEN_ENV`]'s value (the operator knows it: not worth printing).
+    /// It is an environment variable's value (the operator knows it: not worth
+    /// printing).
     pub from_env: bool,
-    /// It opens the operator console too ([`grant_operator`] made it the admin token).
-    pub console: bool,
 }
 
-/// Why [`operator_token`] has no token.
+/// The tokens of a server whose policy gives no tenant a token: two, never one, so
+/// that what an agent holds cannot answer its own approvals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeTokens {
+    /// The MCP token: acts as the operator's tenant on `/mcp` (calls tools) and
+    /// nowhere else — never an admin token, so it can neither list nor answer
+    /// approvals. An agent is given it, and may find it (a project's `.mcp.json`, its
+    /// environment): that must not let it approve its own dangerous commands.
+    pub mcp: OperatorToken,
+    /// The console token: the admin token of `/console`, `/approvals`, `/admin/…` and
+    /// `/metrics`, and nothing else (it calls no tool). `None` when the policy names
+    /// admin tokens of its own (`[server] admin_token_sha256`).
+    pub console: Option<OperatorToken>,
+}
+
+/// Why [`serve_tokens`] made no tokens.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OperatorTokenError {
-    /// [`TOKEN_ENV`] is set to something a client could not send or could guess.
+    /// The variable is set to something a client could not send or could guess.
     #[error(
-        "{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} visible ASCII characters without spaces (e.g. the output of `hermetic token new` or `openssl rand -hex 32`)"
+        "{0} must be at least {MIN_TOKEN_CHARS} visible ASCII characters without spaces (e.g. the output of `hermetic token new` or `openssl rand -hex 32`)"
     )]
-    Weak,
+    Weak(&'static str),
+    /// [`TOKEN_ENV`] and [`CONSOLE_TOKEN_ENV`] hold the same token.
+    #[error(
+        "{CONSOLE_TOKEN_ENV} must differ from {TOKEN_ENV}: the MCP token is given to agents, and the console token answers their approvals (an agent holding it could approve its own commands); set two different tokens"
+    )]
+    Same,
+    /// [`TOKEN_ENV`] is one of the policy's admin tokens.
+    #[error(
+        "{TOKEN_ENV} is an admin token of the policy ([server] admin_token_sha256): the MCP token is given to agents and must not answer approvals; set another"
+    )]
+    Admin,
     /// The OS random source failed.
     #[error("reading the OS random source: {0}")]
     Random(String),
 }
 
-/// The operator's token for a server whose policy gives no tenant a token:
-/// `from_env` (the value of [`TOKEN_ENV`]) when set, else a fresh [`new_token`].
-///
-/// # Errors
-/// [`OperatorTokenError::Weak`] for a value shorter than [`MIN_TOKEN_CHARS`] or with
-/// characters a header cannot carry; [`OperatorTokenError::Random`].
-pub fn operator_token(from_env: Option<&str>) -> Result<OperatorToken, OperatorTokenError> {
+/// `from_env` (the value of the variable `var`) when set, else a fresh [`new_token`].
+fn operator_token(
+    var: &'static str,
+    from_env: Option<&str>,
+) -> Result<OperatorToken, OperatorTokenError> {
     match from_env {
         Some(token) => {
             let visible = token.bytes().all(|b| b.is_ascii_graphic());
             if token.len() < MIN_TOKEN_CHARS || !visible {
-                return Err(OperatorTokenError::Weak);
+                return Err(OperatorTokenError::Weak(var));
             }
             Ok(OperatorToken {
                 token: token.to_owned(),
                 from_env: true,
-                console: false,
             })
         }
         None => Ok(OperatorToken {
             token: new_token().map_err(|e| OperatorTokenError::Random(e.to_string()))?,
             from_env: false,
-            console: false,
         }),
     }
 }
 
-/// Makes `token` the way in to a server whose policy gives no tenant a token: it acts
-/// as `tenant` (the operator), and opens the operator console and approvals endpoint
-/// unless the policy names admin tokens of its own (then `token.console` stays false).
-pub fn grant_operator(policy: &mut ServerPolicy, tenant: &str, token: &mut OperatorToken) {
-    let digest = digest(&token.token);
+/// The tokens of a server whose policy gives no tenant a token, granted in `policy`:
+/// the MCP token (`mcp_env`, the value of [`TOKEN_ENV`], else made now) as a token of
+/// `tenant` (the operator); the console token (`console_env`, the value of
+/// [`CONSOLE_TOKEN_ENV`], else made now) as the only admin token — unless the policy
+/// names admin tokens of its own, which then stay the only ones (no console token).
+///
+/// # Errors
+/// [`OperatorTokenError::Weak`] for a value shorter than [`MIN_TOKEN_CHARS`] or with
+/// characters a header cannot carry; [`OperatorTokenError::Same`] when the two are
+/// equal; [`OperatorTokenError::Admin`] when the MCP token is one of the policy's admin
+/// tokens; [`OperatorTokenError::Random`].
+pub fn serve_tokens(
+    policy: &mut ServerPolicy,
+    tenant: &str,
+    mcp_env: Option<&str>,
+    console_env: Option<&str>,
+) -> Result<ServeTokens, OperatorTokenError> {
+    let mcp = operator_token(TOKEN_ENV, mcp_env)?;
+    let mcp_digest = digest(&mcp.token);
+    if policy
+        .admin_tokens
+        .iter()
+        .any(|d| bool::from(d.ct_eq(&mcp_digest)))
+    {
+        return Err(OperatorTokenError::Admin);
+    }
+    let console = if policy.admin_tokens.is_empty() {
+        let console = operator_token(CONSOLE_TOKEN_ENV, console_env)?;
+        // Equal only when both came from the environment (two fresh tokens differ).
+        if bool::from(digest(&console.token).ct_eq(&mcp_digest)) {
+            return Err(OperatorTokenError::Same);
+        }
+        policy.admin_tokens.push(digest(&console.token));
+        Some(console)
+    } else {
+        None
+    };
     policy
         .tenant_tokens
         .entry(tenant.to_owned())
         .or_default()
-        .push(digest);
-    if policy.admin_tokens.is_empty() {
-        policy.admin_tokens.push(digest);
-        token.console = true;
-    }
+        .push(mcp_digest);
+    Ok(ServeTokens { mcp, console })
 }
 
 /// The token of an `Authorization: Bearer <token>` header value.
@@ -176,6 +232,19 @@ impl AuthFailure {
             }
             Self::Unknown => {
                 "Unauthorized: unknown token. Send the token `hermetic serve` printed on stderr at start ($HERMETIC_TOKEN when that was set), or a tenant's token from the policy file; a new start without $HERMETIC_TOKEN makes a new token\n"
+            }
+        }
+    }
+
+    /// What the client should do, for the body of a 401 from an admin endpoint
+    /// (`/approvals`, `/metrics`): the MCP token is not one.
+    pub fn admin_hint(self) -> &'static str {
+        match self {
+            Self::Missing => {
+                "Unauthorized: this endpoint requires an admin token. Send the header `Authorization: Bearer <token>` with the console token (the #token= of the console URL `hermetic serve` printed, or $HERMETIC_CONSOLE_TOKEN when that was set) or an admin token of the policy ([server] admin_token_sha256)\n"
+            }
+            Self::Unknown => {
+                "Unauthorized: not an admin token. The MCP token (and a tenant's) only calls tools; send the console token (the #token= of the console URL `hermetic serve` printed, or $HERMETIC_CONSOLE_TOKEN when that was set) or an admin token of the policy ([server] admin_token_sha256)\n"
             }
         }
     }
@@ -500,51 +569,82 @@ mod tests {
 
     #[test]
     fn the_operator_token_is_made_or_taken_from_the_environment() {
-        let made = operator_token(None).unwrap();
+        let made = operator_token(TOKEN_ENV, None).unwrap();
         assert!(made.token.starts_with(TOKEN_PREFIX) && !made.from_env);
         let fixed = "x".repeat(MIN_TOKEN_CHARS);
-        let given = operator_token(Some(&fixed)).unwrap();
+        let given = operator_token(TOKEN_ENV, Some(&fixed)).unwrap();
         assert_eq!(
             (given.token.as_str(), given.from_env),
             (fixed.as_str(), true)
         );
         for weak in ["short", &format!("{} ", "x".repeat(40)), &"é".repeat(40)] {
-            assert!(matches!(
-                operator_token(Some(weak)),
-                Err(OperatorTokenError::Weak)
-            ));
+            let refused = operator_token(CONSOLE_TOKEN_ENV, Some(weak)).unwrap_err();
+            assert!(
+                matches!(refused, OperatorTokenError::Weak(CONSOLE_TOKEN_ENV)),
+                "{refused}"
+            );
+            assert!(
+                refused
+                    .to_string()
+                    .starts_with("HERMETIC_CONSOLE_TOKEN must")
+            );
         }
     }
 
+    /// Review r3, finding 2: the token an agent is given acts as the operator's
+    /// tenant and is no admin token; the console's is an admin token and no tenant's.
     #[test]
-    fn a_granted_operator_token_acts_as_the_operator_and_opens_the_console() {
-        let operator = || OperatorToken {
-            token: "hmt_operator".into(),
-            from_env: false,
-            console: false,
-        };
+    fn the_mcp_token_calls_tools_and_only_the_console_token_answers_approvals() {
         let mut policy = ServerPolicy::default();
-        let mut token = operator();
-        grant_operator(&mut policy, "", &mut token);
-        assert!(token.console);
+        let tokens = serve_tokens(&mut policy, "", None, None).unwrap();
+        let console = tokens.console.clone().unwrap();
+        assert_ne!(tokens.mcp.token, console.token);
         let auth = Authenticator::new(&policy, "");
-        assert!(auth.requires_tokens());
-        assert_eq!(&*auth.tenant(Some("Bearer hmt_operator")).unwrap().id, "");
+        assert!(auth.requires_tokens() && auth.has_admin());
+        let mcp = format!("Bearer {}", tokens.mcp.token);
+        let admin = format!("Bearer {}", console.token);
+        assert_eq!(&*auth.tenant(Some(&mcp)).unwrap().id, "");
+        assert_eq!(auth.admin(Some(&mcp)), Err(AuthFailure::Unknown));
+        assert_eq!(auth.admin(Some(&admin)), Ok(()));
+        assert_eq!(auth.tenant(Some(&admin)).unwrap_err(), AuthFailure::Unknown);
         assert_eq!(auth.tenant(None).unwrap_err(), AuthFailure::Missing);
-        assert!(auth.admin(Some("Bearer hmt_operator")).is_ok());
         assert_eq!(auth.tenant_ids().collect::<Vec<_>>(), [""]);
         assert!(
-            AuthFailure::Missing
-                .hint()
-                .contains("Authorization: Bearer <token>")
+            AuthFailure::Unknown
+                .admin_hint()
+                .contains("not an admin token")
         );
-        // An admin token of the policy's own stays the only one.
+        // An admin token of the policy's own stays the only one: no console token.
         let mut policy = ServerPolicy::default();
         policy.admin_tokens.push(digest("root"));
-        let mut token = operator();
-        grant_operator(&mut policy, "", &mut token);
-        assert!(!token.console);
+        let tokens = serve_tokens(&mut policy, "", None, None).unwrap();
+        assert_eq!(tokens.console, None);
         let auth = Authenticator::new(&policy, "");
-        assert!(auth.admin(Some("Bearer hmt_operator")).is_err());
+        assert!(
+            auth.admin(Some(&format!("Bearer {}", tokens.mcp.token)))
+                .is_err()
+        );
+        assert!(auth.admin(Some("Bearer root")).is_ok());
+    }
+
+    #[test]
+    fn the_two_tokens_must_differ_and_the_mcp_token_is_never_an_admin_s() {
+        let same = "y".repeat(MIN_TOKEN_CHARS);
+        let mut policy = ServerPolicy::default();
+        assert!(matches!(
+            serve_tokens(&mut policy, "", Some(&same), Some(&same)),
+            Err(OperatorTokenError::Same)
+        ));
+        assert!(policy.admin_tokens.is_empty() && policy.tenant_tokens.is_empty());
+        let mut policy = ServerPolicy::default();
+        policy.admin_tokens.push(digest(&same));
+        assert!(matches!(
+            serve_tokens(&mut policy, "", Some(&same), None),
+            Err(OperatorTokenError::Admin)
+        ));
+        let mut policy = ServerPolicy::default();
+        let other = "z".repeat(MIN_TOKEN_CHARS);
+        let tokens = serve_tokens(&mut policy, "", Some(&same), Some(&other)).unwrap();
+        assert!(tokens.mcp.from_env && tokens.console.is_some_and(|c| c.from_env));
     }
 }

@@ -157,7 +157,7 @@ mod sessions;
 
 use admission::{Limits, TenantRequests};
 use connections::{Admission, ConnectionSlot, Connections};
-use reply::{json, json_bytes, service_unavailable, text, unauthorized};
+use reply::{json, json_bytes, service_unavailable, text};
 use routing::ConnectionBusy;
 use sessions::{SessionOwners, SessionStore};
 

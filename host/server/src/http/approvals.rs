@@ -1,7 +1,7 @@
 //! The operator's approvals endpoint: `GET /approvals` lists what waits for an
 //! answer, `POST /approvals/{id}` answers it. It takes an admin token.
 
-use super::reply::{json, text, unauthorized};
+use super::reply::{json, text, unauthorized_admin};
 use super::{APPROVALS_PATH, Body, Front, MAX_ANSWER_BODY, console};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -21,7 +21,7 @@ impl Front {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         if let Err(failure) = self.server.shared.auth.admin(authorization) {
-            return unauthorized(failure);
+            return unauthorized_admin(failure);
         }
         let path = request.uri().path().to_owned();
         match (request.method().clone(), path.strip_prefix("/approvals/")) {

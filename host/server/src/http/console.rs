@@ -114,7 +114,7 @@ pub(super) async fn route(
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok());
             if let Err(failure) = server.shared.auth.admin(authorization) {
-                let mut response = super::unauthorized(failure);
+                let mut response = super::reply::unauthorized_admin(failure);
                 let message = match failure {
                     crate::auth::AuthFailure::Missing => {
                         "send the admin token as Authorization: Bearer <token>"

@@ -62,11 +62,21 @@ pub(super) fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response<Body> {
 
 /// 401 with the `WWW-Authenticate` challenge RFC 6750 asks for.
 pub(super) fn unauthorized(failure: AuthFailure) -> Response<Body> {
+    challenge(failure, failure.hint())
+}
+
+/// 401 from an endpoint that takes an admin token (its hint says which token that is).
+pub(super) fn unauthorized_admin(failure: AuthFailure) -> Response<Body> {
+    challenge(failure, failure.admin_hint())
+}
+
+/// 401 saying `hint`, with the challenge for `failure`.
+fn challenge(failure: AuthFailure, hint: &str) -> Response<Body> {
     let challenge = match failure {
         AuthFailure::Missing => "Bearer realm=\"hermetic\"",
         AuthFailure::Unknown => "Bearer realm=\"hermetic\", error=\"invalid_token\"",
     };
-    let mut response = text(StatusCode::UNAUTHORIZED, failure.hint());
+    let mut response = text(StatusCode::UNAUTHORIZED, hint);
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static(challenge),

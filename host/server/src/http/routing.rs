@@ -93,7 +93,7 @@ impl Front {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         if let Err(failure) = self.server.shared.auth.admin(authorization) {
-            return super::reply::unauthorized(failure);
+            return super::reply::unauthorized_admin(failure);
         }
         let mut response = text(
             StatusCode::OK,
