@@ -728,6 +728,37 @@ fn a_post_call_hook_never_sees_a_secret_and_its_replacement_is_scrubbed_again() 
 }
 
 #[test]
+fn a_post_call_hook_s_replacement_is_scrubbed_before_the_next_hook_sees_it() {
+    // Hook `holder` (granted the bound secret as its env var) replaces the result with
+    // it; hook `sender` (a network grant of its own) runs next and sends what it got.
+    // (A hook must be granted all it declares: each gets both, and uses one.)
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let c = Recorder::start(None);
+    let policy = format!(
+        "{}\n[hooks.holder]\npath = \"SPY_HOOK\"\norder = 1\n{grants}config = {{ post = \"env\" }}\n\n[hooks.sender]\npath = \"SPY_HOOK\"\norder = 2\n{grants}config = {{ post = \"send\", url = \"{}\" }}\n",
+        policy(&a, &b),
+        c.url("/saw"),
+        grants = format!(
+            "network = [\"http://127.0.0.1:{}\"]\nenv = [\"API_KEY\"]\n",
+            c.port
+        )
+    );
+    let (_root, hooked) = registry(&policy);
+    let (out, notes) = hooked_call(&hooked, "netprobe", &json!({"url": b.url("/x")}));
+    assert_eq!(
+        notes,
+        [json!({"hook": "holder", "stage": "post", "did": "replaced"})]
+    );
+    assert_eq!(out, json!({"env": "[REDACTED]"}));
+    assert_eq!(c.count(), 1, "the second hook sent what it got");
+    let sent = percent_decode(&c.all());
+    assert!(sent.contains(r#"{"env":"[REDACTED]"}"#), "{sent}");
+    assert_no_secret(&sent, "what the second hook sent");
+    assert_no_secret(&c.all(), "what the second hook sent");
+}
+
+#[test]
 fn bindings_that_could_leak_or_never_work_are_refused_at_load() {
     let a = Recorder::start(None);
     let load = |extra: &str| {

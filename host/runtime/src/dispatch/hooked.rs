@@ -149,7 +149,8 @@ impl Dispatcher {
             other => other.to_json(),
         };
         let max = tool.grants().limits.result_chars;
-        match hooks::after(hooks, &call, args, result, max, &mut |h| {
+        let scrub = crate::sandbox::redact_values(tool.grants(), self.catalog.secrets());
+        match hooks::after(hooks, &call, args, result, max, scrub.as_ref(), &mut |h| {
             self.hook_setup(h, site.ctx, site.options)
         }) {
             Some(replaced) => CallOutcome::Success(replaced),

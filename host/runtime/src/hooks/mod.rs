@@ -18,6 +18,7 @@ pub use configure::{HookError, bytes_of};
 use crate::bindings::CallContext;
 use crate::policy::EffectiveGrants;
 use crate::policy::hooks::HookPolicy;
+use crate::secrets::Scrubber;
 use component::{Call, HookRun, LoadedHook, PostVerdict, PreVerdict};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -192,14 +193,18 @@ fn failed(name: &str, why: &str) -> String {
 }
 
 /// Runs the `post-call` of each hook in `hooks` that applies, in order, on `result`
-/// (the JSON text the agent would get); the result the agent gets. A replacement
-/// longer than `max_chars` is not used (the hook counts as failed).
+/// (the JSON text the agent would get, already scrubbed); the result the agent gets.
+/// A replacement longer than `max_chars` is not used (the hook counts as failed); one
+/// that is, is scrubbed by `scrub` before the next hook sees it (a hook granted a
+/// bound secret as an env var could put it there, and the next one may have a network
+/// grant of its own).
 pub(crate) fn after(
     hooks: &[Arc<Hook>],
     call: &HookedCall<'_>,
     args: &str,
     mut result: String,
     max_chars: usize,
+    scrub: Option<&Scrubber>,
     setup: &mut dyn FnMut(&Hook) -> crate::sandbox::CallSetup,
 ) -> Option<String> {
     let mut replaced = false;
@@ -223,7 +228,10 @@ pub(crate) fn after(
             }
             Ok(PostVerdict::Replace(new)) => {
                 call.note(name, "post", "replaced".to_owned());
-                result = new;
+                result = match scrub {
+                    Some(scrub) => scrub.scrub_json(new),
+                    None => new,
+                };
                 replaced = true;
             }
             Err(failure) => {
