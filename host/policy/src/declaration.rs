@@ -55,6 +55,18 @@ pub struct Declaration {
     pub hook: Option<HookDeclaration>,
 }
 
+/// One thing a version asks for that a reviewed one did not (see
+/// [`Declaration::asks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// The field it is in: `capabilities.fs`, `capabilities.env`, `requires_env`,
+    /// `capabilities.network`, `capabilities.terminal`, `capabilities.secret_scan`,
+    /// `capabilities.keyvalue` (the names [`crate::review::Difference`] uses).
+    pub field: &'static str,
+    /// In words: `mount workspace rw`, `env API_KEY`, `network https://…`.
+    pub what: String,
+}
+
 /// What calls a hook applies to: those of these tools and of tools in these toolsets;
 /// both empty — every call. The operator may narrow it further, never widen it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,41 +170,70 @@ impl Declaration {
     /// a network destination, the terminal. Each entry in words (`network
     /// https://evil.example.com`); empty when this version asks for nothing more.
     pub fn asks_beyond(&self, reviewed: &Declaration) -> Vec<String> {
-        let mut more = Vec::new();
-        let (new, old) = (&self.capabilities, &reviewed.capabilities);
-        for fs in &new.fs {
+        let mut more: Vec<String> = Vec::new();
+        for ask in self.asks(reviewed) {
+            if !more.contains(&ask.what) {
+                more.push(ask.what);
+            }
+        }
+        more
+    }
+
+    /// What this declaration asks for that `reviewed` did not, each with the field it
+    /// is in — the one definition of "asks for more" that [`Declaration::asks_beyond`]
+    /// words and [`crate::review::compare`] marks as withholding. An env var new in
+    /// both `requires_env` and `capabilities.env` is listed under each.
+    pub fn asks(&self, reviewed: &Declaration) -> Vec<Ask> {
+        // Destructured without `..`: a capability added to `Capabilities` does not
+        // compile here until it says when it asks for more.
+        let Capabilities {
+            fs,
+            network,
+            env,
+            terminal,
+            secret_scan,
+            keyvalue,
+        } = &self.capabilities;
+        let old = &reviewed.capabilities;
+        let mut asks = Vec::new();
+        let mut ask = |field: &'static str, what: String| asks.push(Ask { field, what });
+        for request in fs {
             let before = old
                 .fs
                 .iter()
-                .filter(|o| o.mount == fs.mount)
+                .filter(|o| o.mount == request.mount)
                 .map(|o| o.access)
                 .max();
-            if before.is_none_or(|b| b < fs.access) {
-                more.push(format!("mount {} {}", fs.mount, fs.access));
+            if before.is_none_or(|b| b < request.access) {
+                ask(
+                    "capabilities.fs",
+                    format!("mount {} {}", request.mount, request.access),
+                );
             }
         }
         let old_env: std::collections::BTreeSet<&String> =
             old.env.iter().chain(&reviewed.requires_env).collect();
-        for var in new.env.iter().chain(&self.requires_env) {
-            if !old_env.contains(var) && !more.contains(&format!("env {var}")) {
-                more.push(format!("env {var}"));
+        for (field, vars) in [
+            ("requires_env", &self.requires_env),
+            ("capabilities.env", env),
+        ] {
+            for var in vars.iter().filter(|v| !old_env.contains(v)) {
+                ask(field, format!("env {var}"));
             }
         }
-        for dest in &new.network {
-            if !old.network.contains(dest) {
-                more.push(format!("network {dest}"));
-            }
+        for dest in network.iter().filter(|d| !old.network.contains(d)) {
+            ask("capabilities.network", format!("network {dest}"));
         }
-        if new.terminal && !old.terminal {
-            more.push("the terminal".to_owned());
+        if *terminal && !old.terminal {
+            ask("capabilities.terminal", "the terminal".to_owned());
         }
-        if new.secret_scan && !old.secret_scan {
-            more.push("secret_scan".to_owned());
+        if *secret_scan && !old.secret_scan {
+            ask("capabilities.secret_scan", "secret_scan".to_owned());
         }
-        if new.keyvalue.is_some() && old.keyvalue != new.keyvalue {
-            more.push("the key-value store".to_owned());
+        if keyvalue.is_some() && old.keyvalue != *keyvalue {
+            ask("capabilities.keyvalue", "the key-value store".to_owned());
         }
-        more
+        asks
     }
 
     /// A tool called `name` (in a toolset of the same name) that declares nothing: no

@@ -74,39 +74,66 @@ pub const MAX_DIFF_BYTES: usize = 64 * 1024;
 
 /// How `now` differs from `reviewed`: name, toolset, description, emoji, env,
 /// capabilities, limit wishes, hook scope, then the schema key by key (`description`,
-/// `parameters`, `output_schema`, then any other key in name order).
+/// `parameters`, `output_schema`, then any other key in name order). Whether a
+/// capability or env difference asks for more is [`Declaration::asks`]'s decision.
+/// Should the two differ in a way no field above records, a `declaration` or
+/// `schema` difference that withholds says so: a review never passes what it did
+/// not compare.
 pub fn compare(reviewed: Meaning<'_>, now: Meaning<'_>) -> Review {
-    let (old, new) = (reviewed.declaration, now.declaration);
+    // Both destructured without `..`: a field added to `Declaration` does not compile
+    // here until it is compared.
+    let Declaration {
+        name,
+        toolset,
+        description,
+        emoji,
+        requires_env,
+        max_result_chars,
+        timeout_ms,
+        memory_mb,
+        core_instances,
+        capabilities,
+        hook,
+    } = reviewed.declaration;
+    let Declaration {
+        name: new_name,
+        toolset: new_toolset,
+        description: new_description,
+        emoji: new_emoji,
+        requires_env: new_requires_env,
+        max_result_chars: new_max_result_chars,
+        timeout_ms: new_timeout_ms,
+        memory_mb: new_memory_mb,
+        core_instances: new_core_instances,
+        capabilities: new_capabilities,
+        hook: new_hook,
+    } = now.declaration;
+    let asks = now.declaration.asks(reviewed.declaration);
+    let asks_in = |field: &str| more_if(asks.iter().any(|a| a.field == field));
     let mut review = Review::default();
-    review.text("name", &old.name, &new.name);
-    review.text("toolset", &old.toolset, &new.toolset);
-    review.text("description", &old.description, &new.description);
-    review.value("emoji", &old.emoji, &new.emoji, Effect::Withholds);
-    let old_env: BTreeSet<&String> = old
-        .requires_env
-        .iter()
-        .chain(&old.capabilities.env)
-        .collect();
-    let adds_env = |vars: &[String]| vars.iter().any(|v| !old_env.contains(v));
+    review.text("name", name, new_name);
+    review.text("toolset", toolset, new_toolset);
+    review.text("description", description, new_description);
+    review.value("emoji", emoji, new_emoji, Effect::Withholds);
     review.value(
         "requires_env",
-        &old.requires_env,
-        &new.requires_env,
-        more_if(adds_env(&new.requires_env)),
+        requires_env,
+        new_requires_env,
+        asks_in("requires_env"),
     );
-    capabilities(&mut review, &old.capabilities, &new.capabilities, adds_env);
+    compare_capabilities(&mut review, capabilities, new_capabilities, asks_in);
     for (field, old, new) in [
-        ("timeout_ms", old.timeout_ms, new.timeout_ms),
-        ("memory_mb", old.memory_mb, new.memory_mb),
+        ("timeout_ms", *timeout_ms, *new_timeout_ms),
+        ("memory_mb", *memory_mb, *new_memory_mb),
         (
             "core_instances",
-            old.core_instances.map(u64::from),
-            new.core_instances.map(u64::from),
+            core_instances.map(u64::from),
+            new_core_instances.map(u64::from),
         ),
         (
             "max_result_chars",
-            old.max_result_chars.map(|c| c as u64),
-            new.max_result_chars.map(|c| c as u64),
+            max_result_chars.map(|c| c as u64),
+            new_max_result_chars.map(|c| c as u64),
         ),
     ] {
         // Absent means the operator's default, which may be more or less than a wish:
@@ -114,8 +141,9 @@ pub fn compare(reviewed: Meaning<'_>, now: Meaning<'_>) -> Review {
         let lower = matches!((old, new), (Some(o), Some(n)) if n < o);
         review.value(field, &old, &new, more_if(!lower));
     }
-    review.value("hook", &old.hook, &new.hook, Effect::Withholds);
+    review.value("hook", hook, new_hook, Effect::Withholds);
     schema(&mut review, reviewed.schema, now.schema);
+    review.close_gaps(reviewed, now);
     review
 }
 
@@ -127,51 +155,59 @@ fn more_if(more: bool) -> Effect {
     }
 }
 
-fn capabilities(
+fn compare_capabilities(
     review: &mut Review,
     old: &Capabilities,
     new: &Capabilities,
-    adds_env: impl Fn(&[String]) -> bool,
+    asks_in: impl Fn(&str) -> Effect,
 ) {
-    let wider_fs = new.fs.iter().any(|fs| {
-        old.fs
-            .iter()
-            .filter(|o| o.mount == fs.mount)
-            .map(|o| o.access)
-            .max()
-            .is_none_or(|before| before < fs.access)
-    });
-    review.value("capabilities.fs", &old.fs, &new.fs, more_if(wider_fs));
-    let new_destination = new.network.iter().any(|d| !old.network.contains(d));
+    // Destructured without `..`, as in `compare`.
+    let Capabilities {
+        fs,
+        network,
+        env,
+        terminal,
+        secret_scan,
+        keyvalue,
+    } = old;
+    let Capabilities {
+        fs: new_fs,
+        network: new_network,
+        env: new_env,
+        terminal: new_terminal,
+        secret_scan: new_secret_scan,
+        keyvalue: new_keyvalue,
+    } = new;
+    review.value("capabilities.fs", fs, new_fs, asks_in("capabilities.fs"));
     review.value(
         "capabilities.network",
-        &old.network,
-        &new.network,
-        more_if(new_destination),
+        network,
+        new_network,
+        asks_in("capabilities.network"),
     );
     review.value(
         "capabilities.env",
-        &old.env,
-        &new.env,
-        more_if(adds_env(&new.env)),
+        env,
+        new_env,
+        asks_in("capabilities.env"),
     );
     review.value(
         "capabilities.terminal",
-        &old.terminal,
-        &new.terminal,
-        more_if(new.terminal),
+        terminal,
+        new_terminal,
+        asks_in("capabilities.terminal"),
     );
     review.value(
         "capabilities.secret_scan",
-        &old.secret_scan,
-        &new.secret_scan,
-        more_if(new.secret_scan),
+        secret_scan,
+        new_secret_scan,
+        asks_in("capabilities.secret_scan"),
     );
     review.value(
         "capabilities.keyvalue",
-        &old.keyvalue,
-        &new.keyvalue,
-        more_if(new.keyvalue.is_some()),
+        keyvalue,
+        new_keyvalue,
+        asks_in("capabilities.keyvalue"),
     );
 }
 
@@ -244,6 +280,30 @@ impl Review {
             })
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The fail-closed backstop of [`compare`]: declarations (or schemas) that differ
+    /// while no difference of theirs was recorded — a field the comparison does not
+    /// know — get one `declaration` (or `schema`) difference that withholds.
+    fn close_gaps(&mut self, reviewed: Meaning<'_>, now: Meaning<'_>) {
+        let recorded = |schema: bool| {
+            self.differences
+                .iter()
+                .any(|d| (d.field == "schema" || d.field.starts_with("schema.")) == schema)
+        };
+        let declaration_gap = reviewed.declaration != now.declaration && !recorded(false);
+        let schema_gap = reviewed.schema != now.schema && !recorded(true);
+        if declaration_gap {
+            self.value(
+                "declaration",
+                reviewed.declaration,
+                now.declaration,
+                Effect::Withholds,
+            );
+        }
+        if schema_gap {
+            self.value("schema", reviewed.schema, now.schema, Effect::Withholds);
+        }
     }
 
     /// A text field: withholds whenever it differs, with its line diff.
@@ -580,5 +640,98 @@ mod tests {
         let r = review((&d, &schema("x")), (&d, &json!("not a schema")));
         assert_eq!(r.differences[0].field, "schema");
         assert!(r.withholds());
+    }
+
+    #[test]
+    fn what_the_review_and_asks_beyond_call_more_is_one_decision() {
+        let old = declaration(
+            "requires_env = [\"A\"]\n[capabilities]\nnetwork = [\"https://a.example.com\"]\nfs = [{ mount = \"workspace\", access = \"ro\" }]\n",
+        );
+        let rows = [
+            ("", "nothing"),
+            ("requires_env = [\"A\", \"B\"]\n", "a required env var"),
+            (
+                "[capabilities]\nenv = [\"A\"]\n",
+                "an env var already required",
+            ),
+            ("[capabilities]\nenv = [\"C\"]\n", "an optional env var"),
+            (
+                "[capabilities]\nnetwork = [\"https://b.example.com\"]\n",
+                "another destination",
+            ),
+            (
+                "[capabilities]\nfs = [{ mount = \"workspace\", access = \"rw\" }]\n",
+                "a wider mount",
+            ),
+            ("[capabilities]\nterminal = true\n", "the terminal"),
+            (
+                "[capabilities]\nkeyvalue = \"session\"\n",
+                "a key-value store",
+            ),
+        ];
+        for (extra, why) in rows {
+            let new = declaration(extra);
+            let s = schema("Look a word up");
+            let withheld: BTreeSet<String> = review((&old, &s), (&new, &s))
+                .differences
+                .into_iter()
+                .filter(|d| d.effect == Effect::Withholds)
+                .map(|d| d.field)
+                .collect();
+            let asked: BTreeSet<String> = new
+                .asks(&old)
+                .into_iter()
+                .map(|a| a.field.to_owned())
+                .collect();
+            assert_eq!(withheld, asked, "{why}");
+            assert_eq!(new.asks_beyond(&old).is_empty(), asked.is_empty(), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_difference_no_field_records_still_withholds() {
+        let (old, new) = (declaration(""), declaration("emoji = \"x\"\n"));
+        let (s, other) = (schema("x"), schema("y"));
+        // What `compare` leaves when it knows every field: nothing to add.
+        let r = review((&old, &s), (&new, &other));
+        assert!(
+            !r.differences
+                .iter()
+                .any(|d| d.field == "declaration" || d.field == "schema"),
+            "{r:?}"
+        );
+        // Differences nothing recorded (a field `compare` would not know): one each,
+        // withholding.
+        let mut gaps = Review::default();
+        gaps.close_gaps(
+            Meaning {
+                declaration: &old,
+                schema: &s,
+            },
+            Meaning {
+                declaration: &new,
+                schema: &other,
+            },
+        );
+        let fields: Vec<&str> = gaps.differences.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, ["declaration", "schema"]);
+        assert!(
+            gaps.differences
+                .iter()
+                .all(|d| d.effect == Effect::Withholds)
+        );
+        // The same meaning: nothing.
+        let mut none = Review::default();
+        none.close_gaps(
+            Meaning {
+                declaration: &old,
+                schema: &s,
+            },
+            Meaning {
+                declaration: &old,
+                schema: &s,
+            },
+        );
+        assert!(none.is_empty());
     }
 }
