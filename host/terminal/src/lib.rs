@@ -726,9 +726,7 @@ impl<'a> TerminalCall<'a> {
                 cwd: &cwd,
             },
         );
-        let runner = script_pin::Runner {
-            bash: t.backend.runs_bash(),
-        };
+        let runner = script_pin::Runner::command(t.backend.runs_bash());
         let scripts = self.pin_scripts(&t, &request.command, &mut judged, runner, &cwd);
         let dangerous = !judged.detection.is_safe();
         self.decide(&t, &scripts.shown, judged.detection)
@@ -770,7 +768,7 @@ impl<'a> TerminalCall<'a> {
                 cwd: input.cwd(),
             },
         );
-        let runner = script_pin::Runner::of(input.readers());
+        let runner = script_pin::Runner::of(input.readers(), input.pty());
         let scripts = self.pin_scripts(t, stdin, &mut judged, runner, input.cwd());
         self.decide(t, &scripts.shown, judged.detection)
             .map_err(|e| scripts.explain(e))?;

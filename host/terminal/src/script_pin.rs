@@ -19,29 +19,38 @@
 //!   of its `#!` line given the text; where bash runs the command, `. x.sh`,
 //!   `sh < x.sh` and other interpreters read `<(printf %s '<judged text>')`. The text
 //!   travels in the command, on every backend, so a file changed after the check (a
-//!   concurrent writer) changes nothing.
+//!   concurrent writer) changes nothing. How the text is handed over is
+//!   `handing.rs`.
+//!
+//! The file is the one the kernel opens for the word as written, from the directory
+//! the command is in: `..` comes after the symlinks before it (`link/../x` is the `x`
+//! beside the link's target, not beside the link).
 //!
 //! Whatever cannot be read (missing, not a regular file, binary, too long), judged (an
-//! interpreter the detector does not read, nested too deep) or pinned (named inside
-//! `bash -c '…'` or a substitution, after `--`, by a glob, in a form the backend's
-//! `sh` lacks, more text than a command carries) is [`RuleId::UnjudgedScript`]: a
-//! human is asked, the file and the reason named. A program run by its path (an ELF
-//! binary, anything in the system directories, a file without an execute bit, one
-//! missing when the command is judged, such as what `cc -o m m.c && ./m` builds) is a
-//! program, not a script: it runs as before, unjudged — and so does whatever a
-//! concurrent writer puts in its place before it runs (a script pinned at the check
-//! cannot be swapped; a program never was judged).
+//! interpreter the detector does not read, a `#!` program outside the system's
+//! directories or given a file, nested too deep) or pinned (named inside `bash -c
+//! '…'` or a substitution, after `--`, by a glob, in a form the backend's `sh` lacks,
+//! an ES module, more text than a command carries, text an interactive shell would
+//! read as keys, an input that redefines what the text is handed with) is
+//! [`RuleId::UnjudgedScript`]: a human is asked, the file and the reason named. A
+//! program run by its path (an ELF binary, anything in the system directories, a
+//! file without an execute bit, one a compiler earlier in the same command writes,
+//! such as `cc -o m m.c && ./m`) is a program, not a script: it runs as before,
+//! unjudged.
 
-use crate::backend::{FileRead, Job, OpenedDir, shell_quote};
+mod handing;
+mod reading;
+
+use crate::backend::{FileRead, Job, OpenedDir};
 use crate::{TenantTerminal, TerminalCall};
 use hermetic::TerminalCallError;
 use hermetic_approval::SessionKey;
 use hermetic_detect::{
-    CodeLang, Detector, Frame, Hit, Interpreter, Judged, RuleId, ScriptForm, ScriptLang, ScriptRun,
+    Detector, Frame, Hit, Interpreter, Judged, Reader, RuleId, ScriptForm, ScriptLang, ScriptRun,
     Tier, interpreter_of,
 };
+use reading::{Escapes, read_host};
 use std::ops::Range;
-use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 /// Longest script file judged: the detector's input cap (a longer one is not read
@@ -72,34 +81,63 @@ const SYSTEM_DIRS: &[&str] = &[
 /// host's own descriptors).
 const SPECIAL_DIRS: &[&str] = &["/proc/", "/dev/", "/sys/"];
 
-/// Python's side of a pinned `python3 x.py`: run as `python3 -c BOOT TEXT x.py ARGS`,
-/// it runs TEXT as the `__main__` module of file `x.py`, with `sys.argv`, `__file__`
-/// and (when Python put the script's directory there) `sys.path[0]` as for the file.
-const PYTHON_BOOT: &str = "import sys,os,types
-c=sys.argv.pop(1);del sys.argv[0];f=sys.argv[0]
-if sys.path and sys.path[0]=='':sys.path[0]=os.path.dirname(os.path.abspath(f))
-m=types.ModuleType('__main__');m.__file__=f;m.__builtins__=__builtins__;sys.modules['__main__']=m
-exec(compile(c,f,'exec'),m.__dict__)";
-
-/// Node's side of a pinned `node x.js`: run as `node -e BOOT -- TEXT x.js ARGS`, it
-/// compiles TEXT as the CommonJS main module of file `x.js` (its `require`,
-/// `__filename`, `__dirname` and `process.argv` as for the file).
-const NODE_BOOT: &str = "const M=require('module'),P=require('path');const c=process.argv.splice(1,1)[0];const f=P.resolve(process.argv[1]);process.argv[1]=f;const m=new M(f,null);m.filename=f;m.paths=M._nodeModulePaths(P.dirname(f));process.mainModule=m;m._compile(c,f);";
-
 /// The shell that reads a text: what it can be handed a script's text with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Runner {
     /// It is bash (process substitution `<(…)` is there).
     pub bash: bool,
+    /// An interactive shell reads the text as typed: `!` and `^` recall history.
+    typed: bool,
+    /// ... at a terminal, where control characters (a tab) edit the line.
+    pty: bool,
+    /// The shell ran input a human approved though dangerous: what its functions and
+    /// aliases are is not known, so no text is handed to it through them.
+    unsure: bool,
 }
 
 impl Runner {
-    /// The shell among a process's input `readers` (`sh` when none is bash).
-    pub(crate) fn of(readers: &[hermetic_detect::Reader]) -> Self {
+    /// The shell a command line runs in (bash or the backend's `sh`).
+    pub(crate) fn command(bash: bool) -> Self {
+        Self {
+            bash,
+            typed: false,
+            pty: false,
+            unsure: false,
+        }
+    }
+
+    /// The shell among a process's input `readers` (`sh` when none is bash), typed at
+    /// a terminal when `pty`. A process whose input is also judged as an unknown
+    /// program's (after an approved dangerous piece) is unsure.
+    pub(crate) fn of(readers: &[Reader], pty: bool) -> Self {
         Self {
             bash: readers
                 .iter()
-                .any(|r| matches!(r, hermetic_detect::Reader::Shell { bash: true, .. })),
+                .any(|r| matches!(r, Reader::Shell { bash: true, .. })),
+            typed: pty
+                || readers.iter().any(|r| {
+                    matches!(
+                        r,
+                        Reader::Shell {
+                            interactive: true,
+                            ..
+                        }
+                    )
+                }),
+            pty,
+            unsure: readers.contains(&Reader::Unknown),
+        }
+    }
+
+    /// The shell that reads the scripts a script runs: `bash` for a shell script's
+    /// own, this one for a sourced one; never typed (the shell reads them from a
+    /// file, not from its terminal).
+    fn inner(self, bash: Option<bool>) -> Self {
+        Self {
+            bash: bash.unwrap_or(self.bash),
+            typed: false,
+            pty: false,
+            unsure: self.unsure,
         }
     }
 }
@@ -234,11 +272,21 @@ impl<'a> Pinner<'a> {
         runner: Runner,
         depth: usize,
     ) -> Option<(Range<usize>, String)> {
-        let path = run.path.as_str();
-        if run.form == ScriptForm::Path && SYSTEM_DIRS.iter().any(|d| path.starts_with(d)) {
+        // The file as the kernel opens it: the word from the directory, `..` after
+        // the symlinks before it. `run.path` (`..` removed as text) is where the
+        // session's fresh files are looked up; it is the file when no `..` is in
+        // the word.
+        let up = run.word.split('/').any(|c| c == "..");
+        let opened = as_opened(&run.cwd, &run.word);
+        let path = if up {
+            opened.as_str()
+        } else {
+            run.path.as_str()
+        };
+        if run.form == ScriptForm::Path && !up && SYSTEM_DIRS.iter().any(|d| path.starts_with(d)) {
             return None;
         }
-        if self.written.iter().any(|w| covers(w, path)) {
+        if self.written.iter().any(|w| covers(w, &run.path)) {
             self.finding(
                 path,
                 RuleId::FreshFile,
@@ -246,11 +294,21 @@ impl<'a> Pinner<'a> {
             );
             return None;
         }
-        if !path.starts_with('/') {
+        if !run.path.starts_with('/') || !opened.starts_with('/') {
             self.unjudged(path, "where it is is only known when the command runs");
             return None;
         }
-        if SPECIAL_DIRS.iter().any(|d| path.starts_with(d)) {
+        if runner.unsure {
+            self.unjudged(
+                path,
+                "the shell it is sent to ran input a human approved though dangerous, which may have redefined what the judged text is handed with; it runs as written once approved",
+            );
+            return None;
+        }
+        if [run.path.as_str(), opened.as_str()]
+            .iter()
+            .any(|p| SPECIAL_DIRS.iter().any(|d| p.starts_with(d)))
+        {
             self.unjudged(path, "it is a special file, not a script on disk");
             return None;
         }
@@ -262,10 +320,17 @@ impl<'a> Pinner<'a> {
             return None;
         }
         self.reads -= 1;
-        let (bytes, executable) = match (self.read)(path) {
-            // Not there to run by its path yet: a program the command builds first
-            // (`cc -o m m.c && ./m`), run as it is then, as any program is.
-            FileRead::Missing if run.form == ScriptForm::Path => return None,
+        let (bytes, executable) = match (self.read)(&opened) {
+            // Not there to run by its path yet: a program a compiler earlier in the
+            // command builds (`cc -o m m.c && ./m`), run as it is then.
+            FileRead::Missing if run.form == ScriptForm::Path && run.built => return None,
+            FileRead::Missing if run.form == ScriptForm::Path => {
+                self.unjudged(
+                    path,
+                    "it does not exist when the command is judged, and no compiler before it in the command writes it (cc -o FILE): whatever is there when it runs would run unjudged",
+                );
+                return None;
+            }
             FileRead::Missing => {
                 self.unjudged(path, "it does not exist, so there is nothing to judge");
                 return None;
@@ -307,7 +372,15 @@ impl<'a> Pinner<'a> {
                     lang: Some(lang),
                     program,
                     arg,
-                } => (lang, Some((program, arg))),
+                } => {
+                    if let Some(why) = handing::shebang_refusal(&program, arg.as_deref(), lang) {
+                        let first = self.found.hits.len();
+                        self.unjudged(path, &why);
+                        self.note(path, &code, first);
+                        return None;
+                    }
+                    (lang, Some((program, arg)))
+                }
                 Interpreter::Shebang { program, .. } => {
                     let first = self.found.hits.len();
                     self.unjudged(
@@ -349,9 +422,9 @@ impl<'a> Pinner<'a> {
         } else {
             let inner = match (run.form, lang) {
                 // Sourced: read by the shell that runs the command.
-                (ScriptForm::Source, _) => runner,
-                (_, ScriptLang::Shell { bash }) => Runner { bash },
-                _ => runner,
+                (ScriptForm::Source, _) => runner.inner(None),
+                (_, ScriptLang::Shell { bash }) => runner.inner(Some(bash)),
+                _ => runner.inner(None),
             };
             self.pin(&code, &judged.scripts, inner, depth + 1)
         };
@@ -364,15 +437,36 @@ impl<'a> Pinner<'a> {
             return None;
         };
         let word = text.get(span.clone()).unwrap_or_default();
-        let edit = replacement(run.form, lang, interpreter, runner, word, &pinned, path);
-        if edit.is_none() {
-            self.unjudged(
-                path,
-                "the sh that runs it here has no way to be handed the judged text in this form (bash's <(…)); run it with sh FILE or bash FILE",
-            );
-        }
+        let edit = handing::replacement(
+            run.form,
+            lang,
+            interpreter,
+            runner.bash,
+            word,
+            &pinned,
+            path,
+        )
+        .and_then(|edit| {
+            // Typed into an interactive shell, the text must read as written: a
+            // tab in it would complete (and close a quote early), `!` recall
+            // history.
+            let keys = runner.typed
+                && ((runner.pty && edit.contains('\r'))
+                    || self.detector.typed_text_rule(&edit, runner.pty).is_some());
+            if keys {
+                Err("it is typed into an interactive shell, which would read a tab, control character, non-ASCII byte, CR, ! or ^ in its text as keys or history, not as the text judged; it runs as written once approved".to_owned())
+            } else {
+                Ok(edit)
+            }
+        });
         self.note(path, &code, first);
-        edit.map(|e| (span, e))
+        match edit {
+            Ok(edit) => Some((span, edit)),
+            Err(why) => {
+                self.unjudged(path, &why);
+                None
+            }
+        }
     }
 
     /// Notes the script at `path` (text `code`), whose findings are those from
@@ -397,6 +491,22 @@ impl<'a> Pinner<'a> {
     }
 }
 
+/// The path the kernel opens for `word` in directory `cwd`: `word` from `cwd` unless
+/// absolute, without its `.` and empty components (no-ops wherever they stand) and
+/// with its `..` left for the kernel.
+fn as_opened(cwd: &str, word: &str) -> String {
+    let mut out = if word.starts_with('/') {
+        String::new()
+    } else {
+        cwd.trim_end_matches('/').to_owned()
+    };
+    for c in word.split('/').filter(|c| !c.is_empty() && *c != ".") {
+        out.push('/');
+        out.push_str(c);
+    }
+    out
+}
+
 /// True when the fresh-file entry `entry` (a path, `DIR/*` or `*`) covers `path`.
 fn covers(entry: &str, path: &str) -> bool {
     entry == path
@@ -406,120 +516,54 @@ fn covers(entry: &str, path: &str) -> bool {
             .is_some_and(|dir| dir.ends_with('/') && path.starts_with(dir))
 }
 
-/// True when JavaScript `code` (file `path`) is an ES module.
-fn is_esm(path: &str, code: &str) -> bool {
-    path.ends_with(".mjs")
-        || code.lines().any(|l| {
-            let l = l.trim_start();
-            l.starts_with("import ") || l.starts_with("import{") || l.starts_with("export ")
-        })
-}
-
-/// The words that run `code` (a script of `lang`, file `path`, named by `word`) in
-/// the place of `word`, for a command that `runner` reads; `None` when that shell has
-/// no way to.
-fn replacement(
-    form: ScriptForm,
-    lang: ScriptLang,
-    interpreter: Option<(String, Option<String>)>,
+/// `text` (judged as `judged`, read by `runner`) with its scripts pinned, read with
+/// `read` (`fresh`: what the session and the input wrote), and what they added. The
+/// input runs as written, its scripts unpinned and a human asked, when the pinned
+/// text is more than a command carries; when the input or a script of it defines a
+/// function or alias named after what the text is handed with
+/// ([`RuleId::ShadowCommand`]: the judged text would go to it); or when an
+/// interactive shell would not read the pinned text as written.
+pub(crate) fn pin_input(
+    detector: &Detector,
+    read: &mut dyn FnMut(&str) -> FileRead,
+    fresh: Vec<String>,
+    text: &str,
+    judged: &Judged,
     runner: Runner,
-    word: &str,
-    code: &str,
-    path: &str,
-) -> Option<String> {
-    let q = shell_quote;
-    let text = q(code);
-    // A path naming the text, where bash runs the command.
-    let substituted = runner.bash.then(|| format!("<(printf %s {text})"));
-    let given = |lead: &str| -> Option<String> {
-        match lang {
-            ScriptLang::Shell { .. } => Some(format!("{lead}-c {text} {word}")),
-            ScriptLang::Code {
-                lang: CodeLang::Python,
-            } => Some(format!("{lead}-c {} {text} {word}", q(PYTHON_BOOT))),
-            ScriptLang::Code {
-                lang: CodeLang::Node,
-            } if is_esm(path, code) => {
-                Some(format!("{lead}--input-type=module -e {text} -- {word}"))
-            }
-            ScriptLang::Code {
-                lang: CodeLang::Node,
-            } => Some(format!("{lead}-e {} -- {text} {word}", q(NODE_BOOT))),
-            _ => substituted.as_ref().map(|s| format!("{lead}{s}")),
-        }
-    };
-    match form {
-        ScriptForm::Operand => given(""),
-        ScriptForm::Path => {
-            let lead = match interpreter {
-                Some((program, arg)) => {
-                    let arg = arg.map(|a| format!("{} ", q(&a))).unwrap_or_default();
-                    format!("{} {arg}", q(&program))
-                }
-                None if runner.bash => "bash ".to_owned(),
-                None => "sh ".to_owned(),
-            };
-            given(&lead)
-        }
-        ScriptForm::Source => substituted,
-        // `sh <x.sh` would read `sh <<(…)`: the blank keeps `<` and `<(` apart.
-        ScriptForm::Stdin => substituted.map(|s| format!(" {s}")),
+) -> (String, Found) {
+    let mut pinner = Pinner::new(detector, read, fresh);
+    let run = pinner.pin(text, &judged.scripts, runner, 1);
+    let mut found = pinner.into_found();
+    if run == text {
+        return (run, found);
     }
+    let shadowed = judged
+        .detection
+        .hits
+        .iter()
+        .chain(&found.hits)
+        .any(|h| h.rule == RuleId::ShadowCommand);
+    let why = if shadowed {
+        "it defines a function or alias named after what a judged script is handed with (exec.shadow_command), so its scripts run as written once approved"
+    } else if run.len() > MAX_PINNED_BYTES {
+        "its scripts' text is more than a command carries"
+    } else if runner.typed && detector.typed_text_rule(&run, runner.pty).is_some() {
+        "an interactive shell would not read its scripts' pinned text as written (keys, history)"
+    } else {
+        return (run, found);
+    };
+    let reason = format!("(the command): {why}");
+    let rule = RuleId::UnjudgedScript;
+    found.hits.push(Hit {
+        rule,
+        tier: rule.tier(),
+        description: rule.description(),
+        command: reason.clone(),
+    });
+    found.origins.push((rule, "(the command)".to_owned()));
+    found.unjudged.push(reason);
+    (text.to_owned(), found)
 }
-
-/// A file read on this host: opened beneath `dir` (the tenant's directory, without
-/// following a symlink out of it) or, without `dir`, as this host has it. `Err`: the
-/// path leads out of `dir`.
-fn read_host(
-    dir: Option<BorrowedFd<'_>>,
-    path: &Path,
-    cap: usize,
-) -> Result<(FileRead, PathBuf), Escapes> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    use rustix::io::Errno;
-    use std::io::Read;
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    let opened = match dir {
-        Some(dir) => rustix::fs::openat2(
-            dir,
-            path,
-            flags,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        ),
-        None => rustix::fs::openat(rustix::fs::CWD, path, flags, Mode::empty()),
-    };
-    let unreadable = |why: String| Ok((FileRead::Unreadable(why), PathBuf::new()));
-    let fd = match opened {
-        Ok(fd) => fd,
-        Err(Errno::NOENT | Errno::NOTDIR) => return Ok((FileRead::Missing, PathBuf::new())),
-        Err(Errno::XDEV | Errno::LOOP) if dir.is_some() => return Err(Escapes),
-        Err(e) => return unreadable(format!("it cannot be opened: {e}")),
-    };
-    let real = std::fs::read_link(format!(
-        "/proc/self/fd/{}",
-        std::os::fd::AsRawFd::as_raw_fd(&fd)
-    ))
-    .unwrap_or_default();
-    let stat = match rustix::fs::fstat(&fd) {
-        Ok(stat) => stat,
-        Err(e) => return unreadable(format!("it cannot be examined: {e}")),
-    };
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-        return unreadable("it is not a regular file".to_owned());
-    }
-    let mut bytes = Vec::new();
-    let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-    if let Err(e) = std::fs::File::from(fd).take(limit).read_to_end(&mut bytes) {
-        return unreadable(format!("reading it failed: {e}"));
-    }
-    let executable = stat.st_mode & 0o111 != 0;
-    Ok((FileRead::Read { bytes, executable }, real))
-}
-
-/// A path that leads out of the directory it was opened beneath.
-#[derive(Debug)]
-struct Escapes;
 
 /// What pinning an input's scripts gives its caller.
 #[derive(Debug)]
@@ -626,22 +670,7 @@ impl TerminalCall<'_> {
         };
         let mut opened: Option<Result<OpenedDir, String>> = None;
         let mut read = |path: &str| self.read_script(t, &key, &job, &mut opened, path);
-        let mut pinner = Pinner::new(t.gate.detector(), &mut read, fresh);
-        let mut run = pinner.pin(text, &judged.scripts, runner, 1);
-        let mut found = pinner.into_found();
-        if run.len() > MAX_PINNED_BYTES {
-            let reason = "(the command): its scripts' text is more than a command carries";
-            let rule = RuleId::UnjudgedScript;
-            found.hits.push(Hit {
-                rule,
-                tier: rule.tier(),
-                description: rule.description(),
-                command: reason.to_owned(),
-            });
-            found.origins.push((rule, "(the command)".to_owned()));
-            found.unjudged.push(reason.to_owned());
-            text.clone_into(&mut run);
-        }
+        let (run, found) = pin_input(t.gate.detector(), &mut read, fresh, text, judged, runner);
         let own_rules = judged.detection.rule_ids();
         let detection = &mut judged.detection;
         detection.hits.extend(found.hits);
@@ -740,388 +769,4 @@ fn shown(input: &str, notes: &[Note]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
-    use super::*;
-    use std::collections::HashMap;
-
-    const BASH: Runner = Runner { bash: true };
-    const SH: Runner = Runner { bash: false };
-
-    /// Pins `command` (judged in /ws, run by `runner`) with `files` as the file
-    /// system: the text to run, and the rules found.
-    fn pin(command: &str, runner: Runner, files: &[(&str, &str)]) -> (String, Vec<String>) {
-        let d = Detector::default();
-        let files: HashMap<String, Vec<u8>> = files
-            .iter()
-            .map(|(p, t)| ((*p).to_owned(), t.as_bytes().to_vec()))
-            .collect();
-        let mut read = |path: &str| match files.get(path) {
-            Some(b) => FileRead::Read {
-                bytes: b.clone(),
-                executable: true,
-            },
-            None => FileRead::Missing,
-        };
-        let judged = d.judge(
-            command,
-            &Frame {
-                fresh: &[],
-                cwd: "/ws",
-            },
-        );
-        let mut pinner = Pinner::new(&d, &mut read, Vec::new());
-        let run = pinner.pin(command, &judged.scripts, runner, 1);
-        let found = pinner.into_found();
-        let mut rules: Vec<String> = judged
-            .detection
-            .hits
-            .iter()
-            .chain(&found.hits)
-            .map(|h| h.rule.as_str().to_owned())
-            .collect();
-        rules.dedup();
-        (run, rules)
-    }
-
-    /// Runs `text` with bash in `dir` and returns its output.
-    fn bash_in(dir: &Path, text: &str) -> String {
-        let out = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(text)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-    }
-
-    #[test]
-    fn each_form_is_given_the_judged_text_in_the_files_place() {
-        let ls = "echo judged \"$0\" \"$@\"\n";
-        let cases: &[(&str, Runner, &str)] = &[
-            (
-                "sh x.sh a",
-                BASH,
-                "sh -c 'echo judged \"$0\" \"$@\"\n' x.sh a",
-            ),
-            (
-                "bash -e ./x.sh",
-                SH,
-                "bash -e -c 'echo judged \"$0\" \"$@\"\n' ./x.sh",
-            ),
-            (
-                ". ./x.sh",
-                BASH,
-                ". <(printf %s 'echo judged \"$0\" \"$@\"\n')",
-            ),
-            (
-                "sh <x.sh",
-                BASH,
-                "sh < <(printf %s 'echo judged \"$0\" \"$@\"\n')",
-            ),
-            (
-                "./x.sh a",
-                BASH,
-                "bash -c 'echo judged \"$0\" \"$@\"\n' ./x.sh a",
-            ),
-            (
-                "exec ./x.sh",
-                SH,
-                "exec sh -c 'echo judged \"$0\" \"$@\"\n' ./x.sh",
-            ),
-            (
-                "xargs sh x.sh",
-                SH,
-                "xargs sh -c 'echo judged \"$0\" \"$@\"\n' x.sh",
-            ),
-        ];
-        for (command, runner, expected) in cases {
-            let (run, rules) = pin(command, *runner, &[("/ws/x.sh", ls)]);
-            assert_eq!(run, *expected, "{command}");
-            assert!(rules.is_empty(), "{command}: {rules:?}");
-        }
-    }
-
-    #[test]
-    fn what_sh_cannot_be_handed_asks() {
-        for command in [
-            ". ./x.sh",
-            "sh < x.sh",
-            "perl x.pl",
-            "bash -c 'sh x.sh'",
-            "sh -- x.sh",
-        ] {
-            let (run, rules) = pin(
-                command,
-                SH,
-                &[("/ws/x.sh", "echo hi\n"), ("/ws/x.pl", "print 1;\n")],
-            );
-            assert_eq!(run, command, "{command}: left as written");
-            assert_eq!(rules, ["exec.unjudged_script"], "{command}");
-        }
-    }
-
-    #[test]
-    fn a_dangerous_script_is_found_and_what_cannot_be_read_asks() {
-        let (_, rules) = pin(
-            "sh cleanup.sh",
-            BASH,
-            &[("/ws/cleanup.sh", "rm -rf victim\n")],
-        );
-        assert_eq!(rules, ["fs.rm_recursive"]);
-        for (files, why) in [
-            (&[][..], "missing"),
-            (&[("/ws/x.sh", "echo \0 bin")][..], "binary"),
-        ] {
-            let (_, rules) = pin("bash x.sh", BASH, files);
-            assert_eq!(rules, ["exec.unjudged_script"], "{why}");
-        }
-        let long = "echo x\n".repeat(MAX_SCRIPT_BYTES / 7 + 1);
-        let (_, rules) = pin("bash x.sh", BASH, &[("/ws/x.sh", &long)]);
-        assert_eq!(rules, ["exec.unjudged_script"], "too long");
-        // A program run by its path is not judged; an unknown #! asks.
-        let (run, rules) = pin("./tool", BASH, &[("/ws/tool", "\x7fELF\x02\x01")]);
-        assert_eq!((run.as_str(), rules.len()), ("./tool", 0));
-        let (run, rules) = pin("cc -o m m.c && ./m", BASH, &[]);
-        assert_eq!(
-            (run.as_str(), rules.len()),
-            ("cc -o m m.c && ./m", 0),
-            "built first"
-        );
-        let (_, rules) = pin("./x", BASH, &[("/ws/x", "#!/usr/bin/make -f\nall:\n")]);
-        assert_eq!(rules, ["exec.unjudged_script"]);
-        let (run, _) = pin("/usr/bin/env ls", BASH, &[]);
-        assert_eq!(run, "/usr/bin/env ls", "a system program");
-    }
-
-    #[test]
-    fn scripts_run_by_scripts_are_judged_and_pinned_inside_theirs() {
-        let files = [
-            ("/ws/build.sh", "#!/bin/bash\n. ./lib.sh\necho built\n"),
-            ("/ws/lib.sh", "rm -rf victim\n"),
-        ];
-        let (run, rules) = pin("./build.sh", BASH, &files);
-        assert_eq!(rules, ["fs.rm_recursive"]);
-        assert!(
-            run.starts_with("'/bin/bash' -c '#!/bin/bash\n. <(printf %s '\\''rm -rf victim"),
-            "{run}"
-        );
-        // Deeper than the limit asks.
-        let files = [
-            ("/ws/a.sh", "sh b.sh\n"),
-            ("/ws/b.sh", "sh c.sh\n"),
-            ("/ws/c.sh", "sh d.sh\n"),
-            ("/ws/d.sh", "echo deep\n"),
-        ];
-        let (_, rules) = pin("sh a.sh", BASH, &files);
-        assert_eq!(rules, ["exec.unjudged_script"]);
-    }
-
-    #[test]
-    fn pinned_commands_run_the_judged_text_with_the_files_names() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let ws = dir.path();
-        std::fs::write(ws.join("helper.py"), "X = 42\n").unwrap();
-        let script = "echo \"$0:$1\"; echo \"it's\"\n";
-        let py =
-            "import sys, helper\nprint(sys.argv, __file__.endswith('x.py'), __name__, helper.X)\n";
-        let js = "const h = require('path');\nconsole.log(process.argv.slice(1).map(a => h.basename(a)), h.basename(__filename), require.main === module)\n";
-        let cases: &[(&str, &str, &str, &str)] = &[
-            ("sh x.sh one", "x.sh", script, "x.sh:one\nit's\n"),
-            (
-                ". ./x.sh two",
-                "x.sh",
-                "echo \"sourced $1\"\n",
-                "sourced two\n",
-            ),
-            ("bash < x.sh", "x.sh", "echo from stdin\n", "from stdin\n"),
-            (
-                "for i in 1 2; do bash x.sh $i; done",
-                "x.sh",
-                script,
-                "x.sh:1\nit's\nx.sh:2\nit's\n",
-            ),
-            (
-                "printf 'a\\nb\\n' | xargs -n1 sh x.sh",
-                "x.sh",
-                script,
-                "x.sh:a\nit's\nx.sh:b\nit's\n",
-            ),
-            (
-                "python3 x.py a",
-                "x.py",
-                py,
-                "['x.py', 'a'] True __main__ 42\n",
-            ),
-            ("node x.js a", "x.js", js, "[ 'x.js', 'a' ] x.js true\n"),
-            (
-                "perl x.pl a",
-                "x.pl",
-                "print \"perl @ARGV\\n\";\n",
-                "perl a\n",
-            ),
-        ];
-        for (command, file, text, expected) in cases {
-            let path = ws.join(file);
-            std::fs::write(&path, text).unwrap();
-            let d = Detector::default();
-            let cwd = ws.to_str().unwrap();
-            let judged = d.judge(command, &Frame { fresh: &[], cwd });
-            let mut read = |p: &str| FileRead::Read {
-                bytes: std::fs::read(p).unwrap(),
-                executable: true,
-            };
-            let mut pinner = Pinner::new(&d, &mut read, Vec::new());
-            let run = pinner.pin(command, &judged.scripts, BASH, 1);
-            assert_ne!(&run, command, "{command}: pinned");
-            // The file changes after the check: the judged text runs.
-            std::fs::write(&path, "echo CHANGED\n").unwrap();
-            assert_eq!(bash_in(ws, &run), *expected, "{command}: {run}");
-        }
-    }
-
-    #[test]
-    fn a_foreground_shells_stdin_runs_its_scripts_as_judged() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let ws = dir.path().canonicalize().unwrap();
-        std::fs::create_dir(ws.join("victim")).unwrap();
-        std::fs::write(ws.join("cleanup.sh"), "rm -rf victim\n").unwrap();
-        std::fs::write(ws.join("hello.sh"), "echo \"hello $1\"\n").unwrap();
-        let mut settings = crate::TerminalSettings::default();
-        settings.default.cwd = Some(ws.clone());
-        let host = crate::TerminalHost::new(settings).unwrap();
-        let call = TerminalCall {
-            host: &host,
-            tenant: String::new(),
-            session: "stdin".into(),
-            approver: None,
-            cancel: None,
-            env: Vec::new(),
-            deadline: None,
-        };
-        let request = |stdin: &str| hermetic::CommandRequest {
-            command: "bash".into(),
-            stdin: Some(stdin.into()),
-            ..hermetic::CommandRequest::default()
-        };
-        let r = call.run(&request("sh cleanup.sh\n"), &mut |_| {});
-        let named = |r: &hermetic::GateRefusal| {
-            r.descriptions.iter().any(|d| d.contains("cleanup.sh")) && r.input == "sh cleanup.sh\n"
-        };
-        assert!(
-            matches!(&r, Err(TerminalCallError::PendingApproval(x)) if named(x)),
-            "{r:?}"
-        );
-        assert!(ws.join("victim").exists());
-        let r = call.run(&request("sh hello.sh fg\n"), &mut |_| {}).unwrap();
-        assert_eq!(r.output, "hello fg");
-    }
-
-    #[test]
-    fn a_file_is_read_beneath_the_tenants_directory_or_not_at_all() {
-        use std::os::fd::AsFd;
-        let dir = tempfile::TempDir::new().unwrap();
-        let ws = dir.path();
-        std::fs::write(ws.join("x.sh"), "echo hi\n").unwrap();
-        std::fs::create_dir(ws.join("sub")).unwrap();
-        std::os::unix::fs::symlink("../x.sh", ws.join("sub/inside.sh")).unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", ws.join("out.sh")).unwrap();
-        std::os::unix::fs::symlink("../../../../../etc/hostname", ws.join("up.sh")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            ws.join("fifo"),
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
-        let opened = std::fs::File::open(ws).unwrap();
-        let read = |p: &str| read_host(Some(opened.as_fd()), Path::new(p), 4).map(|(r, _)| r);
-        let text = |b: &[u8]| FileRead::Read {
-            bytes: b.to_vec(),
-            executable: false,
-        };
-        assert_eq!(
-            read("x.sh").unwrap(),
-            text(b"echo "),
-            "at most cap + 1 bytes"
-        );
-        assert_eq!(
-            read("sub/inside.sh").unwrap(),
-            text(b"echo "),
-            "a link inside"
-        );
-        assert!(read("out.sh").is_err(), "an absolute link leads out");
-        assert!(read("up.sh").is_err(), "so does one up and out");
-        assert_eq!(read("missing.sh").unwrap(), FileRead::Missing);
-        assert!(
-            matches!(read("fifo").unwrap(), FileRead::Unreadable(_)),
-            "a FIFO is not read (nor waited on)"
-        );
-        assert!(matches!(read("sub").unwrap(), FileRead::Unreadable(_)));
-    }
-
-    #[test]
-    fn scripts_that_run_many_scripts_are_read_up_to_a_count() {
-        // 6 scripts each running 6 empty ones: 43 files, more than are read.
-        let six = |p: &str| {
-            (0..6)
-                .map(|i| format!("sh {p}{i}.sh\n"))
-                .collect::<String>()
-        };
-        let mut files: Vec<(String, String)> = vec![("/ws/top.sh".into(), six("a"))];
-        for i in 0..6 {
-            files.push((format!("/ws/a{i}.sh"), six(&format!("b{i}"))));
-            for j in 0..6 {
-                files.push((format!("/ws/b{i}{j}.sh"), String::new()));
-            }
-        }
-        let refs: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let (_, rules) = pin("sh top.sh", BASH, &refs);
-        assert_eq!(rules, ["exec.unjudged_script"]);
-        // 4 scripts of 6 empty ones (29 files) are read.
-        let four = |p: &str| {
-            (0..4)
-                .map(|i| format!("sh {p}{i}.sh\n"))
-                .collect::<String>()
-        };
-        let mut files: Vec<(String, String)> = vec![("/ws/top.sh".into(), four("a"))];
-        for i in 0..4 {
-            files.push((format!("/ws/a{i}.sh"), six(&format!("b{i}"))));
-            for j in 0..6 {
-                files.push((format!("/ws/b{i}{j}.sh"), String::new()));
-            }
-        }
-        let refs: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let (_, rules) = pin("sh top.sh", BASH, &refs);
-        assert!(rules.is_empty(), "{rules:?}");
-    }
-
-    #[test]
-    fn what_reads_stdin_inside_a_script_is_a_reader_of_the_command() {
-        let d = Detector::default();
-        let mut read = |_: &str| FileRead::Read {
-            bytes: b"echo start\npython3\n".to_vec(),
-            executable: true,
-        };
-        let judged = d.judge(
-            "sh x.sh",
-            &Frame {
-                fresh: &[],
-                cwd: "/ws",
-            },
-        );
-        let mut pinner = Pinner::new(&d, &mut read, Vec::new());
-        pinner.pin("sh x.sh", &judged.scripts, BASH, 1);
-        assert_eq!(
-            pinner.into_found().readers,
-            [hermetic_detect::Reader::Code(CodeLang::Python)]
-        );
-    }
-}
+mod tests;

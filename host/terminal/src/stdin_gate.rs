@@ -95,7 +95,7 @@ impl TerminalCall<'_> {
         if piece.continues_unjudged {
             too_large(&mut judged.detection);
         }
-        let scripts = self.pin_scripts(t, &piece.text, &mut judged, Runner::of(readers), cwd);
+        let scripts = self.pin_scripts(t, &piece.text, &mut judged, Runner::of(readers, pty), cwd);
         let dangerous = !judged.detection.is_safe();
         self.decide(t, &scripts.shown, judged.detection.clone())
             .map_err(|e| scripts.explain(e))?;
