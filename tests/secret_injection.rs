@@ -654,6 +654,41 @@ env = ["HERMETIC_TEST_SECRET"]
     assert!(env.contains("env-only-value-42"), "{env}");
 }
 
+#[test]
+fn a_crash_s_stderr_and_an_error_with_markup_are_scrubbed_before_they_are_cut_or_cleaned() {
+    let b = Recorder::start(None);
+    let a = Recorder::start(None);
+    let (_root, registry) = registry(&policy(&a, &b));
+    let url = a.url("/q/echo?y=1");
+    let encoded = encode(QUERY_SECRET);
+
+    // The tool writes the value it saw to stderr and crashes; the host quotes the last
+    // 500 bytes of it, which begin 5 bytes into the value (scrubbed first, it is
+    // shorter: all of it is quoted).
+    let pad = 505 - encoded.len();
+    let out = call(
+        &registry,
+        "reflect",
+        json!({"url": url, "via": "trap", "pad": pad}),
+    );
+    let error = error_of(&out);
+    assert!(error.contains("; stderr: [REDACTED]...."), "{error}");
+    assert!(!error.contains(&encoded[5..]), "{error}");
+
+    // Markup the host strips from an error message, put inside the value: stripped
+    // first, then scrubbed.
+    for split in ["<system>", "</tool_call>", "<|im_start|>"] {
+        let out = call(
+            &registry,
+            "reflect",
+            json!({"url": url, "via": "error", "split": split}),
+        );
+        let error = error_of(&out);
+        assert_no_secret(&error, "the error");
+        assert!(error.contains("key=[REDACTED]"), "{split}: {error}");
+    }
+}
+
 /// Calls `tool` with `args`; the parsed result and what the hooks noted.
 fn hooked_call(registry: &Registry, tool: &str, args: &Value) -> (Value, Vec<Value>) {
     let notes = HookNotes::default();

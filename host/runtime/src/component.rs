@@ -905,10 +905,14 @@ pub(crate) fn classify(
         Some(trap) => trap.to_string(),
         None => error.root_cause().to_string(),
     };
-    let stderr = state.stderr.contents();
-    let tail = &stderr[stderr.len().saturating_sub(STDERR_TAIL)..];
-    let tail = String::from_utf8_lossy(tail);
-    let tail = tail.trim();
+    // Scrubbed whole, then cut: a secret the cut went through would lose its head (no
+    // longer a form the scrubber knows) and keep its tail.
+    let stderr = state.scrubbed(String::from_utf8_lossy(&state.stderr.contents()).into_owned());
+    let mut start = stderr.len().saturating_sub(STDERR_TAIL);
+    while !stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = stderr[start..].trim();
     if tail.is_empty() {
         CallFailure::Trap(reason)
     } else {

@@ -703,15 +703,37 @@ fn finish(
 
 /// `outcome` without the secrets the host adds to requests, in every form it writes
 /// them ([`Scrubber`]): a result in its parsed form (every string and key, so it stays
-/// valid JSON whatever the value looks like), an error message as text.
+/// valid JSON whatever the value looks like), an error message as the agent will read
+/// it ([`scrub_error`]).
 fn scrub(outcome: CallOutcome, values: &Scrubber) -> CallOutcome {
     match outcome {
         CallOutcome::Success(result) => CallOutcome::Success(values.scrub_json(result)),
         CallOutcome::ToolError { message } => CallOutcome::ToolError {
-            message: values.scrub_string(message),
+            message: scrub_error(message, values),
         },
         other => other,
     }
+}
+
+/// Rounds of cleaning and scrubbing an error message may take to settle.
+const SCRUB_ERROR_ROUNDS: usize = 4;
+
+/// A tool's error `message` scrubbed as the agent will read it. The edge cleans an
+/// error ([`crate::sanitize::tool_error_message`]: markup stripped, length capped), and
+/// stripping `<system>` out of `q5ecr3t<system>+Tok…` would join a value again after
+/// the scrubbing. So the message is scrubbed whole (before any cut), then cleaned and
+/// scrubbed again until cleaning changes nothing: what the edge makes of it is then
+/// the message itself. One that does not settle is withheld.
+fn scrub_error(message: String, values: &Scrubber) -> String {
+    let mut text = values.scrub_string(message);
+    for _ in 0..SCRUB_ERROR_ROUNDS {
+        let cleaned = crate::sanitize::tool_error_message(&text);
+        if cleaned == text {
+            return text;
+        }
+        text = values.scrub_string(cleaned);
+    }
+    "the tool's error message is withheld: it kept changing as the host removed secrets and markup from it".to_owned()
 }
 
 /// Why `result` (a JSON object, checked) does not fit the tool's `output_schema`;
