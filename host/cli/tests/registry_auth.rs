@@ -289,12 +289,14 @@ fn a_registry_gets_no_credentials_configured_for_another() {
     assert!(!said.contains("w0rd"), "{said}");
 }
 
-/// A Bearer challenge naming a token server on another host gets nothing from the
-/// credentials for the registry: the token server is refused (plain HTTP, a private
-/// address), even when it is the registry's own port under another name, and the error
-/// says how an operator names a token server of the registry's own.
+/// A Bearer challenge naming a token server on another host, over plain HTTP, is
+/// refused before any request — even when it is the registry's own port under another
+/// name — and the error says how an operator names a token server of the registry's
+/// own. (Every server here is on loopback, so plain HTTP: an HTTPS token server on
+/// another host, which is asked anonymously, is the client's unit test
+/// `a_token_server_on_another_host_is_asked_without_the_credentials`.)
 #[test]
-fn a_token_server_on_another_host_gets_no_credentials() {
+fn a_token_server_on_another_host_over_plain_http_is_refused_before_any_request() {
     let tokens = token_server();
     let hostile = bearer_registry(format!("http://{}/token", tokens.addr));
     let h = TempDir::new().unwrap();

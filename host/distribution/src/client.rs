@@ -207,6 +207,17 @@ fn destination(uri: &Uri, registry_authority: &str, token_hosts: &[String]) -> D
     }
 }
 
+/// The `Authorization` a token request to `to` carries: the registry's credentials
+/// (`basic`) for the registry itself and a token server the operator named, nothing
+/// for any other host — a registry names its token server in its challenge, so a
+/// hostile or compromised registry would otherwise send the credentials anywhere.
+fn token_request_auth(to: Destination, basic: Option<String>) -> Option<String> {
+    match to {
+        Destination::Registry | Destination::TokenHost => basic,
+        Destination::Elsewhere => None,
+    }
+}
+
 /// The URI scheme's default port (80 for http, else 443).
 fn default_port(uri: &Uri) -> u16 {
     if uri.scheme_str() == Some("http") {
@@ -228,7 +239,6 @@ fn is_loopback(uri: &Uri) -> bool {
 }
 
 /// One registry.
-#[derive(Debug)]
 pub struct RegistryClient {
     agent: ureq::Agent,
     /// `host[:port]` as written in references.
@@ -243,6 +253,27 @@ pub struct RegistryClient {
     /// A token server that asked and was not given the credentials (for the hint when
     /// the registry then refuses).
     withheld: Mutex<Option<String>>,
+}
+
+/// Written by hand: the `Authorization` value that worked (a password in Basic form,
+/// or a Bearer token) never reaches a log; the credentials redact themselves.
+impl std::fmt::Debug for RegistryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryClient")
+            .field("registry", &self.registry)
+            .field("base", &self.base)
+            .field("insecure", &self.insecure)
+            .field("credentials", &self.credentials)
+            .field(
+                "auth",
+                &self.auth.lock().as_deref().map(|a| {
+                    let scheme = a.split_once(' ').map_or("?", |(scheme, _)| scheme);
+                    format!("{scheme} <redacted>")
+                }),
+            )
+            .field("withheld", &*self.withheld.lock())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A response whose status was not an error.
@@ -572,14 +603,11 @@ impl RegistryClient {
                     },
                     e => e,
                 })?;
-                let basic = if to == Destination::Elsewhere {
-                    if basic.is_some() {
-                        *self.withheld.lock() = Some(host.clone());
-                    }
-                    None
-                } else {
-                    basic
-                };
+                let offered = basic.is_some();
+                let basic = token_request_auth(to, basic);
+                if offered && basic.is_none() {
+                    *self.withheld.lock() = Some(host.clone());
+                }
                 let mut request = self.agent.get(&url);
                 if let Some(b) = &basic {
                     request = request.header("Authorization", b);
@@ -950,6 +978,43 @@ mod tests {
     /// Who may receive the credentials: the registry's own `host:port` and the token
     /// servers named for them — not another port of the same host, not a look-alike
     /// name, not a public host the registry names.
+    #[test]
+    fn the_debug_form_shows_no_password_nor_token() {
+        let c = with_token_hosts("reg.example.com", false, &[]);
+        *c.auth.lock() = Some("Bearer s3cret-token".to_owned());
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("s3cret-token") && !shown.contains("\"p\""),
+            "{shown}"
+        );
+        assert!(shown.contains("Bearer <redacted>"), "{shown}");
+        *c.auth.lock() = Some(format!("Basic {}", "dTpw"));
+        assert!(!format!("{c:?}").contains("dTpw"));
+    }
+
+    #[test]
+    fn a_token_server_on_another_host_is_asked_without_the_credentials() {
+        let basic = Some("Basic dGVzdGVyOnMzY3JldA==".to_owned());
+        let c = with_token_hosts("reg.example.com", false, &["auth.example.com"]);
+        for (url, sent) in [
+            ("https://reg.example.com/token", true),
+            ("https://auth.example.com/token", true),
+            // The challenge's realm is the registry's to choose: a host the operator
+            // did not name gets an anonymous request.
+            ("https://93.184.215.14/token", false),
+            ("https://93.184.215.14:8443/token", false),
+            ("https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/token", false),
+        ] {
+            let to = c.vet(&url.parse().unwrap()).unwrap();
+            assert_eq!(
+                token_request_auth(to, basic.clone()).is_some(),
+                sent,
+                "{url}: {to:?}"
+            );
+        }
+        assert_eq!(token_request_auth(Destination::Registry, None), None);
+    }
+
     #[test]
     fn credentials_go_to_the_registry_and_named_token_hosts_only() {
         let c = with_token_hosts(

@@ -131,11 +131,40 @@ impl Lock {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        // A save killed before its rename left its temporary file beside the policy:
+        // named for the lock file, so it is found and removed here.
+        let prefix = format!(
+            ".{}.",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        remove_leftovers(dir, &prefix);
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(io)?;
         std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io)?;
         tmp.as_file().sync_all().map_err(io)?;
         tmp.persist(path).map_err(|e| io(e.error))?;
         Ok(())
+    }
+}
+
+/// Removes the files in `dir` named `PREFIX….tmp` (what earlier saves left when they
+/// were killed). Best effort: one that cannot be removed is tried again next time.
+fn remove_leftovers(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(prefix)
+            && name.ends_with(".tmp")
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -152,6 +181,24 @@ pub fn pins(source: &Reference, pinned: &Reference) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_save_removes_what_a_killed_save_left_beside_the_lock_file() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("hermetic.lock");
+        // What a save killed before its rename leaves, and files that are not that.
+        std::fs::write(dir.path().join(".hermetic.lock.aB3xYz.tmp"), "half").unwrap();
+        std::fs::write(dir.path().join("policy.toml"), "").unwrap();
+        std::fs::write(dir.path().join(".other.tmp"), "").unwrap();
+        Lock::default().save(&path).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".other.tmp", "hermetic.lock", "policy.toml"]);
+        assert_eq!(Lock::load(&path).unwrap(), Lock::default());
+    }
 
     #[test]
     fn a_pinned_reference_start_up_could_not_use_is_refused_at_load() {

@@ -120,8 +120,26 @@ impl Store {
         let store = Self {
             root: root.to_path_buf(),
         };
+        store.check_tmp_is_a_directory()?;
         store.clean_tmp();
         Ok(store)
+    }
+
+    /// Refuses a `tmp/` that is a symbolic link (or anything but a directory): its
+    /// files are removed at every open, and through a link that would be wherever it
+    /// points.
+    fn check_tmp_is_a_directory(&self) -> Result<(), StoreError> {
+        let tmp = self.root.join("tmp");
+        let meta = std::fs::symlink_metadata(&tmp).map_err(io(&tmp))?;
+        if meta.is_dir() {
+            return Ok(());
+        }
+        Err(StoreError::Io {
+            path: tmp,
+            source: std::io::Error::other(
+                "not a directory (a symbolic link?): refused, as the store empties its tmp/ at every open; remove it, and the next open makes the directory",
+            ),
+        })
     }
 
     /// The lock every write holds (shared) while its temporary file exists.
@@ -139,11 +157,15 @@ impl Store {
     }
 
     /// Holds the shared lock on `tmp/` until dropped: no cleaning removes a temporary
-    /// file meanwhile.
-    fn writing(&self) -> Result<std::fs::File, StoreError> {
+    /// file meanwhile. On a file system without locks (`None`) the write goes ahead
+    /// unlocked: the cleaning cannot lock there either, so it removes nothing.
+    fn writing(&self) -> Result<Option<std::fs::File>, StoreError> {
         let lock = self.tmp_lock()?;
-        lock.lock_shared().map_err(io(&self.root.join(TMP_LOCK)))?;
-        Ok(lock)
+        match lock.lock_shared() {
+            Ok(()) => Ok(Some(lock)),
+            Err(e) if locks_unsupported(&e) => Ok(None),
+            Err(e) => Err(io(&self.root.join(TMP_LOCK))(e)),
+        }
     }
 
     /// Removes every temporary file in `tmp/` when no write holds its lock; when one
@@ -157,6 +179,10 @@ impl Store {
             return 0;
         }
         let tmp = self.root.join("tmp");
+        // Never through a link (see `check_tmp_is_a_directory`).
+        if !std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_dir()) {
+            return 0;
+        }
         let Ok(entries) = std::fs::read_dir(&tmp) else {
             return 0;
         };
@@ -324,6 +350,17 @@ impl Store {
 /// The lock file of `tmp/` (see the module docs).
 const TMP_LOCK: &str = "tmp/.lock";
 
+/// Whether a lock failed because the file system has none (NFS without a lock
+/// daemon: `ENOLCK`; some FUSE and network file systems: `EOPNOTSUPP`, `ENOSYS`),
+/// rather than for a reason a write should stop on.
+fn locks_unsupported(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS)
+        )
+}
+
 /// Makes a rename durable (best effort: a directory that cannot be synced still holds
 /// the file, only its survival of a power cut is less sure).
 fn sync_dir(file: &Path) {
@@ -403,6 +440,35 @@ mod tests {
             store.read(&other, 100),
             Err(StoreError::Missing { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_system_without_locks_is_written_unlocked_not_refused() {
+        for (errno, unsupported) in [
+            (libc::ENOLCK, true),
+            (libc::EOPNOTSUPP, true),
+            (libc::ENOSYS, true),
+            (libc::EACCES, false),
+            (libc::EIO, false),
+        ] {
+            assert_eq!(
+                locks_unsupported(&std::io::Error::from_raw_os_error(errno)),
+                unsupported,
+                "errno {errno}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tmp_that_is_a_symbolic_link_is_refused_and_what_it_points_to_kept() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let elsewhere = tempfile::TempDir::new().unwrap();
+        std::fs::write(elsewhere.path().join("precious"), b"keep me").unwrap();
+        std::fs::create_dir_all(dir.path().join("blobs/sha256")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("tmp")).unwrap();
+        let e = Store::open(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        assert!(elsewhere.path().join("precious").exists());
     }
 
     fn temporary_files(root: &Path) -> usize {
