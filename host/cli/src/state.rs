@@ -409,7 +409,7 @@ fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<Exi
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let deleted = kv.delete_stores(filter)?;
+    let deleted = delete_listed(kv.as_ref(), meant)?;
     let keys: u64 = deleted.iter().map(|s| s.keys).sum();
     let bytes: u64 = deleted.iter().map(|s| s.bytes).sum();
     out!(
@@ -417,6 +417,21 @@ fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<Exi
         deleted.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Deletes the stores listed (and confirmed), not what the listing's filter means
+/// by now: a store made since is not deleted unseen. What was deleted (as listed).
+fn delete_listed(
+    kv: &dyn KeyValueBackend,
+    listed: Vec<KeyValueStoreInfo>,
+) -> Result<Vec<KeyValueStoreInfo>> {
+    let mut deleted = Vec::with_capacity(listed.len());
+    for info in listed {
+        if kv.delete_store(&info.id)? {
+            deleted.push(info);
+        }
+    }
+    Ok(deleted)
 }
 
 /// Where tools' key-value data lives without `[keyvalue] file`: `$HERMETIC_DATA_DIR`
@@ -437,7 +452,37 @@ pub(crate) fn default_keyvalue_file() -> Option<(std::path::PathBuf, bool)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
+    use hermetic::{
+        KeyValueBackend as _, KeyValueNamespace, KeyValueStore, KeyValueStoreFilter,
+        KeyValueStoreId,
+    };
+    use std::sync::Arc;
+
+    /// `state delete` deletes what it listed: a store of the same tenant made between
+    /// the listing and the answer stays (the filter was run again, and took it).
+    #[test]
+    fn a_delete_takes_the_stores_listed_not_ones_made_since() {
+        let kv = hermetic::EmbeddedKeyValue::in_memory().unwrap();
+        let set = |id: KeyValueStoreId| {
+            let ns = KeyValueNamespace::new(Arc::new(KeyValueStore::new(id)), "");
+            kv.set(&ns, "k", b"v", &Default::default()).unwrap();
+        };
+        set(KeyValueStoreId::tenant("memory", "acme"));
+        let filter = KeyValueStoreFilter {
+            tenant: Some("acme".into()),
+            ..KeyValueStoreFilter::default()
+        };
+        let listed = kv.stores(&filter).unwrap();
+        set(KeyValueStoreId::session("todo", "acme", "s1"));
+        let deleted = super::delete_listed(&kv, listed).unwrap();
+        assert_eq!(deleted.len(), 1);
+        let left = kv.stores(&filter).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, KeyValueStoreId::session("todo", "acme", "s1"));
+    }
+
     #[test]
     fn values_are_shown_without_anything_a_terminal_acts_on() {
         let (text, escaped) = super::shown(

@@ -6,7 +6,8 @@
 //! key (`PEXPIRE`, set by every write). A tenant's session stores count together in
 //! `hermetic:kvsess:{tenant}` (`#k`, `#b`, and each store's share) against the
 //! operator's ceiling; `hermetic:kvlive:{tenant}` holds each session store's expiry,
-//! so the next write of the tenant takes an expired store's share off the total.
+//! so the next write of the tenant takes an expired store's share off the total;
+//! `hermetic:kvsid:{tenant}{session}` names a session's stores, which its end deletes.
 //! Every write is one Lua script that checks the quota and the ceiling and changes the
 //! data and the use together — two nodes writing at once cannot both squeeze under a
 //! limit. Runs on the call's blocking thread, so plain connections with timeouts
@@ -38,11 +39,12 @@ const STORE_KEY: &str = "hermetic:kvs:";
 /// whatever it is), within the quota (`ARGV[4..6]`: max keys, max value bytes, max
 /// total bytes); for a session store (`ARGV[10]` "1", `ARGV[14]` its name) also within
 /// the tenant's ceiling (`ARGV[12..13]`), and its expiry set to `ARGV[11]` ms from now
-/// (the tenant's keys: `ARGV[15]`, twice that). Both expiries are integers computed in
-/// Rust: Lua's numbers are doubles, and a double Lua formats in exponent form is an
-/// error to `PEXPIRE` — after the data was written. `ARGV[1]`: [`STORE_KEY`]. Returns `{0}` done, `{1}` changed meanwhile, `{2, n}` value
-/// too large, `{3, n}` too many keys, `{4, n}` over the total, `{5, n}` too many keys in
-/// the tenant's session stores, `{6, n}` over their total.
+/// (the tenant's keys and the session's set of stores `KEYS[4]`: `ARGV[15]`, twice
+/// that). Both expiries are integers computed in Rust: Lua's numbers are doubles, and a
+/// double Lua formats in exponent form is an error to `PEXPIRE` — after the data was
+/// written. `ARGV[1]`: [`STORE_KEY`]. Returns `{0}` done, `{1}` changed meanwhile,
+/// `{2, n}` value too large, `{3, n}` too many keys, `{4, n}` over the total, `{5, n}`
+/// too many keys in the tenant's session stores, `{6, n}` over their total.
 ///
 /// A compare that finds the value it would write already there answers done: the
 /// connection layer repeats a script whose reply was lost, and the repeat must not
@@ -67,6 +69,18 @@ if session then
     end
     redis.call('DEL', ARGV[1] .. m)
     redis.call('ZREM', KEYS[3], m)
+  end
+  -- This store's hash and its share expire apart: a write in the millisecond of the
+  -- hash's expiry finds no hash and a share not lapsed yet. A store without a hash
+  -- holds nothing: its share goes first, or the tenant's total keeps it for good.
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    local u = redis.call('HGET', KEYS[2], ARGV[14])
+    if u then
+      local k, b = string.match(u, '^(%d+) (%d+)$')
+      redis.call('HINCRBY', KEYS[2], '#k', -tonumber(k))
+      redis.call('HINCRBY', KEYS[2], '#b', -tonumber(b))
+      redis.call('HDEL', KEYS[2], ARGV[14])
+    end
   end
 end
 local old = redis.call('HGET', KEYS[1], ARGV[2])
@@ -104,12 +118,14 @@ redis.call('HSET', KEYS[2], '#k', tk, '#b', tb, ARGV[14], string.format('%d %d',
 redis.call('PEXPIRE', KEYS[2], ARGV[15])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[14])
 redis.call('PEXPIRE', KEYS[3], ARGV[15])
+redis.call('SADD', KEYS[4], ARGV[14])
+redis.call('PEXPIRE', KEYS[4], ARGV[15])
 return {0}
 ";
 
 /// Removes field `ARGV[2]` (`ARGV[3]`: the key's length) of store `KEYS[1]` and its
 /// share of the use (the tenant's too for a session store: `ARGV[4]` "1", `ARGV[5]`
-/// its name); a store left empty goes.
+/// its name); a store left empty goes (from its session's set `KEYS[4]` too).
 const DELETE: &str = r"
 local old = redis.call('HGET', KEYS[1], ARGV[2])
 if old == false then return 0 end
@@ -128,6 +144,7 @@ if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[2], ARGV[5]) == 1 then
   if keys <= 0 then
     redis.call('HDEL', KEYS[2], ARGV[5])
     redis.call('ZREM', KEYS[3], ARGV[5])
+    redis.call('SREM', KEYS[4], ARGV[5])
   else
     redis.call('HSET', KEYS[2], ARGV[5], string.format('%d %d', keys, bytes))
   end
@@ -135,8 +152,8 @@ end
 return 1
 ";
 
-/// Deletes store `KEYS[1]` (`ARGV[1]` its name) and its share of its tenant's session
-/// use: 1 if it existed.
+/// Deletes store `KEYS[1]` (`ARGV[1]` its name), its share of its tenant's session
+/// use and its place in its session's set `KEYS[4]`: 1 if it existed.
 const DROP: &str = r"
 local existed = redis.call('DEL', KEYS[1])
 local u = redis.call('HGET', KEYS[2], ARGV[1])
@@ -147,6 +164,7 @@ if u then
   redis.call('HDEL', KEYS[2], ARGV[1])
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[1])
 return existed
 ";
 
@@ -223,6 +241,16 @@ fn tenant_keys(tenant: &str) -> (String, String) {
     (
         format!("hermetic:kvsess:{part}"),
         format!("hermetic:kvlive:{part}"),
+    )
+}
+
+/// The set of a session's stores (their names): what its end deletes, read without
+/// walking every live session store of the tenant.
+fn session_key(tenant: &str, session: &str) -> String {
+    format!(
+        "hermetic:kvsid:{}:{tenant}|{}:{session}|",
+        tenant.len(),
+        session.len()
     )
 }
 
@@ -354,10 +382,15 @@ impl RedisKeyValue {
     }
 
     /// The keys a script on `ns`'s store names: the store's hash, its tenant's use and
-    /// expiries.
-    fn keys(id: &StoreId, prefix: &str) -> [String; 3] {
+    /// expiries, its session's set of stores.
+    fn keys(id: &StoreId, prefix: &str) -> [String; 4] {
         let (use_, live) = tenant_keys(&id.tenant);
-        [format!("{STORE_KEY}{prefix}"), use_, live]
+        [
+            format!("{STORE_KEY}{prefix}"),
+            use_,
+            live,
+            session_key(&id.tenant, id.session_str()),
+        ]
     }
 
     /// The field of `key` in `ns`'s bucket.
@@ -394,6 +427,7 @@ impl RedisKeyValue {
             invocation
                 .key(&keys[1])
                 .key(&keys[2])
+                .key(&keys[3])
                 .arg(STORE_KEY)
                 .arg(&field)
                 .arg(value)
@@ -435,7 +469,11 @@ impl RedisKeyValue {
         let keys = Self::keys(id, &prefix);
         let existed: i64 = self.with(|c| {
             let mut invocation = self.drop.key(&keys[0]);
-            invocation.key(&keys[1]).key(&keys[2]).arg(&prefix);
+            invocation
+                .key(&keys[1])
+                .key(&keys[2])
+                .key(&keys[3])
+                .arg(&prefix);
             invocation.invoke(c)
         })?;
         Ok(existed == 1)
@@ -530,6 +568,7 @@ impl KeyValueBackend for RedisKeyValue {
             invocation
                 .key(&keys[1])
                 .key(&keys[2])
+                .key(&keys[3])
                 .arg(STORE_KEY)
                 .arg(&field)
                 .arg(key.len())
@@ -652,15 +691,20 @@ impl KeyValueBackend for RedisKeyValue {
         Ok(deleted)
     }
 
+    fn delete_store(&self, id: &StoreId) -> Result<bool, KeyValueError> {
+        self.drop_store(id)
+    }
+
     fn end_session(&self, tenant: &str, session: &str) -> Result<usize, KeyValueError> {
         if session.is_empty() {
             return Ok(0);
         }
-        // The tenant's live session stores are the members of its expiry set: no
-        // scan of the keyspace at every session's end.
-        let (_, live) = tenant_keys(tenant);
-        let members: Vec<String> =
-            self.with(|c| redis::cmd("ZRANGE").arg(&live).arg(0).arg(-1).query(c))?;
+        // The session's own set of stores: its end reads what it wrote, not every
+        // live session store of the tenant (a ZRANGE of those at every end was
+        // quadratic in the tenant's sessions). A store only a node before this one
+        // wrote is in no set: it expires when idle.
+        let set = session_key(tenant, session);
+        let members: Vec<String> = self.with(|c| redis::cmd("SMEMBERS").arg(&set).query(c))?;
         let mut ended = 0;
         for member in members {
             if let Some(id) = store_of(&member, true)
@@ -786,6 +830,79 @@ mod tests {
             let info = kv.info(&id.prefix()).unwrap().unwrap();
             assert_eq!((info.keys, info.bytes), (3, 12), "{id}");
         }
+    }
+
+    /// A session store's hash and its share of the tenant's total expire apart: a
+    /// write that finds no hash while the share is still counted takes the share off
+    /// first (it stayed in the total for good, a ceiling shrinking by itself).
+    #[test]
+    fn a_store_whose_hash_expired_leaves_no_share_behind() {
+        let server = Server::start();
+        let kv = server.store(KeyValueSettings {
+            sessions_max_keys: 5,
+            ..KeyValueSettings::default()
+        });
+        let q = quota(10, 1000);
+        let id = StoreId::session("todo", "acme", "s1");
+        let s1 = ns(&id, "");
+        assert_eq!(flood(&kv, &s1, 3, &q), 3);
+        // What its expiry does to the hash alone (the share's expiry not lapsed yet).
+        let gone: i64 = server.cmd(redis::cmd("DEL").arg(format!("{STORE_KEY}{}", id.prefix())));
+        assert_eq!(gone, 1);
+        assert_eq!(flood(&kv, &s1, 10, &q), 5, "the whole ceiling is free");
+        let total: Option<u64> =
+            server.cmd(redis::cmd("HGET").arg(tenant_keys("acme").0).arg("#k"));
+        assert_eq!(total, Some(5));
+    }
+
+    /// A session's end deletes its stores (every tool's), and only those, reading
+    /// the session's own set: no walk of the tenant's live session stores.
+    #[test]
+    fn a_session_s_end_reads_only_its_own_stores() {
+        let server = Server::start();
+        let kv = server.store(KeyValueSettings::default());
+        let q = quota(10, 1000);
+        for s in 0..50 {
+            let other = ns(&StoreId::session("todo", "acme", &format!("o{s}")), "");
+            kv.set(&other, "k", b"x", &q).unwrap();
+        }
+        let mine = [
+            StoreId::session("todo", "acme", "s1"),
+            StoreId::session("notes", "acme", "s1"),
+        ];
+        for id in &mine {
+            kv.set(&ns(id, "b"), "k", b"x", &q).unwrap();
+        }
+        kv.set(
+            &ns(&StoreId::session("todo", "globex", "s1"), ""),
+            "k",
+            b"x",
+            &q,
+        )
+        .unwrap();
+        let () = server.cmd(redis::cmd("CONFIG").arg("RESETSTAT"));
+        assert_eq!(kv.end_session("acme", "s1").unwrap(), 2);
+        let stats: String = server.cmd(redis::cmd("INFO").arg("commandstats"));
+        assert!(
+            !stats.contains("cmdstat_zrange:"),
+            "read the tenant's every live store: {stats}"
+        );
+        assert_eq!(kv.end_session("acme", "s1").unwrap(), 0);
+        let left: Vec<String> = kv
+            .stores(&StoreFilter::default())
+            .unwrap()
+            .iter()
+            .map(|s| s.id.to_string())
+            .collect();
+        assert_eq!(left.len(), 51, "{left:?}");
+        assert!(
+            left.iter()
+                .all(|s| !s.contains("session \"s1\"") || s.contains("globex"))
+        );
+        // The share of the ended stores left the tenant's total.
+        let total: Option<u64> =
+            server.cmd(redis::cmd("HGET").arg(tenant_keys("acme").0).arg("#k"));
+        assert_eq!(total, Some(50));
     }
 
     /// An expiry over what the policy file accepts (an embedder's settings) is taken

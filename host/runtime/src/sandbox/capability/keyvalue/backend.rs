@@ -400,6 +400,14 @@ pub trait KeyValueBackend: Send + Sync {
     /// [`KeyValueError::Backend`] (the stores deleted before the failure stay deleted).
     fn delete_stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError>;
 
+    /// Deletes store `id` in one step (its data and its use): whether it existed. For
+    /// an operator who confirmed a listing: the stores listed go, not whatever the
+    /// listing's filter means by the time it is confirmed.
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`].
+    fn delete_store(&self, id: &StoreId) -> Result<bool, KeyValueError>;
+
     /// `tenant`'s `session` ended: its session stores (every tool's) are deleted. A
     /// session without an id (`""`) is no session: nothing is deleted.
     ///

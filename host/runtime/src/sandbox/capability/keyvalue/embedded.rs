@@ -151,7 +151,7 @@ impl Embedded {
     }
 
     /// Whether an I/O error stopped this database: it must be opened again.
-    pub fn is_broken(&self) -> bool {
+    pub(crate) fn is_broken(&self) -> bool {
         self.broken.load(Ordering::SeqCst)
     }
 
@@ -184,7 +184,10 @@ impl Embedded {
     }
 
     /// Counts every store's use from the data (an older layout's file). Its stores with
-    /// a session id are taken as session stores, as only those have one.
+    /// a session id are taken as session stores, as only those have one; a session
+    /// store without an id (a session-scope tool called outside a session) reads as a
+    /// tenant store and is counted as one until its next write moves its use to the
+    /// tenant's session total ([`Embedded::count_in_sessions`]).
     fn count_use(
         &self,
         data: &redb::Table<(&str, &str), &[u8]>,
@@ -308,30 +311,8 @@ impl Embedded {
             if after > before && bytes > quota.max_total_bytes {
                 return Err(KeyValueError::over_total(bytes, quota));
             }
-            if id.is_session() {
-                let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.fail(e))?;
-                let (tk, tb) = sessions
-                    .get(id.tenant.as_str())
-                    .map_err(|e| self.fail(e))?
-                    .map_or((0, 0), |v| v.value());
-                let tk = tk + added;
-                let tb = tb.saturating_sub(before).saturating_add(after);
-                // Only growth is refused: a session may still rewrite what it holds
-                // after the operator lowered the ceiling.
-                if added > 0 && tk > self.settings.sessions_max_keys {
-                    return Err(KeyValueError::sessions_too_many_keys(
-                        self.settings.sessions_max_keys,
-                    ));
-                }
-                if after > before && tb > self.settings.sessions_max_total_bytes {
-                    return Err(KeyValueError::sessions_over_total(
-                        tb,
-                        self.settings.sessions_max_total_bytes,
-                    ));
-                }
-                sessions
-                    .insert(id.tenant.as_str(), (tk, tb))
-                    .map_err(|e| self.fail(e))?;
+            if id.is_session() || row.session {
+                self.count_in_sessions(&txn, &id.tenant, row, (keys, bytes), id.is_session())?;
             }
             data.insert((ns.as_str(), key), value.as_slice())
                 .map_err(|e| self.fail(e))?;
@@ -351,6 +332,56 @@ impl Embedded {
         };
         txn.commit().map_err(|e| self.fail(e))?;
         Ok(out)
+    }
+
+    /// Moves a store's use in `tenant`'s session total from `row` (as counted so far:
+    /// in the total if it was a session store) to `now` (keys, bytes; in the total if
+    /// `session`), refusing growth over the ceiling. A row counted under the other
+    /// scope — a layout-1 file's session store without an id was counted as a tenant
+    /// store, a tool's scope changed — has its whole use moved at its next write.
+    fn count_in_sessions(
+        &self,
+        txn: &redb::WriteTransaction,
+        tenant: &str,
+        row: Row,
+        now: (u64, u64),
+        session: bool,
+    ) -> Result<(), KeyValueError> {
+        let mut sessions = txn.open_table(SESSIONS).map_err(|e| self.fail(e))?;
+        let (tk0, tb0) = sessions
+            .get(tenant)
+            .map_err(|e| self.fail(e))?
+            .map_or((0, 0), |v| v.value());
+        let (mut tk, mut tb) = if row.session {
+            (tk0.saturating_sub(row.keys), tb0.saturating_sub(row.bytes))
+        } else {
+            (tk0, tb0)
+        };
+        if session {
+            tk = tk.saturating_add(now.0);
+            tb = tb.saturating_add(now.1);
+        }
+        // Only growth is refused: a session may still rewrite what it holds after the
+        // operator lowered the ceiling.
+        if tk > tk0 && tk > self.settings.sessions_max_keys {
+            return Err(KeyValueError::sessions_too_many_keys(
+                self.settings.sessions_max_keys,
+            ));
+        }
+        if tb > tb0 && tb > self.settings.sessions_max_total_bytes {
+            return Err(KeyValueError::sessions_over_total(
+                tb,
+                self.settings.sessions_max_total_bytes,
+            ));
+        }
+        if tk == 0 && tb == 0 {
+            sessions.remove(tenant).map_err(|e| self.fail(e))?;
+        } else {
+            sessions
+                .insert(tenant, (tk, tb))
+                .map_err(|e| self.fail(e))?;
+        }
+        Ok(())
     }
 
     /// Deletes store `id` (its data, its row, its share of its tenant's session use)
@@ -409,7 +440,7 @@ impl Embedded {
     ///
     /// # Errors
     /// [`KeyValueError::Backend`].
-    pub fn sweep_at(&self, now: u64) -> Result<usize, KeyValueError> {
+    pub(crate) fn sweep_at(&self, now: u64) -> Result<usize, KeyValueError> {
         let expiry = self.settings.expiry_millis();
         let expired = |row: &Row| row.session && row.written_ms.saturating_add(expiry) < now;
         let candidates: Vec<StoreId> = {
@@ -590,7 +621,9 @@ impl KeyValueBackend for Embedded {
                 };
                 stores.insert(k, row.value()).map_err(|e| self.fail(e))?;
             }
-            if id.is_session() {
+            if row.session {
+                // As the row was counted (its scope, not this call's: see
+                // `count_in_sessions`).
                 self.take_from_sessions(&txn, &id.tenant, 1, entry)?;
             }
         }
@@ -684,6 +717,13 @@ impl KeyValueBackend for Embedded {
             });
         }
         Ok(out)
+    }
+
+    fn delete_store(&self, id: &StoreId) -> Result<bool, KeyValueError> {
+        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        let existed = self.drop_store(&txn, id)?;
+        txn.commit().map_err(|e| self.fail(e))?;
+        Ok(existed)
     }
 
     fn delete_stores(&self, filter: &StoreFilter) -> Result<Vec<StoreInfo>, KeyValueError> {
@@ -1034,6 +1074,52 @@ mod tests {
             ]
         );
         assert_eq!(kv.end_session("acme", "s1").unwrap(), 1);
+    }
+
+    /// A layout-1 session store without a session id reads as a tenant store: at its
+    /// first write as a session store its whole use joins the tenant's session total
+    /// (it stayed out of it: the ceiling did not count it), and leaves it with it.
+    #[test]
+    fn a_layout_1_session_store_without_an_id_joins_the_ceiling_at_its_next_write() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("kv.redb");
+        let todo = StoreId::session("todo", "acme", "");
+        {
+            let db = redb::Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut data = txn.open_table(DATA).unwrap();
+                let n = ns(&todo, "");
+                for key in ["a", "b"] {
+                    data.insert((n.as_str(), key), b"x".as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        let settings = KeyValueSettings {
+            sessions_max_keys: 3,
+            ..KeyValueSettings::default()
+        };
+        let kv = Embedded::open_with(&path, settings).unwrap();
+        let q = quota(10, 100, 1000);
+        kv.set(&ns(&todo, ""), "c", b"x", &q).unwrap();
+        let refused = kv.set(&ns(&todo, ""), "d", b"x", &q).unwrap_err();
+        assert!(
+            refused.to_string().contains("hold their 3 keys together"),
+            "{refused}"
+        );
+        let other = ns(&StoreId::session("todo", "acme", "s2"), "");
+        assert!(
+            kv.set(&other, "k", b"x", &q).is_err(),
+            "the ceiling is full"
+        );
+        kv.delete(&ns(&todo, ""), "a").unwrap();
+        kv.set(&other, "k", b"x", &q).unwrap();
+        // Swept when idle: every key of it leaves the total.
+        assert_eq!(kv.sweep_at(now_ms() + 365 * 86_400_000).unwrap(), 2);
+        for k in ["k1", "k2", "k3"] {
+            kv.set(&other, k, b"x", &q).unwrap();
+        }
     }
 
     #[test]

@@ -221,6 +221,10 @@ impl KeyValueBackend for EmbeddedFile {
         self.store()?.delete_stores(filter)
     }
 
+    fn delete_store(&self, id: &StoreId) -> Result<bool, KeyValueError> {
+        self.store()?.delete_store(id)
+    }
+
     fn end_session(&self, tenant: &str, session: &str) -> Result<usize, KeyValueError> {
         if session.is_empty() {
             return Ok(0);
