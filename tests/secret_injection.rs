@@ -344,6 +344,12 @@ fn a_path_a_server_could_route_outside_the_prefix_is_refused_before_any_connecti
         "/api/..;/admin",
         // Decoded twice (a proxy, then the server).
         "/api/%252e%252e/admin",
+        // IIS's %u escapes; fullwidth dots and slashes that NFKC makes `..` and `/`,
+        // raw and encoded.
+        "/api/%u002e%u002e/admin",
+        "/api/\u{ff0e}\u{ff0e}/admin",
+        "/api/%EF%BC%8E%EF%BC%8E/admin",
+        "/api\u{ff0f}..\u{ff0f}admin",
         // Outside the prefix to begin with: the host refuses whatever path it names.
         "/other/../api/x",
     ] {

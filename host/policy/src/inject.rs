@@ -6,8 +6,9 @@
 //!
 //! The prefix is matched on the path as a server routes it ([`RequestPath`]), and a
 //! request to a host with a binding whose path a server could route elsewhere than it
-//! reads (`/v1/../admin`, `/v1/%2e%2e/admin`, `/v1%2fadmin`) is refused outright: the
-//! host cannot know how the destination normalises, so it sends no such path there.
+//! reads (`/v1/../admin`, `/v1/%2e%2e/admin`, `/v1%2fadmin`, IIS's `/v1/%u002e%u002e`,
+//! fullwidth `/v1/．．/admin` that NFKC makes `..`) is refused outright: the host cannot
+//! know how the destination normalises, so it sends no such path there.
 
 use crate::network::{Destination, HostPattern, Port, Scheme};
 use serde::Serialize;
@@ -181,6 +182,16 @@ pub enum PathRefusal {
     /// Percent-encoding of percent-encoding nested deeper than the host looks.
     #[error("it is percent-encoded more than {MAX_DECODE_LEVELS} times over")]
     TooDeep,
+    /// IIS's `%uXXXX` escape (`%u002e%u002e` is `..` to it).
+    #[error("it holds a %u escape (%uXXXX, which IIS decodes)")]
+    UnicodeEscape,
+    /// A character that Unicode compatibility normalisation (NFKC, which some servers
+    /// and frameworks apply) turns into ASCII punctuation or a blank: fullwidth `．`
+    /// and `／`, `‥`, `℅`, an ideographic space.
+    #[error(
+        "it holds a character that Unicode normalisation (NFKC) turns into punctuation or a blank (such as a fullwidth '．' or '／')"
+    )]
+    Compatibility,
 }
 
 impl<'a> RequestPath<'a> {
@@ -236,8 +247,16 @@ fn check_level(bytes: &[u8]) -> Result<(), PathRefusal> {
     if bytes.iter().any(u8::is_ascii_control) {
         return Err(PathRefusal::Control);
     }
-    if std::str::from_utf8(bytes).is_err() {
+    if bytes.windows(6).any(|w| {
+        w[0] == b'%' && matches!(w[1], b'u' | b'U') && w[2..].iter().all(u8::is_ascii_hexdigit)
+    }) {
+        return Err(PathRefusal::UnicodeEscape);
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(PathRefusal::NotUtf8);
+    };
+    if !text.is_ascii() && text.chars().any(normalises_to_punctuation) {
+        return Err(PathRefusal::Compatibility);
     }
     let dot = bytes.split(|b| *b == b'/').any(|segment| {
         // `..;x` is `..` to servers that strip path parameters (Tomcat), `.. ` to
@@ -249,6 +268,23 @@ fn check_level(bytes: &[u8]) -> Result<(), PathRefusal> {
         return Err(PathRefusal::DotSegment);
     }
     Ok(())
+}
+
+/// Whether `c` is a non-ASCII character whose compatibility decomposition (what NFKC
+/// is made of: composition never yields ASCII) holds ASCII that is not a letter or a
+/// digit. Letters and digits are left alone (`ｖ１` is `v1`: a server that normalises
+/// routes it elsewhere than the host reads it, but only outside a prefix the host
+/// would have matched, so no secret goes with it); punctuation and blanks could make
+/// a dot segment, a separator, an escape or a `;` parameter.
+fn normalises_to_punctuation(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    let mut found = false;
+    unicode_normalization::char::decompose_compatible(c, |d| {
+        found |= d.is_ascii() && !d.is_ascii_alphanumeric();
+    });
+    found
 }
 
 #[cfg(test)]
@@ -350,6 +386,23 @@ mod tests {
             ("/v1/%c0%ae%c0%ae/admin", NotUtf8),
             ("/v1/%c0%af", NotUtf8),
             ("/v1/%2525252525252e", TooDeep),
+            // IIS's %u escapes, any case, also encoded once more.
+            ("/v1/%u002e%u002e/admin", UnicodeEscape),
+            ("/v1%U002Fadmin", UnicodeEscape),
+            ("/v1/%25u002e%25u002e/admin", UnicodeEscape),
+            // What NFKC makes `.`, `..`, `/`, `\`, `%`, `;` or a blank: raw (the http
+            // crate takes UTF-8 in a path) or percent-encoded.
+            ("/v1/\u{ff0e}\u{ff0e}/admin", Compatibility),
+            ("/v1/%EF%BC%8E%EF%BC%8E/admin", Compatibility),
+            ("/v1\u{ff0f}..\u{ff0f}admin", Compatibility),
+            ("/v1/%ef%bc%8f", Compatibility),
+            ("/v1/\u{2025}/admin", Compatibility),
+            ("/v1/\u{2024}\u{2024}/admin", Compatibility),
+            ("/v1/\u{ff3c}admin", Compatibility),
+            ("/v1/\u{ff05}2e\u{ff05}2e", Compatibility),
+            ("/v1/..\u{ff1b}x/admin", Compatibility),
+            ("/v1/..\u{3000}/admin", Compatibility),
+            ("/v1/%25EF%25BC%258E%25EF%25BC%258E/admin", Compatibility),
         ] {
             assert_eq!(RequestPath::parse(raw), Err(why), "{raw}");
         }
@@ -360,6 +413,9 @@ mod tests {
             ("/v1/100%25", "/v1/100%"),
             ("/v1/%zz", "/v1/%zz"),
             ("/v1/%C3%A9t%C3%A9", "/v1/été"),
+            ("/v1/été/München", "/v1/été/München"),
+            ("/v1/\u{ff56}\u{ff11}", "/v1/\u{ff56}\u{ff11}"),
+            ("/v1/%users", "/v1/%users"),
             ("/v1//x", "/v1//x"),
         ] {
             let parsed = RequestPath::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
