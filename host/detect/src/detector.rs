@@ -1,6 +1,6 @@
 //! The compiled detector and its result.
 
-use super::host_paths::HostPaths;
+use super::host_paths::{HostPaths, PathView};
 use super::limits::MAX_INPUT_BYTES;
 use super::normalize::{Finding, normalize};
 use super::protection::SelfProtection;
@@ -34,6 +34,9 @@ use serde::{Deserialize, Serialize};
 ///   turns it off for backends whose commands do not see the host's home.
 /// - `home`: none — the home directory `~` and `$HOME` stand for in commands (not read
 ///   from a policy file: the terminal gives the one its commands get).
+/// - `view`: none — where path words are also resolved on the file system, symlinks
+///   followed (not read from a policy file: the terminal gives one for backends whose
+///   view is the host's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DetectorConfig {
@@ -54,6 +57,9 @@ pub struct DetectorConfig {
     /// The home directory of the commands judged (absolute).
     #[serde(skip)]
     pub home: Option<String>,
+    /// Where the host-path rules also read words on the file system.
+    #[serde(skip)]
+    pub view: PathView,
 }
 
 impl Default for DetectorConfig {
@@ -68,6 +74,7 @@ impl Default for DetectorConfig {
             host_programs: Vec::new(),
             credential_reads: true,
             home: None,
+            view: PathView::default(),
         }
     }
 }
@@ -164,13 +171,14 @@ impl Detector {
                     .map(|n| n.to_ascii_lowercase()),
             )
             .collect();
-        let host = HostPaths::new(
+        let mut host = HostPaths::new(
             &config.host_state,
             &config.host_programs,
             config.home.as_deref(),
             config.credential_reads,
             &self_names,
         );
+        host.view = config.view.clone();
         Self {
             protection: SelfProtection {
                 self_names,

@@ -205,8 +205,10 @@ impl Analyzer<'_> {
             self.hit(RuleId::HostState, inv.rendered);
         }
         // A relative word is the working directory's: it can only name a protected path
-        // when that directory is related to one (this runs for every word).
+        // when that directory is related to one (this runs for every word) — by its
+        // text; with a view of the file system, any word may be a symlink.
         let cwd_related = self.cwd_related();
+        let viewed = host.view.0.is_some();
         // What the command does with a directory holding protected paths: read once,
         // when one is named.
         let mut role: Option<Role> = None;
@@ -223,7 +225,7 @@ impl Analyzer<'_> {
                     _ => {}
                 }
             }
-            if text.is_empty() || !(pathy || cwd_related || field.dynamic) {
+            if text.is_empty() || !(pathy || cwd_related || field.dynamic || viewed) {
                 continue;
             }
             // A path inside other text (`open('/etc/x')`, `-f/etc/x`, `@/etc/x`).
@@ -246,6 +248,13 @@ impl Analyzer<'_> {
                 }
             }
             for candidate in candidates(text, eq, colon) {
+                // Where the file system takes the word (a symlink on the way): judged as
+                // the path the kernel would open, besides its text.
+                if let Some(real) = self.real_path(candidate)
+                    && let Some(pattern) = host.pattern(&real, field.glob, field.dynamic)
+                {
+                    self.judge_host_path(&pattern, i, name, args, &mut role, inv.rendered);
+                }
                 if !(cwd_related || field.dynamic || starts_like_a_path(candidate)) {
                     continue;
                 }
@@ -261,35 +270,11 @@ impl Analyzer<'_> {
                 let Some(pattern) = host.pattern(&resolved, field.glob, field.dynamic) else {
                     continue;
                 };
-                match host.state_relation(&pattern) {
-                    Some(Relation::Equal | Relation::Inside(_)) => {
-                        self.hit(RuleId::HostState, inv.rendered);
-                    }
-                    Some(Relation::Holds { direct }) => {
-                        let role = role.get_or_insert_with(|| Role::of(name, args));
-                        if !role.lists
-                            && !role.passes_on(i)
-                            && !self.lands_safely(role.copies.as_ref(), i, direct, args)
-                        {
-                            self.hit(RuleId::HostState, inv.rendered);
-                        }
-                    }
-                    None => {}
-                }
-                if !host.credentials || i == 0 || KEY_USERS.contains(&name) {
-                    continue;
-                }
-                let Some(names_one) = host.credential_relation(&pattern) else {
-                    continue;
-                };
-                let role = role.get_or_insert_with(|| Role::of(name, args));
-                if !role.lists
-                    && !role.passes_on(i)
-                    && (names_one || !self.lands_safely(role.copies.as_ref(), i, false, args))
-                {
-                    self.hit(RuleId::CredentialRead, inv.rendered);
-                }
+                self.judge_host_path(&pattern, i, name, args, &mut role, inv.rendered);
             }
+        }
+        if name == "ln" && is_symbolic(args) {
+            self.check_link_targets(args, &mut role, inv.rendered);
         }
         // A copy into a directory lands as DIR/NAME: onto the program too
         // (`cp ./hermetic /usr/local/bin/`), whose directory is not protected itself.
@@ -301,6 +286,121 @@ impl Analyzer<'_> {
                     .any(|&s| self.lands_on_a_program(&args[*dest], &args[s]))
             {
                 self.hit(RuleId::HostState, inv.rendered);
+            }
+        }
+    }
+
+    /// The host-path rules for argv word `i` of `name`, read as `pattern`:
+    /// `self.host_state` for naming the host's state or program, or a directory holding
+    /// its state that the command does more than list; `fs.credential_read` likewise.
+    fn judge_host_path(
+        &mut self,
+        pattern: &[super::host_paths::Part<'_>],
+        i: usize,
+        name: &str,
+        args: &[Field],
+        role: &mut Option<Role>,
+        rendered: &str,
+    ) {
+        let own = self.own;
+        let host = &own.host;
+        match host.state_relation(pattern) {
+            Some(Relation::Equal | Relation::Inside(_)) => {
+                self.hit(RuleId::HostState, rendered);
+            }
+            Some(Relation::Holds { direct }) => {
+                let role = role.get_or_insert_with(|| Role::of(name, args));
+                if !role.lists
+                    && !role.passes_on(i)
+                    && !self.lands_safely(role.copies.as_ref(), i, direct, args)
+                {
+                    self.hit(RuleId::HostState, rendered);
+                }
+            }
+            None => {}
+        }
+        if !host.credentials || i == 0 || KEY_USERS.contains(&name) {
+            return;
+        }
+        let Some(names_one) = host.credential_relation(pattern) else {
+            return;
+        };
+        let role = role.get_or_insert_with(|| Role::of(name, args));
+        if !role.lists
+            && !role.passes_on(i)
+            && (names_one || !self.lands_safely(role.copies.as_ref(), i, false, args))
+        {
+            self.hit(RuleId::CredentialRead, rendered);
+        }
+    }
+
+    /// `word` as the file system of the terminal's view resolves it (symlinks
+    /// followed), when that differs from its text; `None` without a view, for a word
+    /// only known at run time, or a relative one from an unknown directory.
+    fn real_path(&self, word: &str) -> Option<String> {
+        let host = &self.own.host;
+        let view = host.view.0.as_ref()?;
+        if word.is_empty() || word.contains(['$', '`']) {
+            return None;
+        }
+        let absolute = if word.starts_with('/') {
+            word.to_owned()
+        } else if word == "~" || word.starts_with("~/") {
+            let home = host.home.as_ref()?;
+            format!("/{}{}", home[1..].join("/"), &word[1..])
+        } else if word.starts_with('~') {
+            return None;
+        } else {
+            let cwd = self.cwd();
+            if !cwd.starts_with('/') {
+                return None;
+            }
+            format!("{cwd}/{word}")
+        };
+        view.real(&absolute)
+    }
+
+    /// `ln -s TARGET… LINK`: a relative target is read from the link's directory, not
+    /// from the working directory (`ln -s ../../.config d/c` links to the working
+    /// directory's grandparent's `.config`); a link to the host's state, to a directory
+    /// holding it, or to a place only known at run time (`/proc/self/cwd/..`) is a way
+    /// to name it later under another name.
+    fn check_link_targets(&mut self, args: &[Field], role: &mut Option<Role>, rendered: &str) {
+        let role = role.get_or_insert_with(|| Role::of("ln", args));
+        let Some((dest, sources)) = role.copies.clone() else {
+            return;
+        };
+        let host = &self.own.host;
+        let link = &args[dest].text;
+        // The link is DEST itself, or DEST/NAME when DEST is a directory.
+        let link_dir = link.rsplit_once('/').map_or(".", |(d, _)| d);
+        let bases = [
+            if link_dir.is_empty() { "/" } else { link_dir },
+            link.as_str(),
+        ];
+        for &s in &sources {
+            let target = &args[s];
+            let text = canonical(&target.text);
+            if to_unknown_place(&text) {
+                self.hit(RuleId::HostState, rendered);
+                continue;
+            }
+            if text.starts_with(['/', '~', '$']) {
+                continue; // read as it is by the main check
+            }
+            for base in bases {
+                let resolved = self.resolve(&format!("{base}/{}", target.text));
+                let glob = target.glob || args[dest].glob;
+                let dynamic = target.dynamic || args[dest].dynamic;
+                let Some(pattern) = host.pattern(&resolved, glob, dynamic) else {
+                    continue;
+                };
+                if host.state_relation(&pattern).is_some() {
+                    self.hit(RuleId::HostState, rendered);
+                }
+                if host.credentials && host.credential_relation(&pattern).is_some() {
+                    self.hit(RuleId::CredentialRead, rendered);
+                }
             }
         }
     }
@@ -375,7 +475,8 @@ impl Analyzer<'_> {
     }
 
     /// The host-path rules for a redirection's target: naming the host's state is
-    /// hardline, a credential dangerous.
+    /// hardline, a credential dangerous (by its text, and where the file system of the
+    /// terminal's view takes it).
     pub(crate) fn check_host_redirect(&mut self, target: &Field, rendered: &str) {
         let own = self.own;
         let host = &own.host;
@@ -383,17 +484,46 @@ impl Analyzer<'_> {
             return;
         }
         let resolved = self.resolve(&target.text);
-        let Some(pattern) = host.pattern(&resolved, target.glob, target.dynamic) else {
-            return;
-        };
-        if matches!(
-            host.state_relation(&pattern),
-            Some(Relation::Equal | Relation::Inside(_))
-        ) {
-            self.hit(RuleId::HostState, rendered);
-        }
-        if host.credentials && host.credential_relation(&pattern) == Some(true) {
-            self.hit(RuleId::CredentialRead, rendered);
+        let real = self.real_path(&target.text);
+        for path in std::iter::once(resolved).chain(real) {
+            let Some(pattern) = host.pattern(&path, target.glob, target.dynamic) else {
+                continue;
+            };
+            if matches!(
+                host.state_relation(&pattern),
+                Some(Relation::Equal | Relation::Inside(_))
+            ) {
+                self.hit(RuleId::HostState, rendered);
+            }
+            if host.credentials && host.credential_relation(&pattern) == Some(true) {
+                self.hit(RuleId::CredentialRead, rendered);
+            }
         }
     }
+}
+
+/// True when `ln`'s `args` make symbolic links (`-s`, `--symbolic`, a cluster with `s`).
+fn is_symbolic(args: &[Field]) -> bool {
+    args.iter()
+        .map(|a| a.text.as_str())
+        .take_while(|t| *t != "--")
+        .any(|t| {
+            t == "--symbolic"
+                || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains('s'))
+        })
+}
+
+/// True when `path` (canonical) goes through a link the kernel resolves per process to
+/// a directory no text names: `/proc/PID/cwd` or `/proc/PID/root` followed by `..`,
+/// `/proc/PID/cwd` itself, or any magic link with more after it (`/dev/fd/3/..`).
+/// `/dev/stdout` alone (a log file linked to the output) is not such a place.
+fn to_unknown_place(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    (1..=parts.len()).any(|n| {
+        super::paths::is_magic_link(&parts[..n])
+            && (n < parts.len() || parts[n - 1] == "cwd" && parts.first() == Some(&"proc"))
+    })
 }

@@ -120,6 +120,54 @@ impl Part<'_> {
     }
 }
 
+/// How paths resolve where the commands judged run, for a backend whose view is the
+/// host's own file system (`local`; `bwrap` inside its workspace): what the text of a
+/// word cannot tell — a symlink planted by an earlier command or an extracted archive —
+/// the file system can, at judge time. The detector does no I/O itself; the terminal
+/// gives it this.
+pub trait RealPaths: Send + Sync + std::fmt::Debug {
+    /// `path` (absolute, as written: `..` not yet removed, since the kernel reads it
+    /// after the symlinks before it) with the symlinks of its longest existing prefix
+    /// resolved as the kernel would, the rest appended; a component only known at run
+    /// time (a link into `/proc/PID/…` or `/dev/fd/…`) written as `$LINK`. `None` when
+    /// the file system does not change what the text says (nothing on the way is a
+    /// symlink), or when `path` is outside what this view resolves.
+    fn real(&self, path: &str) -> Option<String>;
+}
+
+/// The [`RealPaths`] a detector consults, if any (none by default: words are judged by
+/// their text alone). Two views are equal when they are the same object.
+#[derive(Clone, Default)]
+pub struct PathView(pub Option<std::sync::Arc<dyn RealPaths>>);
+
+impl PathView {
+    /// A view through `real`.
+    pub fn new(real: std::sync::Arc<dyn RealPaths>) -> Self {
+        Self(Some(real))
+    }
+}
+
+impl std::fmt::Debug for PathView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(real) => write!(f, "PathView({real:?})"),
+            None => f.write_str("PathView(text only)"),
+        }
+    }
+}
+
+impl PartialEq for PathView {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for PathView {}
+
 /// The host's own paths, compiled from the detector's configuration.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HostPaths {
@@ -145,6 +193,8 @@ pub(crate) struct HostPaths {
     pub(crate) home: Option<Vec<String>>,
     /// Reading the host user's credentials is dangerous.
     pub(crate) credentials: bool,
+    /// Where words are also resolved on the file system.
+    pub(crate) view: PathView,
 }
 
 /// `text` (canonical) as components, `/` first when absolute.
@@ -519,8 +569,8 @@ fn plain_glob(piece: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `/proc/PID/root/…` is `/…`; `/proc/PID/cwd/…`, `/proc/PID/fd/N/…` and
-/// `/dev/fd/N/…` are somewhere only known at run time.
+/// `/proc/PID/root/…` is `/…`; `/proc/PID/cwd/…`, `/proc/PID/fd/N/…`,
+/// `/dev/fd/N/…` and `/dev/stdin/…` are somewhere only known at run time.
 fn magic_proc(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
     let is = |p: Option<&Part<'_>>, s: &str| matches!(p, Some(Part::Lit(t)) if t == s);
     if is(parts.first(), "/") && is(parts.get(1), "proc") {
@@ -539,6 +589,16 @@ fn magic_proc(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
         }
     } else if is(parts.first(), "/") && is(parts.get(1), "dev") && is(parts.get(2), "fd") {
         let rest = parts.split_off(4.min(parts.len()));
+        parts = std::iter::once(Part::Unknown).chain(rest).collect();
+    } else if is(parts.first(), "/")
+        && is(parts.get(1), "dev")
+        && ["stdin", "stdout", "stderr"]
+            .iter()
+            .any(|s| is(parts.get(2), s))
+        && parts.len() > 3
+    {
+        // `/dev/stdin` is `/proc/self/fd/0`: with more after it, a directory.
+        let rest = parts.split_off(3);
         parts = std::iter::once(Part::Unknown).chain(rest).collect();
     }
     parts

@@ -60,6 +60,7 @@ mod windows;
 mod wrappers;
 
 pub use detector::{Detection, Detector, DetectorConfig, Hit};
+pub use host_paths::{PathView, RealPaths};
 pub use input::{Frame, Judged};
 pub use reader::{CodeLang, Reader};
 pub use rules::{RULES, Rule, RuleId, Tier};

@@ -55,22 +55,32 @@ fn rewrite(text: &str) -> String {
     }
     let absolute = s.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
+    // Components `..` may not remove: a magic link (`/proc/self/cwd`, `/dev/fd/3`) and
+    // what climbs above it, which are only known at run time.
+    let mut floor = 0;
     for part in s.split('/') {
         match part {
             "" | "." => {}
             ".." => {
                 // `~` and `$DIR` are not one plain component: `~/..` is the parent of
                 // home, not the working directory.
-                if parts
-                    .last()
-                    .is_some_and(|p| *p != ".." && !p.starts_with(['~', '$']))
+                if parts.len() > floor
+                    && parts
+                        .last()
+                        .is_some_and(|p| *p != ".." && !p.starts_with(['~', '$']))
                 {
                     parts.pop();
-                } else if !absolute {
+                } else if !absolute || parts.len() <= floor && floor > 0 {
                     parts.push("..");
+                    floor = parts.len();
                 }
             }
-            p => parts.push(p),
+            p => {
+                parts.push(p);
+                if absolute && is_magic_link(&parts) {
+                    floor = parts.len();
+                }
+            }
         }
     }
     let joined = parts.join("/");
@@ -80,6 +90,20 @@ fn rewrite(text: &str) -> String {
         ".".to_owned()
     } else {
         joined
+    }
+}
+
+/// True when `parts` (the components of an absolute path, `/` left out) end at a link
+/// the kernel resolves per process, to a place no text names: `/proc/PID/cwd`,
+/// `/proc/PID/root`, `/proc/PID/fd/N` (also under `task/TID`), `/dev/fd/N` and
+/// `/dev/std{in,out,err}`. The kernel follows the link before it reads a `..` after
+/// it, so `/proc/self/cwd/..` is the working directory's parent, not `/proc/self`.
+pub(crate) fn is_magic_link(parts: &[&str]) -> bool {
+    match parts {
+        ["dev", "fd", _] | ["dev", "stdin" | "stdout" | "stderr"] => true,
+        ["proc", _, "cwd" | "root"] | ["proc", _, "fd", _] => true,
+        ["proc", _, "task", _, "cwd" | "root"] | ["proc", _, "task", _, "fd", _] => true,
+        _ => false,
     }
 }
 
@@ -458,6 +482,29 @@ mod tests {
         assert_eq!(canonical("${PWD}/a"), "a");
         assert_eq!(canonical("$PWDX/a"), "$PWDX/a");
         assert_eq!(canonical("C:\\Users\\x\\.ssh\\k"), "C:/Users/x/.ssh/k");
+    }
+
+    /// Review r3, finding 3: `..` after a magic link is the kernel's, above whatever
+    /// the link resolves to; removing it with the link's own name made
+    /// `/proc/self/cwd/../.config` read as `/proc/self/.config`.
+    #[test]
+    fn a_dot_dot_after_a_magic_link_is_kept() {
+        for (text, kept) in [
+            ("/proc/self/cwd/../.config/x", "/proc/self/cwd/../.config/x"),
+            ("/proc/self/cwd/a/../../b", "/proc/self/cwd/../b"),
+            ("/proc/self/cwd/../../b", "/proc/self/cwd/../../b"),
+            ("/proc/1/root/../etc", "/proc/1/root/../etc"),
+            ("/proc/self/task/7/cwd/../x", "/proc/self/task/7/cwd/../x"),
+            ("/proc/self/fd/3/../x", "/proc/self/fd/3/../x"),
+            ("/dev/fd/3/../x", "/dev/fd/3/../x"),
+            ("/dev/stdin/../x", "/dev/stdin/../x"),
+            // Not magic: resolved as before.
+            ("/proc/self/status/../x", "/proc/self/x"),
+            ("/proc/../etc", "/etc"),
+            ("/dev/../etc", "/etc"),
+        ] {
+            assert_eq!(canonical(text), kept, "{text}");
+        }
     }
 
     #[test]

@@ -238,3 +238,57 @@ fn the_host_user_s_credentials_need_approval_to_read() {
     });
     assert_eq!(isolated.detect("cat ~/.ssh/id_rsa").tier, Tier::Safe);
 }
+
+/// The verdict for `command` run from `cwd`.
+fn judge_in(d: &Detector, cwd: &str, command: &str) -> (Tier, Vec<RuleId>) {
+    let judged = d.judge(command, &Frame { fresh: &[], cwd });
+    (judged.detection.tier, judged.detection.rule_ids())
+}
+
+/// Review r3, finding 3, the reproductions by their text (workspace `~/proj`): `..`
+/// after `/proc/self/cwd` was removed with the link's name (`/proc/self/.config/…`),
+/// and a relative `ln -s` target was read from the working directory instead of the
+/// link's. Each fails without the fix (checked).
+#[test]
+fn magic_links_and_link_targets_do_not_hide_host_state() {
+    let d = detector();
+    let cwd = "/home/op/proj";
+    let blocked = [
+        "cd /proc/self/cwd/../.config/hermetic && echo x > approvals.json",
+        "cat /proc/self/cwd/../.config/hermetic/approvals.json",
+        "echo x > /proc/self/cwd/../.config/hermetic/approvals.json",
+        "cat /proc/thread-self/cwd/../.config/hermetic/policy.toml",
+        "cat /proc/self/task/1/cwd/../.config/hermetic/policy.toml",
+        "cat /proc/1/root/../home/op/.config/hermetic/policy.toml",
+        "cat /dev/fd/3/../.config/hermetic/approvals.json",
+        "cat /dev/stdin/../.config/hermetic/approvals.json",
+        "ln -s .config ../c && echo x > ../c/hermetic/approvals.json",
+        "mkdir d; ln -s ../../.config d/c",
+        "ln -s ../../.config/hermetic -t d",
+        "ln -sf ../../.config/hermetic/approvals.json d/a.json",
+        "ln -s /proc/self/cwd/.. up",
+        "ln -s /proc/self/cwd up",
+        "ln --symbolic /dev/fd/3/.. up",
+    ];
+    let mut failures = Vec::new();
+    for command in blocked {
+        let (tier, rules) = judge_in(&d, cwd, command);
+        if tier != Tier::Hardline || !rules.contains(&RuleId::HostState) {
+            failures.push(format!("{command:?}: {tier:?} {rules:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "not blocked:\n{}", failures.join("\n"));
+    let fine = [
+        "ln -sf /dev/stdout access.log",
+        "ln -s build/out latest",
+        "ln -s ../lib vendor/lib",
+        "ln -s /usr/bin/python3 py",
+        "cat /proc/self/status",
+        "ls /proc/self/cwd",
+        "cat /dev/fd/0",
+    ];
+    for command in fine {
+        let (_, rules) = judge_in(&d, cwd, command);
+        assert!(!rules.contains(&RuleId::HostState), "{command}: {rules:?}");
+    }
+}
