@@ -37,9 +37,12 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const OLD_USAGE: TableDefinition<&str, (u64, u64)> = TableDefinition::new("usage");
 /// The layout written here: use per store ([`STORES`]) and per tenant ([`SESSIONS`]).
 const LAYOUT: u64 = 2;
-/// Session stores deleted per transaction of a sweep (a sweep never holds the single
-/// writer for long).
+/// Session stores deleted per transaction of a sweep, at most (a sweep never holds the
+/// single writer for long).
 const SWEEP_BATCH: usize = 256;
+/// Entries deleted per transaction of a sweep, at most (unless one store holds more):
+/// 256 stores could hold millions.
+const SWEEP_ENTRIES: u64 = 10_000;
 
 /// A store's use, as [`STORES`] keeps it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -441,36 +444,64 @@ impl Embedded {
     /// # Errors
     /// [`KeyValueError::Backend`].
     pub(crate) fn sweep_at(&self, now: u64) -> Result<usize, KeyValueError> {
+        self.sweep_in_steps(now).map(|(deleted, _)| deleted)
+    }
+
+    /// [`Embedded::sweep_at`], and the entries each of its write transactions deleted.
+    /// A transaction holds redb's one writer, and every call's write waits for it
+    /// where no deadline reaches: each deletes at most [`SWEEP_BATCH`] stores and
+    /// [`SWEEP_ENTRIES`] entries (a store is never split: one holds at most its quota).
+    fn sweep_in_steps(&self, now: u64) -> Result<(usize, Vec<u64>), KeyValueError> {
         let expiry = self.settings.expiry_millis();
         let expired = |row: &Row| row.session && row.written_ms.saturating_add(expiry) < now;
-        let candidates: Vec<StoreId> = {
+        let candidates: Vec<(StoreId, u64)> = {
             let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
             let stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
             let mut out = Vec::new();
             for entry in stores.iter().map_err(|e| self.fail(e))? {
                 let (k, v) = entry.map_err(|e| self.fail(e))?;
-                if expired(&Row::of(v.value())) {
+                let row = Row::of(v.value());
+                if expired(&row) {
                     let (tenant, session, tool) = k.value();
-                    out.push(StoreId::session(tool, tenant, session));
+                    out.push((StoreId::session(tool, tenant, session), row.keys));
                 }
             }
             out
         };
         let mut deleted = 0;
-        for batch in candidates.chunks(SWEEP_BATCH) {
+        let mut steps = Vec::new();
+        let mut rest = candidates.as_slice();
+        while !rest.is_empty() {
+            // The first store always fits; then as many as stay within both limits.
+            let mut take = 0;
+            let mut entries: u64 = 0;
+            for (_, keys) in rest.iter().take(SWEEP_BATCH) {
+                if take > 0 && entries.saturating_add(*keys) > SWEEP_ENTRIES {
+                    break;
+                }
+                entries = entries.saturating_add(*keys);
+                take += 1;
+            }
+            let (batch, later) = rest.split_at(take);
+            rest = later;
             let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
-            for id in batch {
+            let mut step = 0;
+            for (id, _) in batch {
                 let still = {
                     let stores = txn.open_table(STORES).map_err(|e| self.fail(e))?;
-                    self.row(&stores, id)?.is_some_and(|r| expired(&r))
+                    self.row(&stores, id)?.filter(|r| expired(r))
                 };
-                if still && self.drop_store(&txn, id)? {
+                if let Some(row) = still
+                    && self.drop_store(&txn, id)?
+                {
                     deleted += 1;
+                    step += row.keys;
                 }
             }
             txn.commit().map_err(|e| self.fail(e))?;
+            steps.push(step);
         }
-        Ok(deleted)
+        Ok((deleted, steps))
     }
 
     /// [`Embedded::sweep_at`] now.
@@ -1037,6 +1068,30 @@ mod tests {
         assert_eq!(left[0].id, StoreId::tenant("memory", "acme"));
         // Its use left with it: the ceiling counts from zero again.
         assert_eq!(kv.sweep_at(now + 1_000_000).unwrap(), 0);
+    }
+
+    /// A sweep deletes at most `SWEEP_ENTRIES` entries per write transaction (it
+    /// deleted 256 stores per transaction, whatever they held, while every call's
+    /// write waited for redb's one writer).
+    #[test]
+    fn a_sweep_holds_the_writer_for_a_bounded_number_of_entries() {
+        let settings = KeyValueSettings {
+            sessions_max_keys: 1 << 20,
+            ..KeyValueSettings::default()
+        };
+        let kv = Embedded::in_memory_with(settings).unwrap();
+        let q = quota(100_000, 100, 1 << 30);
+        for s in ["s1", "s2", "s3"] {
+            let n = ns(&StoreId::session("todo", "acme", s), "");
+            for i in 0..4000 {
+                kv.set(&n, &format!("k{i}"), b"x", &q).unwrap();
+            }
+        }
+        let far = now_ms() + 365 * 86_400_000;
+        let (deleted, steps) = kv.sweep_in_steps(far).unwrap();
+        assert_eq!(deleted, 3);
+        assert_eq!(steps, [8000, 4000]);
+        assert!(kv.stores(&StoreFilter::default()).unwrap().is_empty());
     }
 
     #[test]
