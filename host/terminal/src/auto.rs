@@ -1,10 +1,15 @@
 //! The backend a terminal gets when its policy names none (`backend = "auto"`):
-//! `bwrap` when bubblewrap is installed and runs a trivial command here, else `local`,
-//! with a warning naming what its commands reach. Checked once per process.
+//! `bwrap` when bubblewrap runs a trivial command here the way the backend runs every
+//! command (the `[terminal.bwrap]` program and view, through the seccomp launcher),
+//! else `local`, with a warning naming what its commands reach. Checked once per
+//! process for each bwrap configuration.
 
+use crate::backends::bwrap::{BwrapConfig, probe_command};
 use crate::config::{AUTO_BACKEND, TerminalConfig};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Longest the probe may take: a `bwrap … true` that has not exited by then (a hung
@@ -14,32 +19,32 @@ const PROBE_LIMIT: Duration = Duration::from_secs(10);
 /// What `local` commands reach, said when `auto` falls back to it.
 pub const LOCAL_REACH: &str = "terminal commands run WITHOUT a sandbox (backend local): as this user, they can read and change the whole home directory (~/.ssh, cloud credentials, other projects), every file this user can, the network and local sockets; only the approval gate stands in the way. Install bubblewrap (apt-get install bubblewrap) or set [terminal] backend";
 
-/// Whether bubblewrap works here, and if not why, decided once per process.
-fn bwrap_works() -> &'static Result<(), String> {
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    PROBE.get_or_init(probe)
+/// The `[terminal.bwrap]` options of `config` (the defaults when it has none, or
+/// when they do not read: the backend's own reading then says what is wrong).
+fn bwrap_options(config: &TerminalConfig) -> BwrapConfig {
+    config
+        .options
+        .get("bwrap")
+        .and_then(|table| table.clone().try_into().ok())
+        .unwrap_or_default()
 }
 
-/// Runs bubblewrap with the namespaces and mounts the `bwrap` backend uses, on `true`.
-fn probe() -> Result<(), String> {
-    let mut child = Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--unshare-all",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "true",
-        ])
+/// Whether bubblewrap with `options` works here, and if not why, decided once per
+/// process for each set of options (a tenant's table may name another program).
+fn bwrap_works(options: &BwrapConfig) -> Result<(), String> {
+    type Probes = Mutex<HashMap<String, Arc<OnceLock<Result<(), String>>>>>;
+    static PROBES: LazyLock<Probes> = LazyLock::new(Probes::default);
+    let key = format!("{options:?}");
+    let once = Arc::clone(PROBES.lock().entry(key).or_default());
+    once.get_or_init(|| probe(options)).clone()
+}
+
+/// Runs `true` in bubblewrap as the backend runs a command (see [`probe_command`]),
+/// from an empty directory of its own.
+fn probe(options: &BwrapConfig) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("no directory to probe bwrap in ({e})"))?;
+    let mut child = probe_command(options, dir.path())
+        .map_err(|e| e.to_string())?
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -69,12 +74,69 @@ pub(crate) fn resolve(config: &mut TerminalConfig) {
     if config.backend != AUTO_BACKEND {
         return;
     }
-    match bwrap_works() {
+    match bwrap_works(&bwrap_options(config)) {
         Ok(()) => "bwrap".clone_into(&mut config.backend),
         Err(why) => {
             static WARNED: OnceLock<()> = OnceLock::new();
             WARNED.get_or_init(|| tracing::warn!("{why}: {LOCAL_REACH}"));
             "local".clone_into(&mut config.backend);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn auto_with(program: &std::path::Path) -> TerminalConfig {
+        let mut table = toml::Table::new();
+        table.insert(
+            "program".into(),
+            toml::Value::String(program.display().to_string()),
+        );
+        let mut config = TerminalConfig {
+            backend: AUTO_BACKEND.to_owned(),
+            ..TerminalConfig::default()
+        };
+        config
+            .options
+            .insert("bwrap".into(), toml::Value::Table(table));
+        config
+    }
+
+    /// Review r3, finding 12: the probe ran `bwrap` from PATH without the seccomp
+    /// program, while the backend runs `[terminal.bwrap] program` through the
+    /// launcher: a program that cannot run commands (missing, or refusing the seccomp
+    /// filter) was chosen, and every command then failed. Now such a program gets
+    /// `local`; the real bubblewrap (installed by .ci/run) still gets `bwrap`.
+    #[test]
+    fn auto_probes_the_program_and_the_filter_the_backend_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-bwrap");
+        let mut config = auto_with(&missing);
+        resolve(&mut config);
+        assert_eq!(config.backend, "local");
+
+        // A bubblewrap that runs commands, but not with a seccomp program.
+        let no_seccomp = dir.path().join("bwrap-without-seccomp");
+        std::fs::write(
+            &no_seccomp,
+            "#!/bin/sh\ncase \" $* \" in *' --seccomp '*) exit 1;; esac\nexec bwrap \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&no_seccomp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut config = auto_with(&no_seccomp);
+        resolve(&mut config);
+        assert_eq!(config.backend, "local");
+
+        let real = std::path::PathBuf::from("/usr/bin/bwrap");
+        assert!(
+            real.exists(),
+            "bubblewrap is not installed (.ci/run installs it)"
+        );
+        let mut config = auto_with(&real);
+        resolve(&mut config);
+        assert_eq!(config.backend, "bwrap");
     }
 }

@@ -322,6 +322,33 @@ fn view(
     args
 }
 
+/// The command `backend = "auto"` probes bubblewrap with: as [`BwrapBackend`] runs a
+/// command — `config`'s program, through [`LAUNCHER`] with the seccomp program on its
+/// descriptor, the same view (`dir`, where the child must start, as the writable
+/// directory) — on `true`. A machine where bwrap runs but its seccomp filter or a mount
+/// of the view does not gets `local`, with the warning, instead of a `bwrap` backend
+/// whose every command fails.
+///
+/// # Errors
+/// [`BackendError::Setup`] when the seccomp program cannot be built here.
+pub(crate) fn probe_command(config: &BwrapConfig, dir: &Path) -> Result<Command, BackendError> {
+    let program = config
+        .program
+        .as_ref()
+        .map_or_else(|| "bwrap".to_owned(), |p| p.display().to_string());
+    let mut cmd = Command::new("bash");
+    cmd.args(["-p", "-c", LAUNCHER, "hermetic-bwrap"])
+        .arg(&*seccomp_format()?)
+        .arg(program)
+        .args(view(config, dir, &[], None))
+        .args(["--", "bash", "-c"])
+        .arg(format!("exec {SECCOMP_FD}<&-\ntrue"))
+        .env_clear()
+        .env("PATH", crate::COMMAND_PATH)
+        .current_dir(dir);
+    Ok(cmd)
+}
+
 impl TerminalBackend for BwrapBackend {
     fn name(&self) -> &'static str {
         "bwrap"
