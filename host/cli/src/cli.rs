@@ -655,9 +655,13 @@ fn build_host(
     }
     // Under require_signature, a component file (--tools-dir, reloads) must be signed
     // by a trusted key too: FILE.sig beside it.
-    if trust.require_signature || !trust.tenants_requiring.is_empty() {
-        options.file_check = Some(crate::community::file_check(&trust)?);
-    }
+    let signed = if trust.require_signature || !trust.tenants_requiring.is_empty() {
+        Some(crate::community::file_check(&trust)?)
+    } else {
+        None
+    };
+    // A name the policy gives a source is that tool's: no file takes it.
+    options.file_check = crate::community::reserve::file_check(&trust, signed);
     options.secrets = secrets;
     options
         .overrides
@@ -671,23 +675,6 @@ fn build_host(
     // may have moved one over them.
     for file in &state_files {
         registry.check_state_path(&file.what, &file.path)?;
-    }
-    if let (Some(dir), Some(policy_path)) = (&store, &global.policy) {
-        registry.check_state_path("the tool store", dir)?;
-        // A tool is signed or it is not: when any tenant requires signatures, every
-        // tool from a source must be signed (tools are shared by the tenants a server
-        // serves).
-        let require = trust.require_signature
-            || !trust.tenants_requiring.is_empty()
-            || trust.requires_signature(global.tenant());
-        problems.extend(crate::community::load_sources(
-            &registry,
-            policy_path,
-            &trust,
-            dir,
-            require,
-            global.strict || trust.strict,
-        )?);
     }
     // Hooks before any call can run: one that cannot load stops the host.
     for hook in &registry.policy().hooks {
@@ -711,6 +698,28 @@ fn build_host(
     }
     for dir in &global.tools_dirs {
         problems.extend(registry.add_dir(dir)?);
+    }
+    // After the bundled tools: one holding a name the policy gives a source is
+    // skipped, so the community tool (loaded or not) keeps its name and grants.
+    problems.extend(crate::community::reserve::release_source_names(
+        &registry, &trust,
+    ));
+    if let (Some(dir), Some(policy_path)) = (&store, &global.policy) {
+        registry.check_state_path("the tool store", dir)?;
+        // A tool is signed or it is not: when any tenant requires signatures, every
+        // tool from a source must be signed (tools are shared by the tenants a server
+        // serves).
+        let require = trust.require_signature
+            || !trust.tenants_requiring.is_empty()
+            || trust.requires_signature(global.tenant());
+        problems.extend(crate::community::load_sources(
+            &registry,
+            policy_path,
+            &trust,
+            dir,
+            require,
+            global.strict || trust.strict,
+        )?);
     }
     for problem in &problems {
         eprintln!("warning: skipped {}: {}", problem.source, problem.reason);

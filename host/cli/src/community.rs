@@ -3,6 +3,7 @@
 //! Loading is [`load`]; what a review grants, [`review`].
 
 mod load;
+pub mod reserve;
 mod review;
 mod update;
 

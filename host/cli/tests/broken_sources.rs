@@ -435,3 +435,63 @@ fn a_pull_killed_midway_leaves_nothing_past_the_next_pull_or_start() {
     assert!(rows.to_string().contains("clock"), "{rows}");
     assert!(temporary_files(&h.join("store")).is_empty());
 }
+
+#[test]
+fn a_name_the_policy_gives_a_source_is_never_handed_to_a_bundled_or_tools_dir_tool() {
+    let host = TempDir::new().unwrap();
+    let h = host.path();
+    let digest = format!("sha256:{}", "a".repeat(64));
+    // read_file is bundled; echo comes from a --tools-dir. The policy names both by
+    // source (never pulled) and grants them, as a policy for the community tools.
+    let policy_path = write_policy(
+        h,
+        false,
+        &[
+            (
+                "read_file",
+                &format!("oci://127.0.0.1:1/tools/read_file@{digest}"),
+            ),
+            ("echo", &format!("oci://127.0.0.1:1/tools/echo@{digest}")),
+        ],
+        "",
+    );
+    let policy = policy_path.to_str().unwrap();
+    let dir = h.join("tools");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(guest("echo"), dir.join("echo.wasm")).unwrap();
+    let args = ["--policy", policy, "--tools-dir", dir.to_str().unwrap()];
+    let listed = run(h, &[&args[..], &["tools", "--json"]].concat());
+    let rows: Vec<Value> = serde_json::from_str(&ok(&listed)).unwrap();
+    for name in ["read_file", "echo"] {
+        let named: Vec<&Value> = rows.iter().filter(|r| r["name"] == name).collect();
+        assert_eq!(named.len(), 1, "one row for {name}: {rows:?}");
+        assert_eq!(named[0]["available"], false, "{name}: {rows:?}");
+        assert!(
+            named[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("is not in the tool store"),
+            "{name}: {rows:?}"
+        );
+    }
+    let warned = said(&listed);
+    assert!(
+        warned.contains(
+            "warning: skipped bundled:read_file: the policy names the tool \"read_file\" by source"
+        ) && warned.contains("echo.wasm: refused: the policy names the tool \"echo\" by source"),
+        "{warned}"
+    );
+    // Neither runs under the grants written for the community tool.
+    refused(
+        &run(
+            h,
+            &[&args[..], &["call", "echo", r#"{"message":"hi"}"#]].concat(),
+        ),
+        "echo",
+    );
+    let call = run(
+        h,
+        &[&args[..], &["call", "read_file", r#"{"path":"x"}"#]].concat(),
+    );
+    assert!(!call.status.success(), "{}", said(&call));
+}

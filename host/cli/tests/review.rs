@@ -638,3 +638,52 @@ fn without_the_reviewed_versions_signed_statement_an_older_version_is_withheld_n
         lock
     );
 }
+
+#[test]
+fn one_tool_refused_at_pull_does_not_hold_back_the_others_updates() {
+    let registry = Registry::start(false);
+    let (publisher, host) = publisher_and_host();
+    let (p, h) = (publisher.path(), host.path());
+    let echo_tag = format!("oci://{}", registry.reference("tools/echo:stable"));
+    let clock_tag = format!("oci://{}", registry.reference("tools/clock:stable"));
+    let echo = std::fs::read(guest("echo")).unwrap();
+    let clock = std::fs::read(guest("clock")).unwrap();
+    let old_echo = publish(p, "e1", &echo, &echo_tag, "1.0.0");
+    let fixed = with_custom_section(&echo, "release-notes", b"1.1.0");
+    publish(p, "e2", &fixed, &echo_tag, "1.1.0");
+    publish(p, "c1", &clock, &clock_tag, "1.0.0");
+    let policy_path = write_policy(h, true, &[("echo", &echo_tag), ("clock", &clock_tag)], "");
+    let policy = policy_path.to_str().unwrap();
+    ok(&run(h, &["pull", "--policy", policy, "--insecure"]));
+    let before = std::fs::read_to_string(h.join("hermetic.lock")).unwrap();
+
+    // echo's tag goes back; clock's moves forward.
+    retag(&attacker(&registry), "tools/echo", "stable", &old_echo);
+    let clock2 = publish(
+        p,
+        "c2",
+        &with_custom_section(&clock, "release-notes", b"1.1.0"),
+        &clock_tag,
+        "1.1.0",
+    );
+    let out = run(h, &["pull", "--policy", policy, "--insecure"]);
+    let all = refused(&out, "not updated: tools.echo (each says why above)");
+    assert!(all.contains("is older than the locked"), "{all}");
+    let after = std::fs::read_to_string(h.join("hermetic.lock")).unwrap();
+    let entry = |lock: &str, name: &str| {
+        lock.split(&format!("[tools.{name}]"))
+            .nth(1)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("pinned = \""))
+            .unwrap()
+            .trim_end_matches('"')
+            .to_owned()
+    };
+    assert_eq!(
+        entry(&after, "echo"),
+        entry(&before, "echo"),
+        "echo as it was"
+    );
+    assert_eq!(entry(&after, "clock"), clock2, "clock updated");
+}

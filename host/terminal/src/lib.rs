@@ -358,8 +358,11 @@ impl TerminalHost {
             tenant_subdir: &|backend| self.tenant_subdir(tenant, backend),
         })?;
         let mut approval = config.approval.clone();
-        self.host_state
-            .apply(&mut approval.detector, &config.backend);
+        self.host_state.apply(
+            &mut approval.detector,
+            &config.backend,
+            place.as_ref().map(Place::path).as_deref(),
+        );
         let mut gate = ApprovalGate::new(&approval).map_err(|e| TerminalError::Approval {
             tenant: tenant.to_owned(),
             reason: e.to_string(),

@@ -210,9 +210,9 @@ pub fn skipped_tools(
         .into_iter()
         .map(|(name, source)| {
             let reason = match loader.load(name, source) {
-                // It loads now but did not register at start: another tool holds the
-                // name (see the start's warning).
-                Ok(_) => "not registered: another tool of another toolset holds the name (see the warning at start)".to_owned(),
+                // It loads now but was not registered at start (no other tool can
+                // hold its name: see `reserve`): the store or the lock changed since.
+                Ok(_) => "not registered at start (see the warning it printed); it loads now: restart to serve it".to_owned(),
                 Err(e) => LoadProblem::new(name.clone(), &format!("{e:#}")).reason,
             };
             ToolStatus {
