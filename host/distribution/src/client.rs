@@ -1003,7 +1003,10 @@ mod tests {
             // did not name gets an anonymous request.
             ("https://93.184.215.14/token", false),
             ("https://93.184.215.14:8443/token", false),
-            ("https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/token", false),
+            (
+                "https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/token",
+                false,
+            ),
         ] {
             let to = c.vet(&url.parse().unwrap()).unwrap();
             assert_eq!(
