@@ -99,12 +99,15 @@ fn rewrite(text: &str) -> String {
 /// `/dev/std{in,out,err}`. The kernel follows the link before it reads a `..` after
 /// it, so `/proc/self/cwd/..` is the working directory's parent, not `/proc/self`.
 pub(crate) fn is_magic_link(parts: &[&str]) -> bool {
-    match parts {
-        ["dev", "fd", _] | ["dev", "stdin" | "stdout" | "stderr"] => true,
-        ["proc", _, "cwd" | "root"] | ["proc", _, "fd", _] => true,
-        ["proc", _, "task", _, "cwd" | "root"] | ["proc", _, "task", _, "fd", _] => true,
-        _ => false,
-    }
+    matches!(
+        parts,
+        ["dev", "fd", _]
+            | ["dev", "stdin" | "stdout" | "stderr"]
+            | ["proc", _, "cwd" | "root"]
+            | ["proc", _, "fd", _]
+            | ["proc", _, "task", _, "cwd" | "root"]
+            | ["proc", _, "task", _, "fd", _]
+    )
 }
 
 /// Top-level directories whose recursive deletion breaks the machine.
