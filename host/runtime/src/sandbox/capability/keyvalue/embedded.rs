@@ -158,6 +158,13 @@ impl Embedded {
         self.broken.load(Ordering::SeqCst)
     }
 
+    /// What an I/O error does to it (tests of the reopening, which cannot fill a
+    /// disk).
+    #[cfg(test)]
+    pub(super) fn mark_broken(&self) {
+        self.broken.store(true, Ordering::SeqCst);
+    }
+
     /// The tables exist from the start, so readers never meet a missing one; a file of
     /// layout 1 (use per bucket) gets its use per store counted from its data, once.
     fn with_tables(db: redb::Database, settings: KeyValueSettings) -> Result<Self, KeyValueError> {
