@@ -518,6 +518,12 @@ mod tests {
         );
         assert_eq!(tier("x = __imp\\\nort__('os')\n", PY), Tier::Dangerous);
         assert_eq!(tier("anything\n", ScriptLang::Shebang), Tier::Dangerous);
+        // perl hands a file whose #! line names another program to that program.
+        let perl = ScriptLang::Code {
+            lang: CodeLang::Perl,
+        };
+        assert_eq!(tier("#!/bin/sh\necho hi\n", perl), Tier::Dangerous);
+        assert_eq!(tier("#!/usr/bin/perl -w\nprint 1;\n", perl), Tier::Safe);
         // A script that runs another reports it, from its own directory.
         let j = d.judge_script(
             "cd lib && . ./more.sh\n",
@@ -537,6 +543,28 @@ mod tests {
                 .map(|r| &"cd lib && . ./more.sh\n"[r]),
             Some("./more.sh")
         );
+    }
+
+    #[test]
+    fn a_run_keeps_its_word_and_knows_what_a_compiler_built() {
+        let r = runs("sh link/../x.sh", "/ws");
+        assert_eq!(
+            (r[0].path.as_str(), r[0].word.as_str()),
+            ("/ws/x.sh", "link/../x.sh")
+        );
+        let built = |command: &str| {
+            runs(command, "/ws")
+                .iter()
+                .map(|r| r.built)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(built("cc -o m m.c && ./m"), [true]);
+        assert_eq!(built("gcc -O2 m.c && ./a.out"), [true]);
+        assert_eq!(built("gcc -c m.c && ./a.out"), [false], "not linked");
+        assert_eq!(built("tar xf a.tar && ./m"), [false]);
+        assert_eq!(built("cd sub && cc -o m m.c && cd .. && ./m"), [false]);
+        assert_eq!(built("./m; cc -o m m.c"), [false], "built after it runs");
+        assert_eq!(built("cc -o ../m m.c && ../m"), [false]);
     }
 
     /// Generated shell text around script runs: the judgement never panics, and every
