@@ -21,7 +21,11 @@
 //!
 //! A process whose command has no reader (filters such as `cat` or `sort`) gets its data
 //! as written. On a pseudo-terminal CR ends a line as LF does, and control characters
-//! (line editing, completion, signals) are dangerous to the judge.
+//! (line editing, completion, signals) are dangerous to the judge. The text delivered
+//! is held to the same rule as the text written: a script's judged text is pinned into
+//! a line for an interactive shell or a terminal only when it reads as written (no tab,
+//! control character, non-ASCII byte, `!` or `^`; `script_pin.rs`), and not at all
+//! once a dangerous piece was approved (the shell's functions are then unknown).
 
 use super::input_gate::{InputGate, Piece};
 use super::script_pin::Runner;
