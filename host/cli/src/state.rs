@@ -152,12 +152,24 @@ impl StoreArgs {
     }
 
     /// The backend, or `None` when the embedded file does not exist (nothing stored).
-    fn open(&self) -> Result<Option<Arc<dyn KeyValueBackend>>> {
+    /// `reading`: for `list` and `show`, which change nothing — Redis data of the
+    /// older layout is not moved (nodes of the older version may still be running).
+    fn open(&self, reading: bool) -> Result<Option<Arc<dyn KeyValueBackend>>> {
         let (place, settings) = self.place()?;
         match place {
-            Place::Redis(url) => Ok(Some(Arc::new(
-                hermetic_server::store::RedisKeyValue::new(&url)?.with_settings(settings),
-            ))),
+            Place::Redis(url) => {
+                let kv = hermetic_server::store::RedisKeyValue::new(&url)?.with_settings(settings);
+                if !reading {
+                    return Ok(Some(Arc::new(kv)));
+                }
+                let kv = kv.without_migration();
+                if kv.layout_unchecked()? {
+                    eprintln!(
+                        "note: no node of this version has used this Redis yet: data an older version kept (hermetic:kv:…), if any, is not shown until a node moves it into its stores"
+                    );
+                }
+                Ok(Some(Arc::new(kv)))
+            }
             Place::File(path) => {
                 if !path.exists() {
                     eprintln!(
@@ -269,7 +281,7 @@ fn print_stores(stores: &[KeyValueStoreInfo]) -> Result<()> {
 }
 
 fn list(at: &StoreArgs, tenant: Option<String>, json: bool) -> Result<ExitCode> {
-    let stores = match at.open()? {
+    let stores = match at.open(true)? {
         Some(kv) => kv.stores(&KeyValueStoreFilter {
             tenant,
             ..KeyValueStoreFilter::default()
@@ -305,7 +317,7 @@ fn show(
     json: bool,
     raw: bool,
 ) -> Result<ExitCode> {
-    let Some(kv) = at.open()? else {
+    let Some(kv) = at.open(true)? else {
         return Ok(ExitCode::from(1));
     };
     if let Some(key) = key {
@@ -385,7 +397,7 @@ fn shown(value: &[u8]) -> (String, bool) {
 }
 
 fn delete(at: &StoreArgs, filter: &KeyValueStoreFilter, yes: bool) -> Result<ExitCode> {
-    let Some(kv) = at.open()? else {
+    let Some(kv) = at.open(false)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let meant = kv.stores(filter)?;

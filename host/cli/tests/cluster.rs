@@ -1113,8 +1113,9 @@ fn redis_cmd(port: u16, args: &[&str]) -> String {
 }
 
 /// Data an older version kept in Redis (a hash per bucket, its use beside it) is moved
-/// into its store when a node first uses the store: a tenant store keeps its keys in
-/// their buckets; a session store of that layout is deleted; the old hashes are gone.
+/// into its store when a node first uses the store — not by `hermetic state list`: a
+/// tenant store keeps its keys in their buckets; a session store of that layout is
+/// deleted; the old hashes are gone.
 #[test]
 fn redis_data_of_the_older_layout_is_moved_into_its_store() {
     let redis = Redis::start();
@@ -1147,6 +1148,23 @@ fn redis_data_of_the_older_layout_is_moved_into_its_store() {
         );
     }
     let dir = cluster_dir();
+    // `hermetic state list` changes nothing: older nodes may still be running on the
+    // old hashes (it moved them).
+    let (code, listed_before, note) =
+        state(dir.path(), &["list", "--json", "--redis-url", &redis.url()]);
+    assert_eq!(code, 0, "{note}");
+    assert_eq!(listed_before.trim(), "[]");
+    assert!(
+        note.contains("no node of this version has used this Redis yet"),
+        "{note}"
+    );
+    for (ns, _, _) in &old {
+        assert_eq!(
+            redis_cmd(redis.port, &["EXISTS", &format!("hermetic:kv:{ns}")]),
+            ":1",
+            "{ns} moved by a listing"
+        );
+    }
     let node = Node::start(dir.path(), &redis.url());
     let probe = |args: serde_json::Value| -> serde_json::Value {
         let (status, answer) = node.call_tool(GLOBEX, "kvprobe", &args);

@@ -290,6 +290,26 @@ impl RedisKeyValue {
         self
     }
 
+    /// These stores, for reading only (`hermetic state list`, `show`): data of layout 1
+    /// is not moved (that writes, under the feet of older nodes still running during
+    /// an upgrade) — it is not seen until a node moves it.
+    #[must_use]
+    pub fn without_migration(self) -> Self {
+        self.migrated
+            .store(true, std::sync::atomic::Ordering::Release);
+        self
+    }
+
+    /// Whether a node of this version has yet to look for data of layout 1 here (what
+    /// [`RedisKeyValue::without_migration`] does not see, if there is any).
+    ///
+    /// # Errors
+    /// [`KeyValueError::Backend`] when Redis cannot be reached.
+    pub fn layout_unchecked(&self) -> Result<bool, KeyValueError> {
+        let layout: Option<String> = self.raw(|c| redis::cmd("GET").arg(LAYOUT_KEY).query(c))?;
+        Ok(layout.as_deref() != Some("2"))
+    }
+
     /// Runs `op` on one of the kept connections ([`BlockingRedis::with`]: every
     /// operation here is safe to repeat).
     fn with<T>(
