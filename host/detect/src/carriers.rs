@@ -206,7 +206,11 @@ impl Analyzer<'_> {
             }
             _ => read_options(lang, args),
         };
+        self.check_preloads(lang, &read, inv);
         if read.module {
+            // `python3 -m MODULE args`: the module's own arguments follow it.
+            let rest = args.get(read.start..).unwrap_or(&[]);
+            self.check_python_module(read.module_name.as_ref(), rest, inv);
             return;
         }
         let operands = args.get(read.start..).unwrap_or(&[]);
@@ -216,6 +220,11 @@ impl Analyzer<'_> {
                     self.hit(Self::unseen_code_rule(&code.origin), r);
                 } else if code::is_risky(lang, &code.text) {
                     self.hit(RuleId::InterpreterCode, r);
+                }
+                // `python3 -c "import x"`: a module the session wrote runs.
+                if lang == Lang::Python && !code.dynamic {
+                    let imports = super::input::python_imports(&code.text);
+                    self.check_fresh_modules(imports, inv);
                 }
             }
             None if lang == Lang::Awk => {
@@ -385,15 +394,21 @@ impl Analyzer<'_> {
     }
 }
 
-/// Each language's short options that give inline code, and those that take a value.
-fn flags_of(lang: Lang) -> (&'static str, &'static str) {
+/// node's long options whose value is a module it loads before the program.
+const PRELOADS: &[&str] = &["require", "import", "loader", "experimental-loader"];
+
+/// Each language's short options that give inline code, those that take a value
+/// (attached, or the next word), and those whose value can only be attached (`perl
+/// -Mstrict`, `-l`, `-0777`: the next word is not theirs).
+fn flags_of(lang: Lang) -> (&'static str, &'static str, &'static str) {
     match lang {
-        Lang::Python => ("c", "WXQ"),
-        Lang::Node => ("ep", "r"),
-        Lang::Perl | Lang::Ruby => ("eE", "IMmxFlCdDr0"),
-        Lang::Php => ("rBRE", "fdcz"),
-        Lang::Awk => ("e", "fFvi"),
-        Lang::Generic => ("ec", ""),
+        Lang::Python => ("c", "WXQ", ""),
+        Lang::Node => ("ep", "r", ""),
+        Lang::Perl => ("eE", "I", "MmxFlCdD0i"),
+        Lang::Ruby => ("e", "IrEC", "xFKTW0i"),
+        Lang::Php => ("rBRE", "fdcz", ""),
+        Lang::Awk => ("e", "fFvi", ""),
+        Lang::Generic => ("ec", "", ""),
     }
 }
 
@@ -406,6 +421,14 @@ pub(crate) struct Inline {
     pub in_place: bool,
     /// `python -m MODULE`: a module runs (judged by name elsewhere).
     pub module: bool,
+    /// The module `-m` names.
+    pub module_name: Option<Field>,
+    /// What the interpreter loads before its program, by option: node's `-r`,
+    /// `--require`, `--import`, `--loader`; perl's `-M`/`-m`, ruby's `-r`; php's `-d
+    /// auto_prepend_file=`, `-c`.
+    pub preloads: Vec<Field>,
+    /// Directories `-I` puts first on the module path (perl, ruby).
+    pub include_dirs: Vec<Field>,
     /// Index of the first operand.
     pub start: usize,
 }
@@ -413,7 +436,7 @@ pub(crate) struct Inline {
 /// Reads an interpreter's options the way it does: clusters, attached values, long
 /// `--eval`/`--print`, `--` ending them.
 pub(crate) fn read_options(lang: Lang, args: &[Field]) -> Inline {
-    let (code_flags, value_flags) = flags_of(lang);
+    let (code_flags, value_flags, attached_only) = flags_of(lang);
     let mut out = Inline::default();
     let mut i = 0;
     while i < args.len() {
@@ -435,7 +458,16 @@ pub(crate) fn read_options(lang: Lang, args: &[Field]) -> Inline {
                     out.code = args.get(i + 1).cloned();
                     i += 1;
                 }
-                None if matches!(long, "require" | "import" | "loader" | "input-type") => i += 1,
+                Some((name, v)) if PRELOADS.contains(&name) => out.preloads.push(Field {
+                    text: v.to_owned(),
+                    span: None,
+                    ..args[i].clone()
+                }),
+                None if PRELOADS.contains(&long) => {
+                    out.preloads.extend(args.get(i + 1).cloned());
+                    i += 1;
+                }
+                None if matches!(long, "input-type") => i += 1,
                 _ => {}
             }
             i += 1;
@@ -470,13 +502,58 @@ pub(crate) fn read_options(lang: Lang, args: &[Field]) -> Inline {
                 out.in_place = true;
                 break;
             }
+            if attached_only.contains(c) {
+                // `perl -MFoo`, `-mFoo`, `-d:Foo` (the debugger module Devel::Foo).
+                let module = match (c, attached.strip_prefix(':')) {
+                    ('M' | 'm', _) if lang == Lang::Perl => Some(attached.to_owned()),
+                    ('d', Some(m)) if lang == Lang::Perl => Some(format!("Devel::{m}")),
+                    _ => None,
+                };
+                if let Some(m) = module.filter(|m| !m.is_empty()) {
+                    out.preloads.push(Field {
+                        text: m,
+                        span: None,
+                        ..args[i].clone()
+                    });
+                }
+                break;
+            }
             if c == 'm' && lang == Lang::Python {
                 out.module = true;
+                out.module_name = if attached.is_empty() {
+                    i += 1;
+                    args.get(i).cloned()
+                } else {
+                    Some(Field::literal(attached))
+                };
                 break;
             }
             if value_flags.contains(c) {
-                if attached.is_empty() {
+                let value = if attached.is_empty() {
                     i += 1;
+                    args.get(i).cloned()
+                } else {
+                    Some(Field::literal(attached))
+                };
+                let preload = match lang {
+                    Lang::Node | Lang::Ruby => c == 'r',
+                    Lang::Php => {
+                        c == 'c'
+                            || (c == 'd'
+                                && value.as_ref().is_some_and(|v| {
+                                    v.dynamic
+                                        || v.text.contains("auto_prepend")
+                                        || v.text.contains("auto_append")
+                                }))
+                    }
+                    _ => false,
+                };
+                if let Some(v) = value {
+                    if preload {
+                        out.preloads.push(v);
+                    } else if c == 'I' && matches!(lang, Lang::Perl | Lang::Ruby) {
+                        out.include_dirs.push(v);
+                    }
                 }
                 break;
             }

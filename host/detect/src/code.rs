@@ -92,6 +92,14 @@ const PYTHON: &[&str] = &[
     "setattr(",
     "signal",
     "kill",
+    // Running a file's code: it was never judged.
+    "runpy",
+    "run_path",
+    "run_module",
+    "exec_module",
+    "load_module",
+    "SourceFileLoader",
+    "execfile",
 ];
 const NODE: &[&str] = &[
     "child_process",
@@ -121,6 +129,15 @@ const NODE: &[&str] = &[
     "Deno.",
     "Bun.",
     "import(",
+    // Loading a file's code by its path: it was never judged.
+    "require('.",
+    "require(\".",
+    "require(`.",
+    "require('/",
+    "require(\"/",
+    "require(`/",
+    "createRequire",
+    "module.require",
 ];
 const PERL: &[&str] = &[
     "system",

@@ -215,38 +215,109 @@ impl Analyzer<'_> {
                     }
                 }
             }
-            // Variables that make every later program load or source attacker code.
+            // Variables that make every later program load or source attacker code,
+            // whatever their value: a file or options it loads (`BASH_ENV`, an `-r`
+            // in `RUBYOPT`, `PYTHONSTARTUP`), the configuration git runs pagers and
+            // hooks from, the directory programs read their rc files from (`HOME`: a
+            // `.bashrc`, Python's user site with `usercustomize`, `.gitconfig`).
             "BASH_ENV"
             | "ENV"
             | "LD_PRELOAD"
             | "LD_AUDIT"
             | "DYLD_INSERT_LIBRARIES"
+            | "DYLD_LIBRARY_PATH"
             | "PERL5OPT"
+            | "RUBYOPT"
+            | "PYTHONSTARTUP"
+            | "PYTHONHOME"
+            | "PYTHONUSERBASE"
+            | "PYTHONEXECUTABLE"
+            | "LUA_INIT"
+            | "LUA_INIT_5_1"
+            | "LUA_INIT_5_2"
+            | "LUA_INIT_5_3"
+            | "LUA_INIT_5_4"
+            | "JAVA_TOOL_OPTIONS"
+            | "_JAVA_OPTIONS"
+            | "JDK_JAVA_OPTIONS"
+            | "PHPRC"
+            | "PHP_INI_SCAN_DIR"
+            | "GIT_CONFIG"
+            | "GIT_CONFIG_GLOBAL"
+            | "GIT_CONFIG_SYSTEM"
+            | "GIT_CONFIG_COUNT"
+            | "GIT_CONFIG_PARAMETERS"
+            | "GIT_EXEC_PATH"
+            | "GIT_TEMPLATE_DIR"
+            | "INPUTRC"
+            | "XDG_CONFIG_HOME"
             | "SHELLOPTS"
             | "BASHOPTS"
             | "ZDOTDIR" => {
                 self.hit(RuleId::Hijack, rendered);
             }
-            "NODE_OPTIONS" if value.text.contains("--require") || value.text.contains("-r ") => {
+            // `git -c` through the environment (`GIT_CONFIG_KEY_0=core.pager`).
+            _ if name.starts_with("GIT_CONFIG_KEY_") || name.starts_with("GIT_CONFIG_VALUE_") => {
                 self.hit(RuleId::Hijack, rendered);
             }
-            "PATH" => {
-                for entry in value.text.split(':') {
-                    if entry == "$PATH" || entry == "${PATH}" {
-                        break;
-                    }
-                    let temporary = ["/tmp", "/var/tmp", "/dev/shm"]
-                        .iter()
-                        .any(|t| entry == *t || entry.starts_with(&format!("{t}/")));
-                    let relative = !entry.starts_with(['/', '~', '$']);
-                    if temporary || relative {
-                        self.hit(RuleId::Hijack, rendered);
-                        break;
-                    }
-                }
+            // The home itself (`HOME=$HOME`, `HOME=~`) changes nothing.
+            "HOME" if value.dynamic || value.text != "~" => {
+                self.hit(RuleId::Hijack, rendered);
+            }
+            "NODE_OPTIONS" if !node_options_are_inert(&value.text) || value.dynamic => {
+                self.hit(RuleId::Hijack, rendered);
+            }
+            // Where programs are found: a writable directory there (the working
+            // directory, relative, temporary) puts a file of the session in the
+            // place of a program, or of a name that would otherwise not be found.
+            "PATH" | "LD_LIBRARY_PATH" | "GCONV_PATH"
+                if value
+                    .text
+                    .split(':')
+                    .any(|e| self.is_writable_entry(e, true)) =>
+            {
+                self.hit(RuleId::Hijack, rendered);
+            }
+            // Where modules are found (`sitecustomize`, a module named like a
+            // standard one): a module of the working directory.
+            "PYTHONPATH" | "NODE_PATH" | "PERL5LIB" | "PERLLIB" | "RUBYLIB" | "LUA_PATH"
+            | "LUA_CPATH"
+                if value
+                    .text
+                    .split([':', ';'])
+                    .any(|e| self.is_writable_entry(e, false)) =>
+            {
+                self.hit(RuleId::Hijack, rendered);
             }
             _ => {}
         }
+    }
+
+    /// True when the search-path entry `entry` (folded) names a directory of the
+    /// session's own: empty or relative (the working directory), `$PWD`, `~+`, a
+    /// command substitution (`$(pwd)`), inside the working directory the command
+    /// starts in, or (`temporary`) a temporary directory anyone can write.
+    pub(crate) fn is_writable_entry(&self, entry: &str, temporary: bool) -> bool {
+        if matches!(entry, "$PATH" | "$LD_LIBRARY_PATH" | "$GCONV_PATH")
+            || entry.starts_with("$PYTHONPATH")
+        {
+            return false;
+        }
+        let own = ["$PWD", "${PWD}", "$OLDPWD", "~+", "~-", "$(", "`"]
+            .iter()
+            .any(|p| entry.starts_with(p));
+        let relative = !entry.starts_with(['/', '~', '$']);
+        let temporary = temporary
+            && ["/tmp", "/var/tmp", "/dev/shm"]
+                .iter()
+                .any(|t| entry == *t || entry.strip_prefix(t).is_some_and(|r| r.starts_with('/')));
+        let cwd = self.cwd();
+        let inside = cwd.starts_with('/')
+            && cwd.len() > 1
+            && entry
+                .strip_prefix(cwd)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'));
+        own || relative || temporary || inside
     }
 
     /// Checks one simple command and returns what its output is made of.
@@ -286,8 +357,10 @@ impl Analyzer<'_> {
         if path.contains('/') {
             // Run by its path: its `#!` line says what reads it (the host reads it).
             self.note_script(first, ScriptLang::Shebang, ScriptForm::Path, true);
+            self.check_own_program_script(path, name, args, inv);
         }
         self.check_self(name, args, inv);
+        self.check_renamed_interpreter(name, args, inv);
         if self.stdin_functions.iter().any(|f| f == name) {
             // A function of this input whose body runs its stdin as code: what it is
             // fed runs (`f() { sh; }; f < x.sh`), read where it is not named.
@@ -575,6 +648,43 @@ impl Analyzer<'_> {
         }
         Some(Producer::Other)
     }
+}
+
+/// True when `NODE_OPTIONS` holds only options that load no code (heap sizes,
+/// warnings, source maps): every other one (`--require`, `--import`, `--loader`,
+/// `--inspect`'s debugger port, `--env-file`…) runs or lets in code the gate never sees.
+fn node_options_are_inert(text: &str) -> bool {
+    const INERT: &[&str] = &[
+        "--max-old-space-size",
+        "--max-semi-space-size",
+        "--stack-size",
+        "--stack-trace-limit",
+        "--max-http-header-size",
+        "--enable-source-maps",
+        "--no-warnings",
+        "--no-deprecation",
+        "--trace-warnings",
+        "--trace-deprecation",
+        "--trace-uncaught",
+        "--throw-deprecation",
+        "--pending-deprecation",
+        "--unhandled-rejections",
+        "--openssl-legacy-provider",
+        "--use-openssl-ca",
+        "--use-bundled-ca",
+        "--dns-result-order",
+        "--experimental-vm-modules",
+        "--no-experimental-fetch",
+        "--expose-gc",
+        "--preserve-symlinks",
+        "--title",
+        "--tls-min-v1.2",
+        "--report-on-fatalerror",
+    ];
+    text.split_whitespace().all(|o| {
+        let name = o.split_once('=').map_or(o, |(n, _)| n);
+        INERT.contains(&name)
+    })
 }
 
 /// Index of the first operand of `args`, given the options that take a value.

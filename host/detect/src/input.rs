@@ -133,7 +133,7 @@ fn is_risky_in(lang: CodeLang, text: &str) -> bool {
 
 /// The top-level module names a line of Python imports (`import a.b, c as d`,
 /// `from e.f import g`): a module the session wrote runs when imported.
-fn python_imports(text: &str) -> Vec<&str> {
+pub(crate) fn python_imports(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for statement in text.split([';', '\n']) {
         let s = statement.trim();

@@ -222,9 +222,9 @@ rules! {
         match ["sed 's/.*/id/e' f", "sed '1e date' f", "sed -n 's|a|b|pe' f", "echo id | sed e"],
         not_match ["sed -n 's/a/b/p' f", "sed 's/e/E/g' f", "sed '$a exit' f", "sed ':a;N;$!ba;s/\\n/ /g' f", "sed --sandbox 's/x/y/' f"];
     Hijack = "exec.hijack", Dangerous,
-        "Changes what later commands run: BASH_ENV/ENV/LD_PRELOAD, PATH through a temporary or relative directory, hash -p, enable -n.",
-        match ["BASH_ENV=./x.sh bash -c true", "PATH=/tmp/evil:$PATH git status", "hash -p /bin/rm ls", "LD_PRELOAD=/tmp/x.so ls"],
-        not_match ["PYTHONPATH=/tmp/lib python3 s.py", "RUST_BACKTRACE=1 cargo test", "PATH=$PATH:/usr/local/go/bin go version"];
+        "Changes what later commands run or load: BASH_ENV/ENV/LD_PRELOAD, HOME, git's configuration (GIT_CONFIG_GLOBAL, GIT_CONFIG_COUNT…), an interpreter's startup options and files (RUBYOPT, PERL5OPT, PYTHONSTARTUP, NODE_OPTIONS beyond heap and warning settings, JAVA_TOOL_OPTIONS, php -c), a program path (PATH, LD_LIBRARY_PATH, GCONV_PATH) through the working directory or a temporary one, a module path (PYTHONPATH, NODE_PATH, PERL5LIB, RUBYLIB) through the working directory, hash -p, enable -n, or a shell, interpreter or wrapper copied or linked under a name the gate does not read (ln -s /usr/bin/python3 py).",
+        match ["BASH_ENV=./x.sh bash -c true", "PATH=/tmp/evil:$PATH git status", "hash -p /bin/rm ls", "LD_PRELOAD=/tmp/x.so ls", "PATH=$PWD:$PATH runme", "HOME=$PWD bash -i", "PYTHONPATH=. python3 -c 1", "GIT_CONFIG_GLOBAL=./g git log", "ln -s /usr/bin/python3 py", "cp /bin/dash d"],
+        not_match ["PYTHONPATH=/tmp/lib python3 s.py", "RUST_BACKTRACE=1 cargo test", "PATH=$PATH:/usr/local/go/bin go version", "NODE_OPTIONS=--max-old-space-size=4096 npm run build", "cp /bin/sh bin/", "cp /bin/ls x"];
     ShadowCommand = "exec.shadow_command", Dangerous,
         "Defines a function or alias named after a program or builtin that scripts are run with (printf, builtin, command, env, a shell, an interpreter, a path), or sets BASH_CMDS, BASH_ALIASES or an exported BASH_FUNC_: what a later command names runs something else, and the host could not hand a judged script's text to it.",
         match ["printf() { cat x; }; . ./ok.sh", "function sh { cat x; }", "/bin/sh() { :; }", "shopt -s expand_aliases; alias bash=ls", "BASH_CMDS[sh]=./evil; sh x.sh", "BASH_ALIASES[sh]=ls", "eval 'builtin() { :; }'"],

@@ -205,21 +205,30 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
         runs: Runs::Then(env),
         ..argv(
             &["env"],
-            "uCS",
+            "uCSa",
             &[
                 "ignore-environment",
                 "null",
                 "unset=",
                 "chdir=",
                 "split-string=",
+                "argv0=",
+                "block-signal",
+                "default-signal",
+                "ignore-signal",
+                "list-signal-handling",
                 "debug",
             ],
         )
     },
     argv(&["nice"], "n", &["adjustment="]),
     Wrapper {
-        inert: &[('p', "")],
-        ..argv(&["ionice"], "cnP", &[])
+        inert: &[('p', "pid"), ('P', "pgid"), ('u', "uid")],
+        ..argv(
+            &["ionice"],
+            "cnPpu",
+            &["class=", "classdata=", "pid", "pgid", "uid", "ignore"],
+        )
     },
     Wrapper {
         skip: 1,
@@ -280,10 +289,102 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
         &[],
     ),
     argv(&["fakeroot"], "lsib", &[]),
-    argv(&["unshare"], "SGRw", &[]),
+    argv(
+        &["unshare"],
+        "SGRw",
+        &[
+            "mount",
+            "uts",
+            "ipc",
+            "net",
+            "pid",
+            "user",
+            "cgroup",
+            "time",
+            "fork",
+            "kill-child",
+            "mount-proc",
+            "map-user=",
+            "map-group=",
+            "map-users=",
+            "map-groups=",
+            "map-auto",
+            "map-root-user",
+            "map-current-user",
+            "propagation=",
+            "setgroups=",
+            "keep-caps",
+            "setuid=",
+            "setgid=",
+            "root=",
+            "wd=",
+            "monotonic=",
+            "boottime=",
+            "load-interp=",
+        ],
+    ),
     Wrapper {
         detached: true,
-        ..argv(&["systemd-run"], "puEMH", &[])
+        // A timer runs the command later, outside the session: a scheduled job.
+        dangerous: &[
+            (('\0', "on-active"), RuleId::Persistence),
+            (('\0', "on-boot"), RuleId::Persistence),
+            (('\0', "on-startup"), RuleId::Persistence),
+            (('\0', "on-unit-active"), RuleId::Persistence),
+            (('\0', "on-unit-inactive"), RuleId::Persistence),
+            (('\0', "on-calendar"), RuleId::Persistence),
+            (('\0', "on-clock-change"), RuleId::Persistence),
+            (('\0', "on-timezone-change"), RuleId::Persistence),
+            (('\0', "path-property"), RuleId::Persistence),
+            (('\0', "socket-property"), RuleId::Persistence),
+            (('\0', "timer-property"), RuleId::Persistence),
+        ],
+        ..argv(
+            &["systemd-run"],
+            "puEMH",
+            &[
+                "property=",
+                "unit=",
+                "setenv=",
+                "machine=",
+                "host=",
+                "description=",
+                "slice=",
+                "uid=",
+                "gid=",
+                "nice=",
+                "working-directory=",
+                "service-type=",
+                "on-active=",
+                "on-boot=",
+                "on-startup=",
+                "on-unit-active=",
+                "on-unit-inactive=",
+                "on-calendar=",
+                "on-clock-change",
+                "on-timezone-change",
+                "path-property=",
+                "socket-property=",
+                "timer-property=",
+                "expand-environment=",
+                "user",
+                "system",
+                "scope",
+                "pty",
+                "pipe",
+                "quiet",
+                "wait",
+                "collect",
+                "same-dir",
+                "shell",
+                "remain-after-exit",
+                "send-sighup",
+                "no-block",
+                "no-ask-password",
+                "slice-inherit",
+                "json=",
+            ],
+        )
     },
     argv(&["numactl"], "NCmip", &[]),
     argv(&["xvfb-run"], "nsfepw", &[]),
@@ -300,7 +401,26 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
     Wrapper {
         skip: 1,
         inert: &[('p', "")],
-        ..argv(&["chrt"], "T", &[])
+        ..argv(
+            &["chrt"],
+            "TPD",
+            &[
+                "sched-runtime=",
+                "sched-period=",
+                "sched-deadline=",
+                "all-tasks",
+                "batch",
+                "deadline",
+                "fifo",
+                "idle",
+                "other",
+                "rr",
+                "reset-on-fork",
+                "max",
+                "pid",
+                "verbose",
+            ],
+        )
     },
     Wrapper {
         skip: 1,
@@ -316,6 +436,201 @@ pub(crate) static WRAPPERS: &[Wrapper] = &[
             &["command=", "timeout=", "conflict-exit-code="],
         )
     },
+    // Run a command under limits, in other namespaces, with other credentials or
+    // capabilities, under a debugger or an agent: the command runs as if typed.
+    Wrapper {
+        inert: &[('p', "pid")],
+        ..argv(
+            &["prlimit"],
+            "po",
+            &["pid=", "output=", "noheadings", "raw", "verbose"],
+        )
+    },
+    argv(
+        &["nsenter"],
+        "tSGW",
+        &[
+            "target=",
+            "setuid=",
+            "setgid=",
+            "wdns=",
+            "all",
+            "mount",
+            "uts",
+            "ipc",
+            "net",
+            "pid",
+            "cgroup",
+            "user",
+            "time",
+            "root",
+            "wd",
+            "env",
+            "preserve-credentials",
+            "no-fork",
+            "follow-context",
+            "user-parent",
+            "keep-caps",
+            "join-cgroup",
+        ],
+    ),
+    Wrapper {
+        inert: &[('d', "dump"), ('\0', "list-caps")],
+        ..argv(
+            &["setpriv"],
+            "",
+            &[
+                "reuid=",
+                "regid=",
+                "ruid=",
+                "euid=",
+                "rgid=",
+                "egid=",
+                "groups=",
+                "inh-caps=",
+                "ambient-caps=",
+                "bounding-set=",
+                "securebits=",
+                "pdeathsig=",
+                "selinux-label=",
+                "apparmor-profile=",
+                "landlock-access=",
+                "landlock-rule=",
+                "seccomp-filter=",
+                "clear-groups",
+                "keep-groups",
+                "init-groups",
+                "reset-env",
+                "nnp",
+                "no-new-privs",
+                "dump",
+                "list-caps",
+            ],
+        )
+    },
+    Wrapper {
+        runs: Runs::Then(setarch),
+        ..argv(
+            &["setarch", "linux32", "linux64", "i386", "x86_64"],
+            "",
+            &["list", "uname-2.6", "verbose", "3gb", "4gb"],
+        )
+    },
+    custom(&["capsh"], capsh),
+    argv(&["valgrind"], "", &[]),
+    custom(&["gdb", "lldb"], debugger),
+    Wrapper {
+        inert: &[('k', ""), ('D', ""), ('d', "")],
+        ..argv(&["ssh-agent"], "aEOPt", &[])
+    },
+    argv(&["tini"], "ep", &[]),
+    argv(
+        &["dumb-init"],
+        "r",
+        &["rewrite=", "single-child", "setsid", "verbose"],
+    ),
+    Wrapper {
+        skip: 1,
+        ..argv(&["gosu", "su-exec"], "", &[])
+    },
+    argv(&["chpst"], "uUbe/nlLmdopfc", &[]),
+    Wrapper {
+        inert: &[('p', "pid"), ('e', "exe")],
+        ..argv(
+            &["cpulimit"],
+            "lpec",
+            &[
+                "limit=",
+                "pid=",
+                "exe=",
+                "path=",
+                "cpu=",
+                "lazy",
+                "include-children",
+                "verbose",
+                "background",
+                "kill",
+                "quiet",
+                "monitor-forks",
+            ],
+        )
+    },
+    argv(&["trickle"], "duwtln", &[]),
+    Wrapper {
+        skip: 1,
+        ..argv(
+            &["faketime"],
+            "",
+            &["exclude-monotonic", "disable-shm", "date-prog="],
+        )
+    },
+    Wrapper {
+        runs: Runs::Then(entr),
+        ..argv(&["entr"], "", &[])
+    },
+    Wrapper {
+        detached: true,
+        ..argv(&["daemonize"], "ceoplu", &[])
+    },
+    argv(
+        &["run0"],
+        "ugD",
+        &[
+            "user=",
+            "group=",
+            "nice=",
+            "chdir=",
+            "setenv=",
+            "unit=",
+            "property=",
+            "description=",
+            "slice=",
+            "machine=",
+            "background=",
+            "slice-inherit",
+            "no-ask-password",
+        ],
+    ),
+    argv(
+        &["dbus-launch"],
+        "",
+        &[
+            "autolaunch=",
+            "config-file=",
+            "binary-syntax",
+            "close-stderr",
+            "csh-syntax",
+            "sh-syntax",
+            "exit-with-session",
+            "exit-with-x11",
+        ],
+    ),
+    Wrapper {
+        inert: &[('p', "pid")],
+        ..argv(
+            &["heaptrack"],
+            "op",
+            &["output=", "pid=", "record-only", "analyze"],
+        )
+    },
+    // Option shapes too many to list: every place the command may start is checked.
+    custom(&["perf", "rr", "uftrace", "ip"], subcommand_runs),
+    custom(
+        &[
+            "poetry",
+            "pipenv",
+            "pdm",
+            "hatch",
+            "rye",
+            "uv",
+            "conda",
+            "mamba",
+            "micromamba",
+            "pixi",
+            "bundle",
+        ],
+        subcommand_runs,
+    ),
     custom(&["su", "runuser"], su),
     custom(&["sg"], sg),
     Wrapper {
@@ -568,6 +883,251 @@ fn flock(
         }
         _ => a.run_argv(rest, inv, false, false),
     }
+}
+
+/// `setarch ARCH [options] cmd…` (`linux32 [options] cmd…`): options may follow the
+/// architecture.
+fn setarch(
+    a: &mut Analyzer<'_>,
+    o: &opts::Opts<'_>,
+    rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    let command = match inv
+        .argv
+        .first()
+        .map(|f| f.text.rsplit('/').next().unwrap_or(""))
+    {
+        Some("setarch") if !o.long("list") => rest.get(1..).unwrap_or(&[]),
+        _ => rest,
+    };
+    let spec = Spec {
+        short_values: "",
+        longs: &["uname-2.6", "verbose", "3gb", "4gb"],
+        stop_at_operand: true,
+    };
+    let again = opts::parse(command, &spec);
+    let command = again.rest.map_or(&[][..], |i| &command[i..]);
+    a.run_argv(command, inv, false, false)
+}
+
+/// `capsh … -- ARGS`: the shell (`/bin/bash`, or `--shell=`) runs with ARGS.
+fn capsh(a: &mut Analyzer<'_>, _: &str, args: &[Field], inv: &Invocation<'_>) -> Option<Producer> {
+    let mut shell = Field::literal("/bin/bash");
+    for (i, f) in args.iter().enumerate() {
+        if let Some(s) = f.text.strip_prefix("--shell=") {
+            shell = Field {
+                text: s.to_owned(),
+                span: None,
+                ..f.clone()
+            };
+        }
+        if f.text == "--" || f.text == "==" {
+            let mut argv = vec![shell];
+            if f.text == "==" {
+                argv = vec![Field::literal("capsh")];
+            }
+            argv.extend(args[i + 1..].iter().cloned());
+            return Some(a.run_argv(&argv, inv, false, false));
+        }
+    }
+    Some(Producer::Other)
+}
+
+/// `gdb --args cmd…` and `lldb -- cmd…` run the command; `-ex`/`-o` commands run
+/// shell (`shell …`, `!…`) or Python (`python …`); `-x`/`-s` read commands from a
+/// file, in a language the detector does not read. Without a command it is no
+/// wrapper (`None`): a debugger reading its commands from stdin.
+fn debugger(
+    a: &mut Analyzer<'_>,
+    name: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    let (start, commands, files): (&[&str], &[&str], &[&str]) = if name == "gdb" {
+        (
+            &["--args", "-args"],
+            &[
+                "-ex",
+                "--ex",
+                "-eval-command",
+                "--eval-command",
+                "-iex",
+                "--iex",
+                "-init-eval-command",
+                "--init-eval-command",
+            ],
+            &[
+                "-x",
+                "--x",
+                "-command",
+                "--command",
+                "-ix",
+                "--ix",
+                "-init-command",
+                "--init-command",
+            ],
+        )
+    } else {
+        (
+            &["--"],
+            &[
+                "-o",
+                "--one-line",
+                "-O",
+                "--one-line-before-file",
+                "-k",
+                "--one-line-on-crash",
+            ],
+            &[
+                "-s",
+                "--source",
+                "-S",
+                "--source-before-file",
+                "-K",
+                "--source-on-crash",
+            ],
+        )
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let word = args[i].text.as_str();
+        let (option, attached) = match word.split_once('=') {
+            Some((o, v)) if o.starts_with('-') => (o, Some(v)),
+            _ => (word, None),
+        };
+        if start.contains(&word) {
+            let produced = a.run_argv(&args[i + 1..], inv, false, false);
+            // It still reads its own commands from stdin.
+            a.note_stdin(name, &[], inv);
+            return Some(produced);
+        }
+        let value = || {
+            attached
+                .map(|v| Field {
+                    text: v.to_owned(),
+                    span: None,
+                    ..args[i].clone()
+                })
+                .or_else(|| args.get(i + 1).cloned())
+        };
+        if commands.contains(&option) {
+            if let Some(v) = value() {
+                let text = v.text.trim_start();
+                let shell = [
+                    "shell ",
+                    "!",
+                    "pipe ",
+                    "|",
+                    "platform shell ",
+                    "platform process launch",
+                ]
+                .iter()
+                .find_map(|p| text.strip_prefix(p));
+                if v.dynamic {
+                    a.hit(Analyzer::unseen_code_rule(&v.origin), inv.rendered);
+                } else if let Some(code) = shell {
+                    a.run_payload(&Field::literal(code), inv);
+                } else if ["python", "py ", "pi ", "script", "guile", "gu "]
+                    .iter()
+                    .any(|p| text.starts_with(p))
+                {
+                    a.hit(RuleId::InterpreterCode, inv.rendered);
+                }
+            }
+        } else if files.contains(&option)
+            && let Some(v) = value()
+        {
+            let unread = ScriptLang::Code {
+                lang: super::reader::CodeLang::Unread,
+            };
+            a.check_script(&v, inv);
+            a.note_script(&v, unread, ScriptForm::Operand, false);
+        }
+        i += if attached.is_none() && (commands.contains(&option) || files.contains(&option)) {
+            2
+        } else {
+            1
+        };
+    }
+    // It runs no command of its own: the rules and its stdin are a debugger's.
+    None
+}
+
+/// `entr [-s] cmd…`: with `-s` its operands are one shell command line.
+fn entr(
+    a: &mut Analyzer<'_>,
+    o: &opts::Opts<'_>,
+    rest: &[Field],
+    inv: &Invocation<'_>,
+) -> Producer {
+    if o.short('s') {
+        if !rest.is_empty() {
+            a.run_payload(&Analyzer::joined(rest), inv);
+        }
+        return Producer::Other;
+    }
+    a.run_argv(rest, inv, true, false)
+}
+
+/// Most places a command may start that are checked for a program whose options are
+/// not listed (each is checked as a command of its own).
+const GUESSES: usize = 3;
+
+/// Programs with a subcommand that runs a command (`perf stat cmd`, `rr record cmd`,
+/// `ip netns exec NAME cmd`, `poetry run cmd`, `uv run x.py`, `bundle exec cmd`,
+/// `conda run -n env cmd`), whose options are too many to list: the command is
+/// checked from each of the first words after the subcommand that is not an option
+/// (a value taken for the command is an unknown program, harmless; the command itself
+/// is among them). The first is the likeliest: only its words keep their places (a
+/// script it runs is pinned there), and a Python file there runs with Python (`uv run
+/// x.py`); a script a later guess runs cannot be pinned, so it asks.
+fn subcommand_runs(
+    a: &mut Analyzer<'_>,
+    name: &str,
+    args: &[Field],
+    inv: &Invocation<'_>,
+) -> Option<Producer> {
+    let runs = |sub: &str| match name {
+        "perf" => matches!(
+            sub,
+            "stat" | "record" | "trace" | "c2c" | "mem" | "sched" | "lock" | "kvm"
+        ),
+        "rr" => matches!(sub, "record"),
+        "uftrace" => matches!(sub, "record" | "live"),
+        "ip" => matches!(sub, "exec"),
+        "bundle" => matches!(sub, "exec"),
+        "pixi" => matches!(sub, "run" | "exec"),
+        "uv" => matches!(sub, "run" | "tool"),
+        _ => sub == "run",
+    };
+    // `ip netns exec NAME cmd`: the subcommand is a later word.
+    let at = args
+        .iter()
+        .position(|f| !f.text.starts_with('-') && runs(&f.text))?;
+    let rest = &args[at + 1..];
+    let starts = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.text.starts_with('-'))
+        .map(|(k, _)| k)
+        .take(GUESSES)
+        .collect::<Vec<_>>();
+    for (n, k) in starts.into_iter().enumerate() {
+        let command = &rest[k..];
+        if n > 0 {
+            let guessed: Vec<Field> = command.iter().map(super::walk::unlocated).collect();
+            a.run_argv(&guessed, inv, false, false);
+        } else if command[0].text.ends_with(".py") {
+            // Not where `python3` stands in the text: not pinned there.
+            let mut python = vec![Field::literal("python3")];
+            python.extend(command.iter().map(super::walk::unlocated));
+            a.run_argv(&python, inv, false, false);
+        } else {
+            a.run_argv(command, inv, false, false);
+        }
+    }
+    Some(Producer::Other)
 }
 
 const SU: Spec = Spec {
