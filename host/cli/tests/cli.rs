@@ -1040,16 +1040,16 @@ fn without_a_policy_the_terminal_uses_bwrap_when_it_works_else_local_with_a_warn
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(home.join("marker"), "host-home\n").unwrap();
     let args = serde_json::json!({ "command": "cat \"$HOME/marker\"; echo in-ws > made" });
-    let call = |path: &str| {
+    let call = |policy: &[&std::ffi::OsStr]| {
         hermetic(&ws)
             .env("HOME", &home)
-            .env("PATH", path)
             .stdin(std::process::Stdio::null())
+            .args(policy)
             .args(["call", "terminal", &args.to_string(), "--quiet"])
             .output()
             .unwrap()
     };
-    let sandboxed = call(&std::env::var("PATH").unwrap());
+    let sandboxed = call(&[]);
     let result = json(&String::from_utf8_lossy(&sandboxed.stdout));
     assert!(
         !result["output"].as_str().unwrap().contains("host-home"),
@@ -1059,13 +1059,25 @@ fn without_a_policy_the_terminal_uses_bwrap_when_it_works_else_local_with_a_warn
     let stderr = String::from_utf8_lossy(&sandboxed.stderr);
     assert!(!stderr.contains("WITHOUT a sandbox"), "{stderr}");
 
-    // No bwrap on PATH: local, said once at start.
-    let local = call("/nonexistent");
+    // A bubblewrap that does not run (the backend's program, as the probe runs it: a
+    // missing one here): local, said once at start with bwrap's own words.
+    let policy = root.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[mounts.workspace]\npath = \"{}\"\naccess = \"rw\"\n\n[tools.terminal]\nterminal = true\n\n\
+             [terminal.bwrap]\nprogram = \"/nonexistent/bwrap\"\n",
+            ws.display()
+        ),
+    )
+    .unwrap();
+    let local = call(&["--policy".as_ref(), policy.as_os_str()]);
     let result = json(&String::from_utf8_lossy(&local.stdout));
     assert_eq!(result["output"], "host-home", "{result}");
     let stderr = String::from_utf8_lossy(&local.stderr);
     assert!(
-        stderr.contains("bwrap cannot be started")
+        stderr.contains("`bwrap … true` failed")
+            && stderr.contains("/nonexistent/bwrap: No such file")
             && stderr.contains("WITHOUT a sandbox (backend local)")
             && stderr.contains("the whole home directory"),
         "{stderr}"

@@ -47,14 +47,33 @@ fn probe(options: &BwrapConfig) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("bwrap cannot be started ({e})"))?;
     let start = Instant::now();
     loop {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("`bwrap … true` failed ({status})")),
+            Ok(Some(status)) => {
+                // What bwrap said (its last line, bounded), for the warning.
+                let mut said = Vec::new();
+                if let Some(stderr) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_end(
+                        &mut std::io::Read::take(stderr, 4096),
+                        &mut said,
+                    );
+                }
+                let said = String::from_utf8_lossy(&said);
+                let said = said
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                return Err(format!(
+                    "`bwrap … true` failed ({status}{}{said})",
+                    if said.is_empty() { "" } else { ": " }
+                ));
+            }
             Ok(None) if start.elapsed() < PROBE_LIMIT => {
                 std::thread::sleep(Duration::from_millis(20));
             }
