@@ -3,15 +3,18 @@
     python -m hermetic_tool.build PROJECT_DIR -o OUT.wasm
 
 PROJECT_DIR holds `app.py` (one `hermetic_tool.Tool` subclass) and `declaration.toml`.
-The build writes a WIT world from the declaration (wasi:http only with `network`, the
-terminal only with `terminal = true`, wasi:keyvalue only with `keyvalue`), runs
-componentize-py (pinned in requirements.txt) and appends the declaration as the
-`hermetic:declaration` custom section. Run it with the Python of the venv that has
-componentize-py (or pass --componentize-py).
+The host does what it knows: `hermetic tool world` writes the WIT world the declaration
+needs (the imports its capabilities link, nothing else), componentize-py (pinned in
+requirements.txt) builds the component for it, and `hermetic tool finish` embeds the
+declaration as the `hermetic:declaration` custom section and loads the result as the
+host will (core instances, imports, schema). Run it with the Python of the venv that
+has componentize-py (or pass --componentize-py); `hermetic` is found on PATH, in
+$HERMETIC or through --hermetic.
 """
 
 import argparse
 import ast
+import json
 import os
 import re
 import shutil
@@ -21,25 +24,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import section, world
-
 PACKAGE_DIR = Path(__file__).resolve().parent
-PYTHON_DIR = PACKAGE_DIR.parent                 # guest-tools/python, or a project
-if (PYTHON_DIR / "wit" / "tool.wit").is_file():
-    # A project made by `hermetic new --lang python`: the WIT was written beside the
-    # package.
-    TOOL_WIT = PYTHON_DIR / "wit"
-    WASI_WIT = PYTHON_DIR / "wit-wasi"
-else:
-    REPO_ROOT = PYTHON_DIR.parent.parent        # the repository
-    TOOL_WIT = REPO_ROOT / "wit"                # hermetic:tool (tool.wit, deps/keyvalue)
-    WASI_WIT = REPO_ROOT / "guest-tools" / "wit-wasi"
 RUNTIME_MODULES = ("__init__.py", "_adapter.py", "http.py", "terminal.py")
 ENTRY_MODULE = "hermetic_entry"
 COMPONENTIZE_PY_VERSION = "0.25.1"
 # componentize-py components instantiate 14 core modules (libpython, wasi-libc, the
 # adapters…); the host allows 8 unless the declaration says more.
 DEFAULT_CORE_INSTANCES = 16
+# The world `hermetic tool world` writes.
+WORLD = "tool"
+# Fixed Python module names for the interfaces the package wraps, when the world has
+# them (componentize-py otherwise renames `types` to `hermetic_tool_types` as soon as
+# wasi:http/types is in the world too).
+INTERFACE_NAMES = {
+    "hermetic:tool/types@0.3.0": "hermetic_types",
+    "wasi:http/types@0.2.12": "http_types",
+}
+HERMETIC_HINT = (
+    "it writes the WIT world and embeds the declaration: put `hermetic` on PATH, "
+    "or set HERMETIC=/path/to/hermetic (or pass --hermetic)")
 INSTALL_HINT = (
     "install it in a venv:\n"
     "  python3 -m venv target/venv-componentize\n"
@@ -72,20 +75,11 @@ def load_declaration(project: Path):
         parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise BuildError(f"{path}: not valid TOML: {e}") from None
-    for key in ("name", "toolset"):
-        if not isinstance(parsed.get(key), str) or not parsed[key]:
-            raise BuildError(f"{path}: `{key}` must be a non-empty string")
-    # What the host accepts; also the default output file's name, never a path.
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", parsed["name"]):
-        raise BuildError(f"{path}: `name` must be 1-64 of [A-Za-z0-9_-], got {parsed['name']!r}")
-    if "hook" in parsed:
-        # A hook exports the `hook` interface, which this SDK does not build: the host
-        # would find no hook exports and refuse the component at load.
-        raise BuildError(f"{path}: hooks are not supported by this build (tools only; write hooks in Rust)")
-    try:
-        world.needs(parsed)
-    except ValueError as e:
-        raise BuildError(f"{path}: {e}") from None
+    # The rest is checked by the host's own parser (`hermetic tool world`); the name is
+    # needed first, as the default output file's name, so it is never a path.
+    name = parsed.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+        raise BuildError(f"{path}: `name` must be 1-64 of [A-Za-z0-9_-], got {name!r}")
     return text, parsed
 
 
@@ -109,17 +103,6 @@ def literal_schema_name(app: Path):
     return None
 
 
-def declaration_with_core_instances(text: str, parsed: dict, core_instances: int) -> str:
-    """The declaration text, with `core_instances` added at the top when the author did
-    not set it (top-level keys must come before any [table])."""
-    if "core_instances" in parsed or core_instances <= 0:
-        return text
-    return (
-        "# Added by hermetic_tool.build: a componentize-py component instantiates 14 core\n"
-        "# wasm modules (CPython, wasi-libc, adapters); the host allows 8 by default.\n"
-        f"core_instances = {core_instances}\n\n" + text)
-
-
 def find_componentize_py(explicit):
     candidates = [explicit, os.environ.get("COMPONENTIZE_PY"),
                   str(Path(sys.executable).parent / "componentize-py"),
@@ -132,20 +115,53 @@ def find_componentize_py(explicit):
     raise BuildError(f"componentize-py {COMPONENTIZE_PY_VERSION} not found; {INSTALL_HINT}")
 
 
-def stage_wit(tmp: Path, parsed: dict) -> Path:
-    """A WIT directory: the generated world, hermetic:tool and (for http) WASI deps."""
+def find_hermetic(explicit=None) -> str:
+    """The `hermetic` command: --hermetic, $HERMETIC, or `hermetic` on PATH."""
+    given = explicit or os.environ.get("HERMETIC")
+    if given:
+        if Path(given).is_file() and os.access(given, os.X_OK):
+            return given
+        found = shutil.which(given)
+        if found:
+            return found
+        raise BuildError(f"the hermetic command was not found at {given}; {HERMETIC_HINT}")
+    found = shutil.which("hermetic")
+    if not found:
+        raise BuildError(f"the hermetic command was not found; {HERMETIC_HINT}")
+    return found
+
+
+def run_hermetic(hermetic: str, args: list) -> str:
+    """Runs `hermetic ARGS`: its stdout; its error (the host's words) as a BuildError."""
+    say("running hermetic " + " ".join(args))
+    result = subprocess.run([hermetic, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        error = result.stderr.strip().removeprefix("error: ")
+        raise BuildError(f"hermetic {args[0]} {args[1]}: {error or f'exit {result.returncode}'}")
+    return result.stdout
+
+
+def stage_wit(tmp: Path, hermetic: str, declaration: Path) -> Path:
+    """The WIT directory `hermetic tool world` writes for the declaration."""
     wit = tmp / "wit"
-    deps = wit / "deps"
-    deps.mkdir(parents=True)
-    (wit / "world.wit").write_text(world.world_wit(parsed), encoding="utf-8")
-    shutil.copyfile(TOOL_WIT / "tool.wit", deps / "hermetic-tool.wit")
-    for sub in sorted((TOOL_WIT / "deps").iterdir()):
-        if sub.is_dir():
-            shutil.copytree(sub, deps / sub.name)
-    if world.needs(parsed)["http"]:
-        for f in sorted(WASI_WIT.glob("*.wit")):
-            shutil.copyfile(f, deps / f"wasi-{f.name}")
+    run_hermetic(hermetic, ["tool", "world", str(declaration), "--out", str(wit)])
     return wit
+
+
+def world_imports(world_text: str) -> list:
+    """The interfaces a world imports (`import X;` lines)."""
+    return re.findall(r"^\s*import\s+([^;\s]+)\s*;", world_text, re.M)
+
+
+def interface_name_args(world_text: str) -> list:
+    """componentize-py `--import-interface-name` arguments for the interfaces of the
+    world (the tool world's own `types` always; the others when imported)."""
+    present = {"hermetic:tool/types@0.3.0", *world_imports(world_text)}
+    args = []
+    for iface, module in INTERFACE_NAMES.items():
+        if iface in present:
+            args += ["--import-interface-name", f"{iface}={module}"]
+    return args
 
 
 def stage_python(tmp: Path, module: str, name: str) -> Path:
@@ -165,7 +181,7 @@ def stage_python(tmp: Path, module: str, name: str) -> Path:
 
 
 def build(project: Path, out: Path, module: str = "app", core_instances: int = DEFAULT_CORE_INSTANCES,
-          componentize_py=None, stub_wasi: bool = False, keep: bool = False) -> dict:
+          componentize_py=None, stub_wasi: bool = False, keep: bool = False, hermetic=None) -> dict:
     project = project.resolve()
     if not project.is_dir():
         raise BuildError(f"{project}: not a directory")
@@ -178,15 +194,17 @@ def build(project: Path, out: Path, module: str = "app", core_instances: int = D
     if schema_name is not None and schema_name != name:
         raise BuildError(f"SCHEMA name {schema_name!r} in {app.name} differs from the declaration's {name!r}")
     tool = find_componentize_py(componentize_py)
-    wants = world.needs(parsed)
-    say(f"{name}: world imports host" + "".join(f", {k}" for k, v in wants.items() if v))
+    hermetic = find_hermetic(hermetic)
+    declaration = project / "declaration.toml"
 
     tmp = Path(tempfile.mkdtemp(prefix="hermetic-py-build-"))
     try:
-        wit = stage_wit(tmp, parsed)
+        wit = stage_wit(tmp, hermetic, declaration)
+        world_text = (wit / "world.wit").read_text(encoding="utf-8")
+        say(f"{name}: world imports " + ", ".join(["host", *world_imports(world_text)]))
         py = stage_python(tmp, module, name)
         raw = tmp / "component.wasm"
-        cmd = [tool, "-d", str(wit), "-w", world.WORLD, *world.interface_name_args(parsed),
+        cmd = [tool, "-d", str(wit), "-w", WORLD, *interface_name_args(world_text),
                "componentize", "-p", str(project), "-p", str(py)]
         if stub_wasi:
             cmd.append("--stub-wasi")
@@ -199,27 +217,19 @@ def build(project: Path, out: Path, module: str = "app", core_instances: int = D
         seconds = time.monotonic() - started
         if result.returncode != 0 or not raw.is_file():
             raise BuildError(f"componentize-py failed (exit {result.returncode}); see its output above")
-        data = raw.read_bytes()
-        declaration = declaration_with_core_instances(text, parsed, core_instances)
-        try:
-            data = section.append_declaration(data, declaration.encode("utf-8"))
-        except section.SectionError as e:
-            raise BuildError(str(e)) from None
-        instances = section.count_core_instances(data)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
+        finish = ["tool", "finish", str(raw), str(declaration), "-o", str(out)]
+        if core_instances > 0:
+            finish += ["--core-instances", str(core_instances)]
+        summary = json.loads(run_hermetic(hermetic, finish))
     finally:
         if keep:
             say(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    declared = parsed.get("core_instances", core_instances if core_instances > 0 else 8)
-    say(f"wrote {out} ({len(data):,} bytes, componentize-py {seconds:.1f} s, "
-        f"{instances} core instances, declared {declared})")
-    if instances > declared:
-        say(f"warning: the component has {instances} core instances but the declaration "
-            f"allows {declared}: the host will refuse it; set core_instances = {instances}")
-    return {"bytes": len(data), "seconds": seconds, "core_instances": instances}
+    say(f"wrote {out} ({summary['bytes']:,} bytes, componentize-py {seconds:.1f} s, "
+        f"core_instances {summary['core_instances'] or 'default'}; the host loads it)")
+    return {"bytes": summary["bytes"], "seconds": seconds, "imports": summary["imports"]}
 
 
 def main(argv=None) -> int:
@@ -233,6 +243,7 @@ def main(argv=None) -> int:
                    help="core_instances written into the declaration when it sets none "
                         f"(default {DEFAULT_CORE_INSTANCES}; 0: write none)")
     p.add_argument("--componentize-py", help="path of the componentize-py command")
+    p.add_argument("--hermetic", help="path of the hermetic command (default: $HERMETIC, else PATH)")
     p.add_argument("--stub-wasi", action="store_true",
                    help="replace every WASI import with a trap (no clocks, random, env, files)")
     p.add_argument("--keep-temp", action="store_true", help="keep the generated WIT and entry module")
@@ -241,7 +252,8 @@ def main(argv=None) -> int:
         out = a.output
         if out is None:
             out = Path(load_declaration(a.project.resolve())[1]["name"] + ".wasm")
-        build(a.project, out, a.module, a.core_instances, a.componentize_py, a.stub_wasi, a.keep_temp)
+        build(a.project, out, a.module, a.core_instances, a.componentize_py, a.stub_wasi, a.keep_temp,
+              a.hermetic)
     except BuildError as e:
         say(f"error: {e}")
         return 1

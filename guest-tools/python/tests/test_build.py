@@ -25,27 +25,13 @@ class Build(unittest.TestCase):
         self.write("declaration.toml", "name = \n")
         with self.assertRaisesRegex(build.BuildError, "not valid TOML"):
             build.load_declaration(self.dir)
-        self.write("declaration.toml", 'name = "x"\n')
-        with self.assertRaisesRegex(build.BuildError, "`toolset`"):
-            build.load_declaration(self.dir)
-        self.write("declaration.toml", 'name = "x"\ntoolset = "t"\n[capabilities]\nnetwork = "https://x"\n')
-        with self.assertRaisesRegex(build.BuildError, "network"):
-            build.load_declaration(self.dir)
-        self.write("declaration.toml", 'name = "x"\ntoolset = "t"\n[hook]\nevents = ["pre_tool_call"]\n')
-        with self.assertRaisesRegex(build.BuildError, "hooks are not supported"):
-            build.load_declaration(self.dir)
-
-    def test_core_instances_added_at_the_top(self):
-        text = 'name = "x"\ntoolset = "t"\n[capabilities]\nenv = ["A"]\n'
-        out = build.declaration_with_core_instances(text, tomllib.loads(text), 16)
-        parsed = tomllib.loads(out)
-        self.assertEqual(parsed["core_instances"], 16)
-        self.assertEqual(parsed["capabilities"], {"env": ["A"]})
-        self.assertTrue(out.startswith("# Added by hermetic_tool.build"))
-        # the author's value wins; 0 writes none
-        own = 'core_instances = 20\n' + text
-        self.assertEqual(build.declaration_with_core_instances(own, tomllib.loads(own), 16), own)
-        self.assertEqual(build.declaration_with_core_instances(text, tomllib.loads(text), 0), text)
+        # The name is checked here (it names the output file); the rest by the host.
+        for bad in ('toolset = "t"\n', 'name = "../x"\n', 'name = 3\n'):
+            self.write("declaration.toml", bad)
+            with self.assertRaisesRegex(build.BuildError, "`name` must be 1-64"):
+                build.load_declaration(self.dir)
+        self.write("declaration.toml", 'name = "x"\n[capabilities]\nnetwork = "https://x"\n')
+        self.assertEqual(build.load_declaration(self.dir)[1]["name"], "x")
 
     def test_literal_schema_name(self):
         self.write("app.py", "class A(Tool):\n    SCHEMA = {'name': 'abc', 'parameters': {}}\n")
@@ -71,14 +57,48 @@ class Build(unittest.TestCase):
             if old is not None:
                 os.environ["COMPONENTIZE_PY"] = old
 
-    def test_wit_staging(self):
-        decl = {"name": "x", "toolset": "t", "capabilities": {"network": ["https://a.example"]}}
-        wit = build.stage_wit(self.dir, decl)
-        names = sorted(p.name for p in (wit / "deps").iterdir())
-        self.assertIn("hermetic-tool.wit", names)
-        self.assertIn("keyvalue", names)
-        self.assertIn("wasi-http.wit", names)
-        self.assertIn("wasi:http/outgoing-handler@0.2.12", (wit / "world.wit").read_text())
+    def test_interface_names_follow_the_world(self):
+        plain = "world tool {\n    include hermetic:tool/tool-component@0.3.0;\n}\n"
+        self.assertEqual(build.world_imports(plain), [])
+        self.assertEqual(build.interface_name_args(plain),
+                         ["--import-interface-name", "hermetic:tool/types@0.3.0=hermetic_types"])
+        http = plain.replace("}", "    import wasi:http/outgoing-handler@0.2.12;\n"
+                                  "    import wasi:http/types@0.2.12;\n}")
+        self.assertEqual(build.world_imports(http),
+                         ["wasi:http/outgoing-handler@0.2.12", "wasi:http/types@0.2.12"])
+        self.assertEqual(build.interface_name_args(http),
+                         ["--import-interface-name", "hermetic:tool/types@0.3.0=hermetic_types",
+                          "--import-interface-name", "wasi:http/types@0.2.12=http_types"])
+
+    def test_missing_hermetic_says_how_to_point_at_it(self):
+        old = os.environ.pop("HERMETIC", None)
+        try:
+            with self.assertRaisesRegex(build.BuildError, "not found at /nonexistent/hermetic; .*HERMETIC="):
+                build.find_hermetic("/nonexistent/hermetic")
+            os.environ["HERMETIC"] = "/nonexistent/hermetic"
+            with self.assertRaisesRegex(build.BuildError, "not found at /nonexistent/hermetic"):
+                build.find_hermetic()
+        finally:
+            os.environ.pop("HERMETIC", None)
+            if old is not None:
+                os.environ["HERMETIC"] = old
+
+    def test_a_failing_hermetic_is_a_build_error_in_its_words(self):
+        fake = self.dir / "hermetic"
+        fake.write_text("#!/bin/sh\necho 'error: d.toml: declaration is not valid: unknown field' >&2\nexit 3\n")
+        fake.chmod(0o755)
+        with self.assertRaisesRegex(build.BuildError,
+                                    r"^hermetic tool world: d.toml: declaration is not valid: unknown field$"):
+            build.stage_wit(self.dir, str(fake), self.dir / "d.toml")
+
+    @unittest.skipUnless(os.environ.get("HERMETIC"), "set HERMETIC to a built hermetic")
+    def test_the_host_writes_the_world(self):
+        self.write("declaration.toml", 'name = "x"\ntoolset = "t"\n[capabilities]\nnetwork = ["https://a.example"]\n')
+        wit = build.stage_wit(self.dir, build.find_hermetic(), self.dir / "declaration.toml")
+        text = (wit / "world.wit").read_text()
+        self.assertIn(f"world {build.WORLD} {{", text)
+        self.assertEqual(build.world_imports(text),
+                         ["wasi:http/outgoing-handler@0.2.12", "wasi:http/types@0.2.12"])
         self.assertIn("package wasi:http@0.2.12;", (wit / "deps" / "wasi-http.wit").read_text())
 
     def test_template_is_a_valid_project(self):

@@ -223,10 +223,11 @@ enum Command {
     /// Make a new tool project (Rust, Python or JavaScript) that builds with one
     /// command into NAME.wasm.
     ///
-    /// The project holds everything it needs (SDK, WIT, a build script): `cd NAME &&
+    /// The project holds everything it needs (SDK, a build script): `cd NAME &&
     /// ./build.sh`, then `hermetic inspect NAME/NAME.wasm`. Python projects install
     /// componentize-py into a venv in the project, JavaScript ones componentize-js with
-    /// npm (both pinned); Rust ones need cargo and the wasm32-wasip2 target.
+    /// npm (both pinned), and their builds run `hermetic tool` ($HERMETIC, else on
+    /// PATH); Rust ones need cargo and the wasm32-wasip2 target.
     New {
         /// The tool's language.
         #[arg(long, value_enum, default_value = "rust")]
@@ -237,6 +238,11 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Build steps for tools in Python, JavaScript and other languages: the WIT world a
+    /// declaration needs (`tool world`), the declaration embedded and checked (`tool
+    /// finish`).
+    #[command(subcommand)]
+    Tool(crate::tool_build::ToolCommand),
     /// Check shell commands against the dangerous-command approval gate.
     #[command(subcommand)]
     Approval(crate::approval::ApprovalCommand),
@@ -735,6 +741,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cli.command,
             Command::Approval(_)
                 | Command::New { .. }
+                | Command::Tool(_)
                 | Command::Token(_)
                 | Command::Audit(_)
                 | Command::Push { .. }
@@ -753,6 +760,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Approval(command) => return crate::approval::run(command),
         Command::State(command) => return crate::state::run(command),
+        Command::Tool(command) => return crate::tool_build::run(command),
         Command::Token(command) => return token(command),
         Command::New { lang, name, dir } => {
             let made = crate::new::create(lang, &name, dir.as_deref())?;

@@ -18,6 +18,7 @@ mod cli;
 mod community;
 mod new;
 mod state;
+mod tool_build;
 
 fn main() -> std::process::ExitCode {
     cli::main()

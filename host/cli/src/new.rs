@@ -1,11 +1,14 @@
 //! `hermetic new --lang rust|python|js NAME`: a tool project that builds with one
 //! command (`./build.sh`) into `NAME.wasm`, which `hermetic inspect` reads.
 //!
-//! Every file the project needs is written into it, the SDK and the WIT included
-//! (compiled into this binary from the repository's own files), so a project does not
-//! depend on where, or whether, the hermetic sources are checked out: only on the
-//! language's pinned toolchain, which its `build.sh` installs where it can (a venv for
-//! Python, `npm ci` for JavaScript, the wasm32-wasip2 target for Rust).
+//! Every file the project needs is written into it, the SDK included (compiled into
+//! this binary from the repository's own files), so a project does not depend on
+//! where, or whether, the hermetic sources are checked out: only on the language's
+//! pinned toolchain, which its `build.sh` installs where it can (a venv for Python,
+//! `npm ci` for JavaScript, the wasm32-wasip2 target for Rust), and, for Python and
+//! JavaScript, on a `hermetic` binary (`$HERMETIC`, else on PATH), which writes the WIT
+//! world and embeds the declaration (`hermetic tool world`, `hermetic tool finish`). A
+//! Rust project carries the WIT its SDK binds to.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -23,10 +26,11 @@ pub enum Lang {
 
 /// One file of a project: where it goes and what it holds (`{{name}}` is the tool's
 /// name).
-type File = (&'static str, &'static str);
+pub(crate) type File = (&'static str, &'static str);
 
-/// Files every project gets: the hermetic:tool WIT and its key-value dependency.
-const WIT: &[File] = &[
+/// The hermetic:tool WIT and its key-value dependency: what a Rust project's SDK binds
+/// to, and what `hermetic tool world` writes for a Python or JavaScript build.
+pub(crate) const WIT: &[File] = &[
     ("wit/tool.wit", include_str!("../../../wit/tool.wit")),
     (
         "wit/deps/keyvalue/atomic.wit",
@@ -83,19 +87,16 @@ const RUST: &[File] = &[
 
 /// Python and JavaScript project files (see `new/polyglot.rs`).
 mod polyglot;
+pub(crate) use polyglot::WASI_WIT;
 
-/// The files of a `lang` project.
+/// The files of a `lang` project. A Python or JavaScript build asks `hermetic tool
+/// world` for its WIT, so only a Rust project carries the WIT (its SDK binds to it).
 fn files(lang: Lang) -> Vec<File> {
-    let own: &[File] = match lang {
-        Lang::Rust => RUST,
-        Lang::Python => polyglot::PYTHON,
-        Lang::Js => polyglot::JS,
-    };
-    let wasi: &[File] = match lang {
-        Lang::Rust => &[],
-        Lang::Python | Lang::Js => polyglot::WASI_WIT,
-    };
-    WIT.iter().chain(own).chain(wasi).copied().collect()
+    match lang {
+        Lang::Rust => WIT.iter().chain(RUST).copied().collect(),
+        Lang::Python => polyglot::PYTHON.to_vec(),
+        Lang::Js => polyglot::JS.to_vec(),
+    }
 }
 
 /// Whether `name` can be a tool's name: what the host accepts (1–64 of

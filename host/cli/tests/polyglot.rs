@@ -426,6 +426,11 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.contains("./build.sh"), "{said}");
         let mut build = Command::new(dir.join("build.sh"));
+        // Python and JavaScript builds ask this hermetic for the world and to finish the
+        // component, which it compiles into the suites' cache for the load below.
+        build
+            .env("HERMETIC", env!("CARGO_BIN_EXE_hermetic"))
+            .env("HERMETIC_CACHE_DIR", cache());
         match lang {
             "python" => std::os::unix::fs::symlink(
                 std::env::var_os("COMPONENTIZE_VENV")

@@ -36,16 +36,8 @@ pub(super) const PYTHON: &[File] = &[
         include_str!("../../../../guest-tools/python/hermetic_tool/http.py"),
     ),
     (
-        "hermetic_tool/section.py",
-        include_str!("../../../../guest-tools/python/hermetic_tool/section.py"),
-    ),
-    (
         "hermetic_tool/terminal.py",
         include_str!("../../../../guest-tools/python/hermetic_tool/terminal.py"),
-    ),
-    (
-        "hermetic_tool/world.py",
-        include_str!("../../../../guest-tools/python/hermetic_tool/world.py"),
     ),
 ];
 
@@ -86,9 +78,9 @@ pub(super) const JS: &[File] = &[
     ),
 ];
 
-/// The WASI WIT (wasmtime-wasi-http 48's `wasi:*@0.2.12`) a Python or JavaScript build
-/// resolves wasi:http against.
-pub(super) const WASI_WIT: &[File] = &[
+/// The WASI WIT (wasmtime-wasi-http 48's `wasi:*@0.2.12`) that `hermetic tool world`
+/// writes beside a world importing wasi:http.
+pub(crate) const WASI_WIT: &[File] = &[
     (
         "wit-wasi/cli.wit",
         include_str!("../../../../guest-tools/wit-wasi/cli.wit"),
