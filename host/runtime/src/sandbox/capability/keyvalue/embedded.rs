@@ -511,7 +511,9 @@ impl Embedded {
         Ok((deleted, steps))
     }
 
-    /// [`Embedded::sweep_at`] now.
+    /// Deletes the session stores not written for the settings' expiry: how many.
+    /// Each is checked again in the transaction that deletes it, so one written
+    /// meanwhile stays.
     ///
     /// # Errors
     /// [`KeyValueError::Backend`].

@@ -19,7 +19,7 @@ pub struct KeyValueSettings {
     /// How long a session store may go without a write before it is deleted
     /// (`[keyvalue] session_expiry_secs`): its session's end was never seen (a node
     /// killed, a client that never said goodbye). Tenant stores never expire. At most
-    /// [`MAX_SESSION_EXPIRY`] is applied.
+    /// `MAX_SESSION_EXPIRY` (365 days) is applied.
     pub session_expiry: Duration,
 }
 
@@ -67,7 +67,7 @@ impl KeyValueSettings {
     }
 
     /// The expiry applied, in whole milliseconds: at least 1 (as Redis's `PEXPIRE`
-    /// takes it), at most [`MAX_SESSION_EXPIRY`]'s.
+    /// takes it), at most `MAX_SESSION_EXPIRY`'s (365 days).
     pub fn expiry_millis(&self) -> u64 {
         let applied = self.session_expiry.min(MAX_SESSION_EXPIRY);
         u64::try_from(applied.as_millis())
