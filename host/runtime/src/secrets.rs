@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 /// shows the values.
 ///
 /// What results are scrubbed of is built here too, once per policy and only on first
-/// use ([`Secrets::scrubber`]): every form of every secret the policy binds to a
+/// use (`Secrets::scrubber`): every form of every secret the policy binds to a
 /// destination. Secrets only granted as env vars, or the `[cluster] state_key`, are
 /// never compiled into anything.
 #[derive(Clone, Default)]
@@ -68,7 +68,7 @@ impl Secrets {
     }
 
     /// These secrets as `policy` uses them: every secret a tool of it gets injected is
-    /// scrubbed from every call's result ([`Secrets::scrubber`]).
+    /// scrubbed from every call's result (`Secrets::scrubber`).
     pub(crate) fn bound_to(mut self, policy: &OperatorPolicy) -> Self {
         let names = policy
             .tools
