@@ -208,6 +208,21 @@ pub struct GvisorBackend {
     sessions: Mutex<HashMap<SessionKey, Vec<String>>>,
 }
 
+/// The rules of the filter inside gVisor: the setuid/setgid mode refusals docker's
+/// profile and bwrap's filter share, and `openat2` and `fchmodat2` refused whole
+/// (EPERM), as those refuse them: `openat2` hides its mode in a struct a filter cannot
+/// read, `fchmodat2` would need rules of its own. gVisor's kernel may not have them
+/// yet (runsc 2022-12 answers ENOSYS): the filter decides, not the kernel's version.
+fn filter_rules() -> Vec<Value> {
+    let mut rules = setuid_refusals();
+    rules.push(json!({
+        "names": ["openat2", "fchmodat2"],
+        "action": "SCMP_ACT_ERRNO",
+        "errnoRet": 1,
+    }));
+    rules
+}
+
 impl GvisorBackend {
     /// A gVisor backend whose writable directory is `workspace` (the tenant's own;
     /// each command's [`Job::dir`] is its opened copy) and whose commands start in
@@ -260,7 +275,7 @@ impl GvisorBackend {
         hidden.push(base.clone());
         Ok(Self {
             mounts: mounts(config, &workspace, &hidden, &host.empty),
-            seccomp: json!({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": setuid_refusals()}),
+            seccomp: json!({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": filter_rules()}),
             program,
             flags,
             workspace,
@@ -711,6 +726,17 @@ mod tests {
             "a symlink is not the directory"
         );
         assert!(private_dir(&private).is_ok());
+    }
+
+    #[test]
+    fn openat2_and_fchmodat2_are_refused_whole() {
+        let rules = filter_rules();
+        let whole: Vec<&Value> = rules.iter().filter(|r| r.get("args").is_none()).collect();
+        assert_eq!(whole.len(), 1, "{whole:?}");
+        assert_eq!(whole[0]["names"], json!(["openat2", "fchmodat2"]));
+        assert_eq!(whole[0]["action"], "SCMP_ACT_ERRNO");
+        assert_eq!(whole[0]["errnoRet"], 1);
+        assert_eq!(rules.len(), setuid_refusals().len() + 1);
     }
 
     #[test]
