@@ -182,7 +182,7 @@ pub(crate) fn spawn_pty(cmd: Command, backend: &'static str) -> Result<Spawned, 
     let slave = pair.slave;
     // On the spawner thread (see `spawner`), where our copy of the child's side is
     // dropped too: without dropping it the reader never sees the end.
-    let child = spawner::run(move || slave.spawn_command(builder))
+    let child = spawner::run(move || slave.spawn_command(builder), abandon_pty)
         .map_err(|e| err(e.to_string()))?
         .map_err(|e| err(e.to_string()))?;
     let reader = pair
@@ -199,6 +199,24 @@ pub(crate) fn spawn_pty(cmd: Command, backend: &'static str) -> Result<Spawned, 
         stdin: Some(writer),
         output,
     })
+}
+
+/// Kills a process whose start finished after its caller stopped waiting (see
+/// `spawner`): nobody would end it.
+fn abandon_child(started: std::io::Result<Child>) {
+    if let Ok(mut child) = started {
+        kill_group(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// [`abandon_child`] for a process on a pseudo-terminal.
+fn abandon_pty<E>(started: Result<Box<dyn portable_pty::Child + Send + Sync>, E>) {
+    if let Ok(mut child) = started {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// Starts `cmd` in a new process group with stdout and stderr merged into one pipe.
@@ -219,7 +237,7 @@ pub(crate) fn spawn(mut cmd: Command, backend: &'static str) -> Result<Spawned, 
         .process_group(0);
     // On the spawner thread (see `spawner`), where `cmd` is dropped too: it holds our
     // copies of the pipe's write end, and EOF never comes while they are open.
-    let mut child = spawner::run(move || cmd.spawn())
+    let mut child = spawner::run(move || cmd.spawn(), abandon_child)
         .and_then(|spawned| spawned)
         .map_err(|e| err(e.to_string()))?;
     let stdin = child

@@ -92,8 +92,15 @@ impl Proc {
     /// (or the local process ended, or [`exec::START_WAIT`] passed): a kill before it
     /// would find nothing there, and the command would start after it and run on.
     fn kill(&self) {
+        self.kill_by(Instant::now() + exec::START_WAIT);
+    }
+
+    /// [`kill`](Self::kill), waiting for the start until `deadline` at most: the
+    /// processes of a session start on the far side at the same time, so the kills at
+    /// its end wait for them together, up to one [`exec::START_WAIT`] in all (not one
+    /// each, one after another).
+    fn kill_by(&self, deadline: Instant) {
         if self.backend.announces_start() {
-            let deadline = Instant::now() + exec::START_WAIT;
             let mut s = self.lock();
             while !s.started && s.finished.is_none() && Instant::now() < deadline {
                 self.changed.wait_for(&mut s, TICK * 4);
@@ -125,10 +132,16 @@ impl Proc {
     /// it left running, `nohup srv &`, must not outlive its session), then reap the
     /// leader. The watcher leaves it unreaped, so the group id cannot have been reused.
     fn release(&self) {
+        self.release_by(Instant::now() + exec::START_WAIT);
+    }
+
+    /// [`release`](Self::release), waiting for an unannounced start until `deadline`
+    /// at most (see [`kill_by`](Self::kill_by)).
+    fn release_by(&self, deadline: Instant) {
         // On the far side the local client's end says little (a dropped connection
         // ends it while the remote command runs on): a remote one is always killed.
         if self.lock().finished.is_none() || self.backend.is_remote() {
-            self.kill();
+            self.kill_by(deadline);
         } else {
             exec::kill_group(self.pid);
         }
@@ -332,19 +345,29 @@ impl ProcessRegistry {
         sessions.get(session)?.iter().find(|p| p.id == id).cloned()
     }
 
-    /// Kills every process of `session` and forgets them.
+    /// Kills every process of `session` and forgets them. Those whose far side has
+    /// not said it started are waited for together: at most [`exec::START_WAIT`] in
+    /// all.
     pub fn end_session(&self, session: &SessionKey) {
+        self.end_session_by(session, Instant::now() + exec::START_WAIT);
+    }
+
+    /// [`end_session`](Self::end_session), waiting for unannounced starts until
+    /// `deadline` at most.
+    fn end_session_by(&self, session: &SessionKey, deadline: Instant) {
         let procs = self.sessions.lock().remove(session).unwrap_or_default();
         for p in procs {
-            p.release();
+            p.release_by(deadline);
         }
     }
 
-    /// Kills every process of every session.
+    /// Kills every process of every session, waiting for unannounced starts at most
+    /// [`exec::START_WAIT`] in all.
     pub fn kill_all(&self) {
+        let deadline = Instant::now() + exec::START_WAIT;
         let sessions: Vec<SessionKey> = self.sessions.lock().keys().cloned().collect();
         for s in sessions {
-            self.end_session(&s);
+            self.end_session_by(&s, deadline);
         }
     }
 
