@@ -1088,12 +1088,7 @@ fn http_token(
             auth::CONSOLE_TOKEN_ENV
         );
     }
-    let tokens = auth::serve_tokens(
-        access,
-        tenant,
-        from_env.as_deref(),
-        console_env.as_deref(),
-    )?;
+    let tokens = auth::serve_tokens(access, tenant, from_env.as_deref(), console_env.as_deref())?;
     Ok(Some(tokens))
 }
 
