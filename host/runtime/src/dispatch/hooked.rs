@@ -108,6 +108,18 @@ impl Dispatcher {
                         "hook {hook} rewrote the arguments into ones the tool refuses: {problem}"
                     ),
                 };
+                // A hook granted a bound secret (as its env var) must not hand it to
+                // the tool: an injected secret never enters a tool's memory, and the
+                // tool may have a network grant of its own. Refused, not scrubbed —
+                // the rewrite meant to carry it somewhere.
+                let scrub = crate::sandbox::redact_values(tool.grants(), self.catalog.secrets());
+                if scrub.is_some_and(|scrub| scrub.finds(&args)) {
+                    return Err(CallOutcome::Denied {
+                        reason: format!(
+                            "hook {hook} rewrote the arguments to hold a secret the policy binds to a destination; a bound secret never reaches a tool"
+                        ),
+                    });
+                }
                 let value: Value = serde_json::from_str(&args)
                     .map_err(|e| invalid(format!("not valid JSON ({e})")))?;
                 if !value.is_object() {
