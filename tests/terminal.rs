@@ -7,9 +7,9 @@
 //! (`.ci/run`) installs them all.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::{DockerConfig, TerminalConfig};
+use hermetic_terminal::TerminalConfig;
 use hermetic_tests::backends::{
-    alive, busybox_image, eventually, gvisor_config, podman_conf, require, running, start_sshd,
+    alive, eventually, gvisor_config, podman_conf, podman_terminal, require, running, start_sshd,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -498,24 +498,9 @@ fn docker_compatible_backend_with_podman() {
     require("/bin/busybox", "busybox-static");
     let conf_dir = TempDir::new().unwrap();
     let conf = podman_conf(conf_dir.path());
-    let image = busybox_image(&conf);
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    let config = TerminalConfig::default()
-        .using(
-            "docker",
-            &DockerConfig {
-                program: "podman".into(),
-                global_args: vec!["--runtime".into(), "runc".into()],
-                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-                image: image.into(),
-                memory: "256m".into(),
-                pids_limit: 64,
-                workspace: Some(ws_path.clone()),
-                ..DockerConfig::default()
-            },
-        )
-        .unwrap();
+    let config = podman_terminal(&conf, &ws_path);
     let registry = registry(&ws_path, config);
     // No capabilities, no new privileges, no network.
     let r = run(

@@ -8,10 +8,10 @@
 //! (`.ci/run`) installs them all.
 use hermetic::policy::TenantPolicy;
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::{DockerConfig, TerminalConfig};
+use hermetic_terminal::TerminalConfig;
 use hermetic_tests::backends::{
-    alive, busybox_image, eventually, gvisor_config, gvisor_host_pids, gvisor_leftovers,
-    gvisor_seen, podman_conf, processes_with, require, running, start_sshd, start_sshd_with,
+    alive, eventually, gvisor_config, gvisor_host_pids, gvisor_leftovers, gvisor_seen, podman_conf,
+    podman_terminal, processes_with, require, running, start_sshd, start_sshd_with,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -252,35 +252,13 @@ fn bystander_pids(token: &str) -> Vec<String> {
 
 // docker
 
-/// The podman settings of these tests: the busybox image, runc, a workspace.
-fn podman_config(conf: &Path, workspace: &Path) -> TerminalConfig {
-    require("podman", "podman");
-    require("runc", "runc");
-    require("/bin/busybox", "busybox-static");
-    TerminalConfig::default()
-        .using(
-            "docker",
-            &DockerConfig {
-                program: "podman".into(),
-                global_args: vec!["--runtime".into(), "runc".into()],
-                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-                image: busybox_image(conf).into(),
-                memory: "256m".into(),
-                pids_limit: 64,
-                workspace: Some(workspace.to_path_buf()),
-                ..DockerConfig::default()
-            },
-        )
-        .unwrap()
-}
-
 #[test]
 fn docker_nothing_of_a_command_survives_its_timeout_end_or_session() {
     let conf_dir = TempDir::new().unwrap();
     let conf = podman_conf(conf_dir.path());
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    let registry = registry(&ws_path, podman_config(&conf, &ws_path));
+    let registry = registry(&ws_path, podman_terminal(&conf, &ws_path));
     nothing_survives("docker", &registry, "acme", "escape", &ON_THIS_KERNEL);
     a_forged_pid_line_steers_nothing("docker", &registry, "acme", &ON_THIS_KERNEL);
 }
@@ -293,7 +271,7 @@ fn docker_a_setuid_file_made_in_the_container_is_not_setuid_on_the_host() {
     let ws_path = ws.path().canonicalize().unwrap();
     // The gate would ask about `chmod u+s`: the test is of the container, which must
     // hold for a command a human approved (or one that sets the bit another way).
-    let mut config = podman_config(&conf, &ws_path);
+    let mut config = podman_terminal(&conf, &ws_path);
     config.approval.mode = hermetic::approval::Mode::Off;
     let registry = registry(&ws_path, config);
     // hermetic runs as root here, so the container user is 0:0: the strongest case.
@@ -338,7 +316,7 @@ fn docker_a_tenant_sees_only_its_own_workspace_directory() {
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
     std::fs::write(ws_path.join("operator-file"), "operator").unwrap();
-    let registry = registry(&ws_path, podman_config(&conf, &ws_path));
+    let registry = registry(&ws_path, podman_terminal(&conf, &ws_path));
     let r = call(
         &registry,
         "terminal",
@@ -453,7 +431,7 @@ fn docker_a_kill_right_after_a_background_start_stops_the_command() {
     let conf = podman_conf(conf_dir.path());
     let ws = TempDir::new().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    let registry = registry(&ws_path, podman_config(&conf, &ws_path));
+    let registry = registry(&ws_path, podman_terminal(&conf, &ws_path));
     a_kill_right_after_a_start_stops_the_command(
         "docker",
         &registry,

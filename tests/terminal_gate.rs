@@ -8,8 +8,8 @@
 //! a fact, not a race.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::{DockerConfig, TerminalConfig};
-use hermetic_tests::backends::{busybox_image, eventually, podman_conf, require, start_sshd};
+use hermetic_terminal::TerminalConfig;
+use hermetic_tests::backends::{eventually, podman_conf, podman_terminal, require, start_sshd};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -771,23 +771,8 @@ fn a_script_written_with_write_file_is_judged_before_it_runs_in_a_container() {
     require("/bin/busybox", "busybox-static");
     let conf_dir = TempDir::new().unwrap();
     let conf = podman_conf(conf_dir.path());
-    let image = busybox_image(&conf);
     let (_ws, root) = workspace();
-    let config = TerminalConfig::default()
-        .using(
-            "docker",
-            &DockerConfig {
-                program: "podman".into(),
-                global_args: vec!["--runtime".into(), "runc".into()],
-                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-                image: image.into(),
-                memory: "256m".into(),
-                pids_limit: 64,
-                workspace: Some(root.clone()),
-                ..DockerConfig::default()
-            },
-        )
-        .unwrap();
+    let config = podman_terminal(&conf, &root);
     let registry = registry_with(&root, config);
     a_written_script_is_judged_before_it_runs(&registry, &root, "/workspace", SH_FORMS);
 }

@@ -7,8 +7,8 @@
 //! anything delivered before it has too, so "the victim survives" is a fact.
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
-use hermetic_terminal::{DockerConfig, TerminalConfig};
-use hermetic_tests::backends::{busybox_image, eventually, podman_conf, require, start_sshd};
+use hermetic_terminal::TerminalConfig;
+use hermetic_tests::backends::{eventually, podman_conf, podman_terminal, require, start_sshd};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -353,23 +353,8 @@ fn a_text_beginning_with_a_dash_runs_as_judged_in_a_container() {
     require("/bin/busybox", "busybox-static");
     let conf_dir = TempDir::new().unwrap();
     let conf = podman_conf(conf_dir.path());
-    let image = busybox_image(&conf);
     let (_ws, root) = workspace();
-    let config = TerminalConfig::default()
-        .using(
-            "docker",
-            &DockerConfig {
-                program: "podman".into(),
-                global_args: vec!["--runtime".into(), "runc".into()],
-                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
-                image: image.into(),
-                memory: "256m".into(),
-                pids_limit: 64,
-                workspace: Some(root.clone()),
-                ..DockerConfig::default()
-            },
-        )
-        .unwrap();
+    let config = podman_terminal(&conf, &root);
     a_text_beginning_with_a_dash_runs_as_judged(&registry_with(&root, config), &root);
 }
 

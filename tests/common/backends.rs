@@ -368,3 +368,26 @@ pub fn processes_with(token: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The podman settings of the terminal suites: the busybox image, runc, `workspace`
+/// mounted as the container's workspace (`conf` from [`podman_conf`]).
+pub fn podman_terminal(conf: &Path, workspace: &Path) -> hermetic_terminal::TerminalConfig {
+    require("podman", "podman");
+    require("runc", "runc");
+    require("/bin/busybox", "busybox-static");
+    hermetic_terminal::TerminalConfig::default()
+        .using(
+            "docker",
+            &hermetic_terminal::DockerConfig {
+                program: "podman".into(),
+                global_args: vec!["--runtime".into(), "runc".into()],
+                cli_env: [("CONTAINERS_CONF".to_owned(), conf.display().to_string())].into(),
+                image: busybox_image(conf).into(),
+                memory: "256m".into(),
+                pids_limit: 64,
+                workspace: Some(workspace.to_path_buf()),
+                ..hermetic_terminal::DockerConfig::default()
+            },
+        )
+        .expect("the podman settings are valid")
+}
