@@ -15,6 +15,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tempfile::TempDir;
 
+/// `hermetic tool finish COMPONENT DECLARATION -o OUT`, run in `dir`.
+fn finish(dir: &Path, component: &str, declaration: &str, out: &Path) -> Output {
+    hermetic(
+        dir,
+        &[
+            "tool",
+            "finish",
+            component,
+            declaration,
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    )
+}
+
 /// `hermetic ARGS` in `dir`, with the CLI suites' shared compiled-code cache.
 fn hermetic(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hermetic"))
@@ -313,17 +328,12 @@ fn a_finished_component_carries_its_new_declaration_and_loads() {
 fn a_component_importing_what_its_declaration_does_not_link_is_refused() {
     let dir = TempDir::new().unwrap();
     let out_file = dir.path().join("out.wasm");
-    let finish = |component: &str, decl: &str| {
-        hermetic(
+    let finish_guest = |component: &str, decl: &str| {
+        finish(
             dir.path(),
-            &[
-                "tool",
-                "finish",
-                guest(component).to_str().unwrap(),
-                decl,
-                "-o",
-                out_file.to_str().unwrap(),
-            ],
+            guest(component).to_str().unwrap(),
+            decl,
+            &out_file,
         )
     };
     // http_undeclared imports wasi:http, kv_undeclared wasi:keyvalue.
@@ -341,7 +351,7 @@ fn a_component_importing_what_its_declaration_does_not_link_is_refused() {
             "without.toml",
             &format!("name = \"{component}\"\ntoolset = \"test\"\n"),
         );
-        let out = finish(component, &without);
+        let out = finish_guest(component, &without);
         assert_eq!(out.status.code(), Some(3), "{component}");
         let said = stderr(&out);
         assert!(
@@ -357,7 +367,7 @@ fn a_component_importing_what_its_declaration_does_not_link_is_refused() {
             "with.toml",
             &format!("name = \"{component}\"\ntoolset = \"test\"\n[capabilities]\n{capability}\n"),
         );
-        let out = finish(component, &with);
+        let out = finish_guest(component, &with);
         assert!(out.status.success(), "{component}: {}", stderr(&out));
         std::fs::remove_file(&out_file).unwrap();
     }
@@ -373,16 +383,11 @@ fn more_core_instances_than_the_declaration_allows_are_refused() {
         "declaration.toml",
         "name = \"echo\"\ntoolset = \"test\"\ncore_instances = 2\n",
     );
-    let out = hermetic(
+    let out = finish(
         dir.path(),
-        &[
-            "tool",
-            "finish",
-            guest("echo").to_str().unwrap(),
-            &decl,
-            "-o",
-            out_file.to_str().unwrap(),
-        ],
+        guest("echo").to_str().unwrap(),
+        &decl,
+        &out_file,
     );
     assert_eq!(out.status.code(), Some(3));
     assert!(
@@ -398,16 +403,11 @@ fn more_core_instances_than_the_declaration_allows_are_refused() {
         "other.toml",
         "name = \"other\"\ntoolset = \"test\"\n",
     );
-    let out = hermetic(
+    let out = finish(
         dir.path(),
-        &[
-            "tool",
-            "finish",
-            guest("echo").to_str().unwrap(),
-            &other,
-            "-o",
-            out_file.to_str().unwrap(),
-        ],
+        guest("echo").to_str().unwrap(),
+        &other,
+        &out_file,
     );
     assert_eq!(out.status.code(), Some(3));
     assert!(
@@ -417,17 +417,7 @@ fn more_core_instances_than_the_declaration_allows_are_refused() {
     );
     // Not a component at all.
     let junk = file(dir.path(), "junk.wasm", "not wasm");
-    let out = hermetic(
-        dir.path(),
-        &[
-            "tool",
-            "finish",
-            &junk,
-            &decl,
-            "-o",
-            out_file.to_str().unwrap(),
-        ],
-    );
+    let out = finish(dir.path(), &junk, &decl, &out_file);
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("not WebAssembly"), "{}", stderr(&out));
 }
