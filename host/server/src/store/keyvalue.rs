@@ -347,15 +347,8 @@ impl RedisKeyValue {
             let mut cursor: u64 = 0;
             let mut moved = 0usize;
             loop {
-                let (next, batch): (u64, Vec<String>) = self.raw(|c| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(SCAN_COUNT)
-                        .query(c)
-                })?;
+                let (next, batch): (u64, Vec<String>) =
+                    self.raw(|c| scan_step(cursor, &pattern).query(c))?;
                 for old in batch {
                     let Some(ns) = old.strip_prefix(OLD_DATA_KEY) else {
                         continue;
@@ -506,15 +499,8 @@ impl RedisKeyValue {
         let mut cursor: u64 = 0;
         let mut names: Vec<String> = Vec::new();
         loop {
-            let (next, batch): (u64, Vec<String>) = self.with(|c| {
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT)
-                    .query(c)
-            })?;
+            let (next, batch): (u64, Vec<String>) =
+                self.with(|c| scan_step(cursor, &pattern).query(c))?;
             names.extend(
                 batch
                     .into_iter()
@@ -737,6 +723,18 @@ impl KeyValueBackend for RedisKeyValue {
         }
         Ok(ended)
     }
+}
+
+/// One `SCAN` step from `cursor` over the keys matching `pattern` (the keyspace is
+/// walked in steps, never blocked).
+fn scan_step(cursor: u64, pattern: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("SCAN");
+    cmd.arg(cursor)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(SCAN_COUNT);
+    cmd
 }
 
 #[cfg(test)]
