@@ -14,10 +14,16 @@ macro_rules! out {
 }
 
 mod approval;
+mod args;
+mod audit;
 mod cli;
 mod community;
+mod host;
+mod inspect;
 mod new;
+mod serve;
 mod state;
+mod token;
 mod tool_build;
 
 fn main() -> std::process::ExitCode {

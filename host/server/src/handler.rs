@@ -79,23 +79,7 @@ impl McpHandler {
         let Some((tenant, session)) = self.identity(&context) else {
             return Ok(error_result("unauthenticated: this server requires a bearer token").into());
         };
-        let site = CallSite {
-            tenant,
-            session,
-            request: context.id.clone(),
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| (context.peer.clone(), token)),
-            round_wanted: wants_input_round(&context),
-            peer: Some(context.peer.clone()),
-            cancelled: Some(context.ct.clone()),
-            trace: request
-                .meta
-                .as_deref()
-                .and_then(|m| TraceParent::from_meta(m))
-                .or_else(|| TraceParent::from_meta(&context.meta)),
-        };
+        let site = CallSite::of_request(tenant, session, &request, &context);
         call_tool(&self.shared, request, site).await
     }
 }
@@ -120,6 +104,58 @@ pub(crate) struct CallSite {
     pub(crate) cancelled: Option<tokio_util::sync::CancellationToken>,
     /// The client's trace context (`_meta.traceparent`), if it sent a valid one.
     pub(crate) trace: Option<TraceParent>,
+}
+
+impl CallSite {
+    /// A call rmcp handed over: everything a client can send with it comes from the
+    /// request and its context.
+    fn of_request(
+        tenant: Arc<str>,
+        session: String,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Self {
+        Self {
+            tenant,
+            session,
+            request: context.id.clone(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (context.peer.clone(), token)),
+            round_wanted: wants_input_round(context),
+            peer: Some(context.peer.clone()),
+            cancelled: Some(context.ct.clone()),
+            trace: request
+                .meta
+                .as_deref()
+                .and_then(|m| TraceParent::from_meta(m))
+                .or_else(|| TraceParent::from_meta(&context.meta)),
+        }
+    }
+
+    /// A plain call's site ([`crate::plain`]: stdio's and the HTTP front's own path).
+    /// Plain calls carry no `_meta` (the plain path declines them), so they have no
+    /// progress token, no input round and no trace context; no peer either, so
+    /// approvals go to the broker. `cancelled`: what ends the call besides its
+    /// future being dropped (stdio's end of the client).
+    pub(crate) fn plain(
+        tenant: Arc<str>,
+        session: String,
+        request: rmcp::model::RequestId,
+        cancelled: Option<tokio_util::sync::CancellationToken>,
+    ) -> Self {
+        Self {
+            tenant,
+            session,
+            request,
+            progress: None,
+            round_wanted: false,
+            peer: None,
+            cancelled,
+            trace: None,
+        }
+    }
 }
 
 /// tools/call: runs the tool with the caller's tenant and session, forwards its

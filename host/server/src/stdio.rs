@@ -291,19 +291,12 @@ impl PlainCalls {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let shared = Arc::clone(&self.server.shared);
-        let site = CallSite {
-            tenant: Arc::clone(&self.tenant),
-            session: self.session.clone(),
-            request: id.clone(),
-            progress: None,
-            round_wanted: false,
-            peer: None,
-            cancelled: Some(self.end.clone()),
-            trace: params
-                .meta
-                .as_deref()
-                .and_then(|m| crate::trace::TraceParent::from_meta(m)),
-        };
+        let site = CallSite::plain(
+            Arc::clone(&self.tenant),
+            self.session.clone(),
+            id.clone(),
+            Some(self.end.clone()),
+        );
         // Tracked twice: by the server, so a shutdown drains and cancels it with the
         // rest, and here, so closing the transport waits for its answer.
         let tracker = shared.calls.clone();

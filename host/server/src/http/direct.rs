@@ -30,19 +30,8 @@ pub(super) async fn answer(
     sending: tokio_util::task::task_tracker::TaskTrackerToken,
 ) -> Response<Body> {
     let shared = Arc::clone(&server.shared);
-    let site = CallSite {
-        tenant,
-        session,
-        request: id.clone(),
-        progress: None,
-        round_wanted: false,
-        peer: None,
-        cancelled: None,
-        trace: params
-            .meta
-            .as_deref()
-            .and_then(|m| crate::trace::TraceParent::from_meta(m)),
-    };
+    // No cancel token: the client going away drops the response, and with it the call.
+    let site = CallSite::plain(tenant, session, id.clone(), None);
     let call = {
         let shared = Arc::clone(&shared);
         async move { call_tool(&shared, params, site).await }
