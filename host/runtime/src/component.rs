@@ -423,9 +423,8 @@ pub fn load(
                 progress: None,
                 timeout: Some(METADATA_TIMEOUT),
                 cancel: None,
-                terminal: None,
                 turn: None,
-                keyvalue: None,
+                ..CallSetup::default()
             },
         )
         .map_err(|e: SandboxError| LoadError::schema_from("", e))?;
@@ -672,7 +671,7 @@ impl LoadedTool {
         secrets: &Secrets,
         args: &str,
         ctx: &CallContext,
-        setup: CallSetup,
+        setup: CallSetup<'_>,
     ) -> Result<Result<String, String>, CallFailure> {
         let cancel = setup.cancel.clone();
         if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
@@ -716,7 +715,7 @@ impl LoadedTool {
         secrets: &Secrets,
         args: &str,
         ctx: &CallContext,
-        setup: CallSetup,
+        setup: CallSetup<'_>,
     ) -> Result<Result<String, String>, CallFailure> {
         let Some(pre) = &self.fiber_pre else {
             return Err(CallFailure::Sandbox(SandboxError::NotForFiber(
@@ -828,9 +827,8 @@ impl LoadedTool {
             progress: None,
             timeout: Some(timeout),
             cancel: None,
-            terminal: None,
             turn: None,
-            keyvalue: None,
+            ..CallSetup::default()
         };
         let _sandbox = metadata_sandbox(runtime, timeout)?;
         let mut store = sandbox::store(runtime, &self.name, grants, secrets, setup)?;
@@ -853,7 +851,7 @@ fn metadata_sandbox(runtime: &Runtime, wait: Duration) -> Result<crate::slots::S
 }
 
 /// A call's time limit in milliseconds, as its errors report it.
-fn timeout_ms(grants: &EffectiveGrants, setup: &CallSetup) -> u64 {
+fn timeout_ms(grants: &EffectiveGrants, setup: &CallSetup<'_>) -> u64 {
     setup.timeout.map_or(grants.limits.timeout_ms, |t| {
         u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
     })

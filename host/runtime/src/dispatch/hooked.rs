@@ -49,20 +49,24 @@ impl Dispatcher {
 
     /// A hook's sandbox setup for a call of `options`: the call's cancel token and
     /// CPU share.
-    fn hook_setup(&self, hook: &Hook, ctx: &CallContext, options: &CallOptions) -> CallSetup {
+    fn hook_setup(
+        &self,
+        hook: &Hook,
+        ctx: &CallContext,
+        options: &CallOptions,
+    ) -> CallSetup<'static> {
         CallSetup {
             call_id: format!("{}:{}", ctx.call_id, hook.name()),
             progress: None,
             timeout: None,
             cancel: options.cancel.clone(),
-            terminal: None,
-            keyvalue: None,
             turn: Some(
                 self.catalog
                     .runtime()
                     .turns()
                     .turn(self.share(&options.tenant)),
             ),
+            ..CallSetup::default()
         }
     }
 

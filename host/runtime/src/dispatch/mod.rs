@@ -11,10 +11,9 @@ use crate::bindings::CallContext;
 use crate::catalog::{Catalog, Resolved};
 use crate::component::{CallFailure, LoadedTool};
 use crate::outcome::{CallOutcome, LimitKind};
-use crate::sandbox::capability::keyvalue::KeyValueAccess;
 use crate::sandbox::capability::keyvalue::backend::KeyValueBackend;
-use crate::sandbox::terminal::{TerminalAccess, TerminalCallContext, TerminalService};
-use crate::sandbox::{CallSetup, CancelToken, ProgressSink};
+use crate::sandbox::terminal::TerminalService;
+use crate::sandbox::{CallSetup, Caller, CancelToken, ProgressSink, Services};
 use crate::secrets::Scrubber;
 use crate::slots::{Share, Slot, SlotStats, Slots};
 use serde_json::Value;
@@ -138,8 +137,9 @@ struct Held {
 /// granted it.
 pub struct Dispatcher {
     catalog: Arc<Catalog>,
-    /// The terminal service (backends, approval gates, background processes).
-    terminal: Option<Arc<dyn TerminalService>>,
+    /// The host services calls reach through their capabilities: the terminal, the
+    /// key-value store.
+    services: Services,
     /// Tenant id → calls of that tenant running at once.
     tenant_slots: HashMap<String, Arc<Slots>>,
     /// Tenant id → its share of the slots every tenant's calls use (a tool's, the
@@ -151,22 +151,21 @@ pub struct Dispatcher {
     /// The hooks around calls, in the order they run (empty: the common case, one
     /// read per call).
     hooks: parking_lot::RwLock<Arc<[Arc<crate::hooks::Hook>]>>,
-    /// Where granted tools' key-value data lives.
-    keyvalue: Arc<dyn KeyValueBackend>,
 }
 
 impl std::fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dispatcher")
             .field("tenants", &self.tenant_slots.len())
-            .field("terminal", &self.terminal.is_some())
+            .field("terminal", &self.services.terminal.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Dispatcher {
     /// A dispatcher for `catalog`'s tools, with a concurrency budget per tenant of its
-    /// policy, and `terminal` for tools granted it.
+    /// policy, `terminal` for tools granted it, and `keyvalue` holding granted tools'
+    /// key-value data.
     pub(crate) fn new(
         catalog: Arc<Catalog>,
         terminal: Option<Arc<dyn TerminalService>>,
@@ -192,11 +191,10 @@ impl Dispatcher {
             .collect();
         Self {
             catalog,
-            terminal,
+            services: Services { terminal, keyvalue },
             tenant_slots,
             shares,
             hooks: parking_lot::RwLock::new(Arc::from(Vec::new())),
-            keyvalue,
         }
     }
 
@@ -219,13 +217,13 @@ impl Dispatcher {
 
     /// The terminal service, if one was given.
     pub fn terminal(&self) -> Option<&Arc<dyn TerminalService>> {
-        self.terminal.as_ref()
+        self.services.terminal.as_ref()
     }
 
     /// Where granted tools' key-value data lives: a transport ends a session's stores
     /// with [`KeyValueBackend::end_session`] when the session ends.
     pub fn keyvalue(&self) -> &Arc<dyn KeyValueBackend> {
-        &self.keyvalue
+        &self.services.keyvalue
     }
 
     /// Calls a tool with JSON arguments and returns its JSON result, or a JSON
@@ -516,14 +514,13 @@ impl Dispatcher {
     /// look at first: [`Dispatcher::run`] asks [`Catalog::check_failure`] (which
     /// reports grants that leave the tool unavailable, then runs `check()` if need
     /// be), the fiber path ([`Dispatcher::fiber_for`]) the grants and the cache.
-    fn prepare(
-        &self,
-        tool: &Resolved,
+    fn prepare<'a>(
+        &'a self,
+        tool: &'a Resolved,
         name: &str,
         args: Arguments<'_>,
-        options: &CallOptions,
-    ) -> Result<Prepared, CallOutcome> {
-        let grants = tool.grants();
+        options: &'a CallOptions,
+    ) -> Result<Prepared<'a>, CallOutcome> {
         let invalid = |message: String| CallOutcome::InvalidArguments {
             name: name.to_owned(),
             message,
@@ -582,26 +579,20 @@ impl Dispatcher {
             progress: options.progress.clone(),
             timeout: None,
             cancel: options.cancel.clone(),
-            terminal: if grants.terminal {
-                self.terminal_call(grants, options)
-            } else {
-                None
-            },
             turn: Some(
                 self.catalog
                     .runtime()
                     .turns()
                     .turn(self.share(&options.tenant)),
             ),
-            keyvalue: grants.keyvalue.map(|grant| {
-                KeyValueAccess::new(
-                    Arc::clone(&self.keyvalue),
-                    Arc::clone(&tool.tool().store_owner),
-                    &options.tenant,
-                    &options.session,
-                    grant,
-                )
+            caller: Some(Caller {
+                services: &self.services,
+                tenant: &options.tenant,
+                session: &options.session,
+                approver: options.approver.as_ref(),
+                store_owner: &tool.tool().store_owner,
             }),
+            scanned: None,
         };
         Ok(Prepared {
             args,
@@ -609,29 +600,6 @@ impl Dispatcher {
             setup,
             hooks,
         })
-    }
-
-    /// The terminal for one call of a tool granted it, for the caller's tenant,
-    /// session, approver and cancel token.
-    fn terminal_call(
-        &self,
-        grants: &crate::EffectiveGrants,
-        options: &CallOptions,
-    ) -> Option<TerminalAccess> {
-        let service = Arc::clone(self.terminal.as_ref()?);
-        let caller = TerminalCallContext {
-            tenant: options.tenant.clone(),
-            session: options.session.clone(),
-            approver: options.approver.clone(),
-            cancel: options.cancel.clone(),
-            ..TerminalCallContext::default()
-        };
-        Some(TerminalAccess::for_call(
-            service,
-            grants,
-            self.catalog.secrets(),
-            caller,
-        ))
     }
 
     /// [`Dispatcher::call`] for async callers.
@@ -646,11 +614,11 @@ impl Dispatcher {
 }
 
 /// A call ready for its sandbox ([`Dispatcher::prepare`]).
-struct Prepared {
+struct Prepared<'a> {
     /// The arguments as the guest gets them (coerced and validated JSON text).
     args: String,
     ctx: CallContext,
-    setup: CallSetup,
+    setup: CallSetup<'a>,
     /// The hooks, when any applies to the call (they run again after it).
     hooks: Option<Arc<[Arc<crate::hooks::Hook>]>>,
 }

@@ -127,9 +127,6 @@ impl LoadedHook {
         let timeout_ms = run.grants.limits.timeout_ms;
         let mut store =
             sandbox::store(run.runtime, &self.name, run.grants, run.secrets, run.setup)?;
-        if let Some(values) = run.scanned {
-            store.data_mut().scan_for(Arc::clone(values));
-        }
         let result = self
             .pre
             .instantiate(&mut store)
@@ -144,7 +141,7 @@ pub(crate) struct HookRun<'a> {
     pub(crate) runtime: &'a Runtime,
     pub(crate) grants: &'a EffectiveGrants,
     pub(crate) secrets: &'a Secrets,
-    /// The secret values it may ask the positions of, when granted `secret_scan`.
-    pub(crate) scanned: Option<&'a Arc<[String]>>,
-    pub(crate) setup: CallSetup,
+    /// Its setup, with the secret values it may ask the positions of when granted
+    /// `secret_scan`.
+    pub(crate) setup: CallSetup<'a>,
 }

@@ -112,14 +112,16 @@ impl HookedCall<'_> {
         }
     }
 
-    /// `hook`'s run, with `setup`.
-    fn run<'h>(&'h self, hook: &'h Hook, setup: crate::sandbox::CallSetup) -> HookRun<'h> {
+    /// `hook`'s run, with `setup` and the secret values it may locate.
+    fn run<'h>(&'h self, hook: &'h Hook, setup: crate::sandbox::CallSetup<'static>) -> HookRun<'h> {
         HookRun {
             runtime: self.runtime,
             grants: &hook.grants,
             secrets: self.secrets,
-            scanned: hook.scanned.as_ref(),
-            setup,
+            setup: crate::sandbox::CallSetup {
+                scanned: hook.scanned.as_ref(),
+                ..setup
+            },
         }
     }
 
@@ -138,7 +140,7 @@ pub(crate) fn before(
     hooks: &[Arc<Hook>],
     call: &HookedCall<'_>,
     mut args: String,
-    setup: &mut dyn FnMut(&Hook) -> crate::sandbox::CallSetup,
+    setup: &mut dyn FnMut(&Hook) -> crate::sandbox::CallSetup<'static>,
 ) -> Before {
     let mut rewritten_by = None;
     for hook in hooks {
@@ -205,7 +207,7 @@ pub(crate) fn after(
     mut result: String,
     max_chars: usize,
     scrub: Option<&Scrubber>,
-    setup: &mut dyn FnMut(&Hook) -> crate::sandbox::CallSetup,
+    setup: &mut dyn FnMut(&Hook) -> crate::sandbox::CallSetup<'static>,
 ) -> Option<String> {
     let mut replaced = false;
     for hook in hooks {

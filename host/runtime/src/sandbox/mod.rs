@@ -8,8 +8,9 @@ mod deadline_io;
 mod output;
 
 pub use crate::call::{CancelToken, Progress, ProgressSink};
-pub use capability::http::{HttpState, egress};
-pub use capability::{LinkedCapabilities, terminal};
+pub use capability::http::egress;
+pub(crate) use capability::terminal;
+pub use capability::{Caller, LinkedCapabilities, Services};
 pub use output::CappedOutput;
 
 use crate::bindings::{self, Level};
@@ -18,7 +19,7 @@ use crate::engine::Runtime;
 use crate::policy::EffectiveGrants;
 use crate::secrets::{Scrubber, Secrets};
 use crate::wasm_error::{Cause, WasmtimeError};
-use capability::{clock, env, fs, http};
+use capability::{CallInputs, Granted};
 use deadline_io::{CallStop, DeadlineIo, HasDeadlineIo};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,22 +95,14 @@ pub struct CallState {
     pub stderr: CappedOutput,
     /// Set when the epoch callback stopped the guest because its token was cancelled.
     pub cancelled: bool,
-    /// The terminal, when this call's grants include it (`None` for every other tool:
-    /// no cost on the ordinary path).
-    terminal: Option<terminal::TerminalAccess>,
-    /// wasi:http state, for tools granted network destinations (`None` otherwise: no
+    /// What the call holds of each linked capability (each `None` unless granted: no
     /// cost on the common path).
-    http: Option<Box<HttpState>>,
+    granted: Granted,
     /// The call's place in the CPU turns, asked at each epoch tick it computes past.
     turn: Option<crate::slots::Turn>,
     /// What the guest's log and progress lines and output are scrubbed of: the secrets
     /// the host adds to its requests (`None`, the common path: nothing to scrub).
     redact: Option<Scrubber>,
-    /// The secret values a hook granted `secret_scan` may ask the positions of (`None`
-    /// for every other call).
-    scanned: Option<Arc<[String]>>,
-    /// The key-value store, for a tool granted it (`None` otherwise).
-    keyvalue: Option<capability::keyvalue::KeyValueAccess>,
 }
 
 impl WasiView for CallState {
@@ -463,7 +456,8 @@ impl HasData for HasIo {
 /// raw sockets (wasi:http, linked only for tools that declare network destinations,
 /// sends requests through [`egress`] and nothing else). What each linked interface may
 /// reach is decided per call by the [`WasiCtx`] (no preopens, no env unless granted, no
-/// socket ever): the fs, env, clock and sockets capabilities link their own interfaces.
+/// socket ever): the WASI capability units (fs, env, clock, sockets) link their own
+/// interfaces.
 fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::p2::bindings::sync;
 
@@ -471,42 +465,35 @@ fn link_wasi(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     // Blocking waits end at the call's deadline and on cancel (see deadline_io).
     sync::io::poll::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
     sync::io::streams::add_to_linker::<CallState, HasDeadlineIo>(l, CallState::deadline_io)?;
-    fs::link(l)?;
-    capability::sockets::link(l)?;
+    capability::link_wasi(l)?;
     link_wasi_rest(l)
 }
 
-/// [`link_wasi`] for calls on a fiber: wasi:io's and wasi:filesystem's async
-/// implementations, whose waits suspend the fiber. They need no deadline of their own:
-/// the whole call races its deadline and cancel token and is dropped when it loses
-/// (`LoadedTool::handle_on_fiber`). The filesystem is linked for the imports' sake
-/// only: a tool on a fiber has no mounts, so it has no descriptor to use it on.
+/// [`link_wasi`] for calls on a fiber: wasi:io's async implementation, whose waits
+/// suspend the fiber, and the WASI units' fiber linking (wasi:filesystem's and
+/// wasi:sockets' async twins). They need no deadline of their own: the whole call races
+/// its deadline and cancel token and is dropped when it loses
+/// (`LoadedTool::handle_on_fiber`).
 fn link_wasi_fiber(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
-    use wasmtime_wasi::p2::bindings::filesystem;
     use wasmtime_wasi_io::bindings::wasi::io;
 
     io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
     io::poll::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
     io::streams::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
-    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
-    filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
-    capability::sockets::link_fiber(l)?;
+    capability::link_wasi_fiber(l)?;
     link_wasi_rest(l)
 }
 
-/// The WASI interfaces that never block, the same for both kinds of call: clocks,
-/// random, env and cli.
+/// The WASI interfaces that belong to no capability and never block, the same for
+/// both kinds of call: random and cli.
 fn link_wasi_rest(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
     use wasmtime_wasi::p2::bindings::{cli, random};
     use wasmtime_wasi::random::WasiRandom;
 
-    clock::link(l)?;
     random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
     random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
-    env::link(l)?;
     cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
     cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
@@ -521,7 +508,7 @@ fn link_wasi_rest(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
 
 /// What a single call needs besides the grants.
 #[derive(Default)]
-pub struct CallSetup {
+pub struct CallSetup<'a> {
     /// Call id (for logs and progress).
     pub call_id: String,
     /// Progress receiver, if the caller wants progress.
@@ -530,13 +517,14 @@ pub struct CallSetup {
     pub timeout: Option<Duration>,
     /// Stops the call early when cancelled.
     pub cancel: Option<CancelToken>,
-    /// The terminal for this call, built only when the grants include it.
-    pub terminal: Option<terminal::TerminalAccess>,
     /// The call's place in the engine's CPU turns (`None`: it takes none, as
     /// `schema()` and `check()` runs, which have sandboxes of their own).
     pub turn: Option<crate::slots::Turn>,
-    /// The key-value store for this call, built only when the grants include it.
-    pub keyvalue: Option<capability::keyvalue::KeyValueAccess>,
+    /// Who the call is for and the host services its capabilities may reach (a tool
+    /// call the dispatcher runs; `None`: none, as `schema()`, `check()` and hooks).
+    pub caller: Option<Caller<'a>>,
+    /// The held secret values a hook granted `secret_scan` may locate (its runs only).
+    pub scanned: Option<&'a Arc<[String]>>,
 }
 
 /// Builds a fresh store for one call of `tool` with exactly `grants`: the granted
@@ -551,17 +539,17 @@ pub fn store(
     tool: &Arc<str>,
     grants: &EffectiveGrants,
     secrets: &Secrets,
-    setup: CallSetup,
+    setup: CallSetup<'_>,
 ) -> Result<Store<CallState>, SandboxError> {
     build_store(runtime, tool, grants, secrets, setup, false)
 }
 
 /// Whether calls of a tool with this declaration run on a fiber: it asks for nothing
-/// that blocks (no mounts, no network, no terminal), so a call is guest code plus
-/// host calls that return at once, or waits (a sleep) that suspend the fiber.
+/// that blocks or that the fiber's linker lacks (no mounts, no network, no terminal, no
+/// key-value store: see [`capability::Capability::ON_FIBER`]), so a call is guest code
+/// plus host calls that return at once, or waits (a sleep) that suspend the fiber.
 pub fn runs_on_fiber(declaration: &Declaration) -> bool {
-    let asks = &declaration.capabilities;
-    asks.fs.is_empty() && asks.network.is_empty() && !asks.terminal && asks.keyvalue.is_none()
+    capability::runs_on_fiber(declaration)
 }
 
 /// [`store`] for a call on a fiber, instantiated through [`Linkers::fiber`]: the
@@ -569,16 +557,17 @@ pub fn runs_on_fiber(declaration: &Declaration) -> bool {
 /// back (the dispatcher then moves the call to a blocking thread).
 ///
 /// # Errors
-/// [`SandboxError::NotForFiber`] for grants with mounts, network or the terminal (a host
-/// bug: such tools never run on a fiber, whose filesystem has no guard).
+/// [`SandboxError::NotForFiber`] for grants with mounts, network, the terminal or a
+/// key-value store (a host bug: such tools never run on a fiber, whose filesystem has no
+/// guard and whose linker has WASI only).
 pub(crate) fn fiber_store(
     runtime: &Runtime,
     tool: &Arc<str>,
     grants: &EffectiveGrants,
     secrets: &Secrets,
-    setup: CallSetup,
+    setup: CallSetup<'_>,
 ) -> Result<Store<CallState>, SandboxError> {
-    if !grants.mounts.is_empty() || !grants.network.is_empty() || grants.terminal {
+    if capability::needs_thread(grants) {
         return Err(SandboxError::NotForFiber(tool.to_string()));
     }
     build_store(runtime, tool, grants, secrets, setup, true)
@@ -589,23 +578,30 @@ fn build_store(
     tool: &Arc<str>,
     grants: &EffectiveGrants,
     secrets: &Secrets,
-    setup: CallSetup,
+    setup: CallSetup<'_>,
     fiber: bool,
 ) -> Result<Store<CallState>, SandboxError> {
+    let timeout = setup
+        .timeout
+        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
+    let deadline = Instant::now() + timeout;
+    let call = CallInputs {
+        tool,
+        grants,
+        secrets,
+        deadline,
+        cancel: setup.cancel.as_ref(),
+        caller: setup.caller,
+        scanned: setup.scanned,
+    };
     let mut wasi = WasiCtxBuilder::new();
     // Blocking calls already run on a thread of their own; hopping to another thread
     // for every file operation would only add latency. (A fiber's thread is an async
     // worker, which must never block; it has no files anyway.) Must precede
     // `preopened_dir`.
     wasi.allow_blocking_current_thread(!fiber);
-    fs::configure(&mut wasi, grants)?;
-    env::configure(&mut wasi, grants, secrets);
-    clock::configure(&mut wasi, grants.clock);
-    capability::sockets::configure(&mut wasi);
-    let timeout = setup
-        .timeout
-        .unwrap_or(Duration::from_millis(grants.limits.timeout_ms));
-    let deadline = Instant::now() + timeout;
+    capability::configure(&mut wasi, &call)?;
+    let granted = Granted::for_call(&call);
     let output = grants.limits.output_bytes;
     let stdout = CappedOutput::new(output);
     let stderr = CappedOutput::new(output);
@@ -629,11 +625,8 @@ fn build_store(
         stdout,
         stderr,
         cancelled: false,
-        terminal: setup.terminal,
-        http: http::state(tool, grants, secrets, deadline, setup.cancel.clone()),
+        granted,
         redact: redact_values(grants, secrets),
-        scanned: None,
-        keyvalue: setup.keyvalue,
         turn: setup.turn,
     };
     let mut store = Store::new(runtime.engine(), state);

@@ -2,33 +2,58 @@
 //! The real clocks, clocks stopped at zero, or clocks rounded down to a step (so a
 //! guest cannot time other tenants' work finely).
 
-use crate::policy::ClockPolicy;
-use crate::sandbox::CallState;
+use super::{CallInputs, Capability};
+use crate::declaration::Declaration;
+use crate::policy::{ClockPolicy, EffectiveGrants};
+use crate::sandbox::{CallState, SandboxError};
 use std::time::Duration;
 use wasmtime::component::Linker;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtxBuilder};
 
-/// Gives the call the clocks its grant names.
-pub(crate) fn configure(wasi: &mut WasiCtxBuilder, clock: ClockPolicy) {
-    match clock {
-        ClockPolicy::Real => {}
-        ClockPolicy::Frozen => {
-            wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
-        }
-        ClockPolicy::Coarse(ms) => {
-            let step = Duration::from_millis(ms.max(1));
-            wasi.wall_clock(CoarseWallClock(step))
-                .monotonic_clock(CoarseMonotonicClock::new(step));
-        }
-    }
-}
+/// The clock unit (a WASI one: linked into every tool, telling the time the call's
+/// grant names).
+pub(crate) struct Unit;
 
-/// Links wasi:clocks (wall and monotonic).
-pub(crate) fn link(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-    use wasmtime_wasi::p2::bindings::clocks;
-    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)
+impl Capability for Unit {
+    type Ctx = ();
+
+    /// Reading a clock never blocks; a sleep suspends the fiber.
+    const ON_FIBER: bool = true;
+
+    /// No declaration asks for a clock: every tool has one, the operator's policy
+    /// decides which.
+    fn declared(_declaration: &Declaration) -> bool {
+        false
+    }
+
+    /// Every call has clocks (real ones unless the grant names others).
+    fn granted(_grants: &EffectiveGrants) -> bool {
+        true
+    }
+
+    /// Links wasi:clocks (wall and monotonic).
+    fn link(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+        use wasmtime_wasi::p2::bindings::clocks;
+        clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+        clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)
+    }
+
+    /// Gives the call the clocks its grant names.
+    fn configure(wasi: &mut WasiCtxBuilder, call: &CallInputs<'_>) -> Result<(), SandboxError> {
+        match call.grants.clock {
+            ClockPolicy::Real => {}
+            ClockPolicy::Frozen => {
+                wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+            }
+            ClockPolicy::Coarse(ms) => {
+                let step = Duration::from_millis(ms.max(1));
+                wasi.wall_clock(CoarseWallClock(step))
+                    .monotonic_clock(CoarseMonotonicClock::new(step));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A clock stopped at the Unix epoch (and a monotonic clock stopped at zero).

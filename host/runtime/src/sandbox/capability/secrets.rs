@@ -2,7 +2,10 @@
 //! and are granted it: where the host's held secrets are in a text. The values never
 //! cross into the guest — only byte ranges of the text it passed.
 
-use crate::sandbox::{CallState, SandboxError};
+use super::{CallInputs, Capability};
+use crate::declaration::Declaration;
+use crate::policy::EffectiveGrants;
+use crate::sandbox::CallState;
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
@@ -18,13 +21,36 @@ pub mod bindings {
 /// and tell a hook little but noise (and the policy's secrets are keys, not words).
 const MIN_SECRET_CHARS: usize = 8;
 
-/// Adds the `secrets` interface to a linker (only for hooks that declare it).
-///
-/// # Errors
-/// [`SandboxError::Link`] on a wasmtime linking failure.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
-    bindings::hermetic::tool::secrets::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(super::link_error)
+/// The secret-scan unit (a linked one: the `secrets` interface only for hooks that
+/// declare `secret_scan`).
+pub(crate) struct Unit;
+
+impl Capability for Unit {
+    /// The values the hook may ask the positions of.
+    type Ctx = Arc<[String]>;
+
+    /// Hooks run on a thread, and the fiber's linker has WASI only.
+    const ON_FIBER: bool = false;
+
+    fn declared(declaration: &Declaration) -> bool {
+        declaration.capabilities.secret_scan
+    }
+
+    /// A hook's `[hooks.NAME]` table grants `secret_scan`, not its grants: it arrives
+    /// as [`CallInputs::scanned`].
+    fn granted(_grants: &EffectiveGrants) -> bool {
+        false
+    }
+
+    /// Adds the `secrets` interface to a linker (only for hooks that declare it).
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        bindings::hermetic::tool::secrets::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+    }
+
+    /// The held values, for a hook granted `secret_scan` (`None` for every other run).
+    fn for_call(call: &CallInputs<'_>) -> Option<Arc<[String]>> {
+        call.scanned.map(Arc::clone)
+    }
 }
 
 /// The byte ranges of `text` that are one of `values`, in order, merged where they
@@ -53,18 +79,10 @@ pub(crate) fn find(values: &[String], text: &str) -> Vec<(u32, u32)> {
 
 impl bindings::hermetic::tool::secrets::Host for CallState {
     fn find(&mut self, text: String) -> Vec<(u32, u32)> {
-        match &self.scanned {
+        match &self.granted.secrets {
             Some(values) => find(values, &text),
             None => Vec::new(),
         }
-    }
-}
-
-impl CallState {
-    /// Lets this call's guest ask where `values` are in its texts (a hook granted
-    /// `secret_scan`).
-    pub(crate) fn scan_for(&mut self, values: Arc<[String]>) {
-        self.scanned = Some(values);
     }
 }
 

@@ -11,11 +11,12 @@
 //! which this module turns into the interface's records and variants one to one: no
 //! JSON crosses the boundary, so a guest never parses a string to learn an outcome.
 
+use super::{CallInputs, Capability};
 use crate::approval::{ApprovalObserver, Approver};
 use crate::call::CancelToken;
+use crate::declaration::Declaration;
 use crate::policy::EffectiveGrants;
-use crate::sandbox::{CallState, Coalesce, MAX_LOG_BYTES, Progress, SandboxError, truncate};
-use crate::secrets::Secrets;
+use crate::sandbox::{CallState, Coalesce, MAX_LOG_BYTES, Progress, truncate};
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
@@ -364,42 +365,61 @@ pub struct TerminalAccess {
     pub call: Arc<TerminalCallContext>,
 }
 
-impl TerminalAccess {
-    /// The terminal for one call with `grants`: `caller`'s tenant, session, approver
-    /// and cancel token, with the granted env vars (values from `secrets`, else the
-    /// host environment) and the deadline of the tool's own time limit.
-    pub(crate) fn for_call(
-        service: Arc<dyn TerminalService>,
-        grants: &EffectiveGrants,
-        secrets: &Secrets,
-        caller: TerminalCallContext,
-    ) -> Self {
-        let env = grants
-            .env
-            .iter()
-            .filter_map(|var| Some((var.clone(), secrets.env_value(var)?)))
-            .collect();
-        let deadline = Instant::now() + std::time::Duration::from_millis(grants.limits.timeout_ms);
-        let call = Arc::new(TerminalCallContext {
-            env,
-            deadline: Some(deadline),
-            ..caller
-        });
-        Self { service, call }
-    }
-}
-
 /// The WIT interface name, as it appears in link errors.
 pub const INTERFACE: &str = "hermetic:tool/terminal";
 
-/// Adds the `terminal` interface to a linker (only for tools that declare the
-/// terminal: see [`super::LinkedCapabilities`]).
-///
-/// # Errors
-/// [`SandboxError::Link`] on a wasmtime linking failure.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
-    bindings::hermetic::tool::terminal::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(super::link_error)
+/// The terminal unit (a linked one: the `terminal` interface only for tools that
+/// declare it).
+pub(crate) struct Unit;
+
+impl Capability for Unit {
+    type Ctx = TerminalAccess;
+
+    /// A command holds the call's thread until it ends.
+    const ON_FIBER: bool = false;
+
+    fn declared(declaration: &Declaration) -> bool {
+        declaration.capabilities.terminal
+    }
+
+    fn granted(grants: &EffectiveGrants) -> bool {
+        grants.terminal
+    }
+
+    /// Adds the `terminal` interface to a linker (only for tools that declare the
+    /// terminal: see [`super::LinkedCapabilities`]).
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        bindings::hermetic::tool::terminal::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+    }
+
+    /// The terminal for one call granted it, when the host has a terminal service: the
+    /// caller's tenant, session and approver, the call's cancel token and deadline, with
+    /// the granted env vars (values from the secrets, else the host environment).
+    fn for_call(call: &CallInputs<'_>) -> Option<TerminalAccess> {
+        if !Self::granted(call.grants) {
+            return None;
+        }
+        let caller = call.caller?;
+        let service = Arc::clone(caller.services.terminal.as_ref()?);
+        let env = call
+            .grants
+            .env
+            .iter()
+            .filter_map(|var| Some((var.clone(), call.secrets.env_value(var)?)))
+            .collect();
+        let context = TerminalCallContext {
+            tenant: caller.tenant.to_owned(),
+            session: caller.session.to_owned(),
+            approver: caller.approver.cloned(),
+            cancel: call.cancel.cloned(),
+            env,
+            deadline: Some(call.deadline),
+        };
+        Some(TerminalAccess {
+            service,
+            call: Arc::new(context),
+        })
+    }
 }
 
 impl From<WitCommandRequest> for CommandRequest {
@@ -484,7 +504,7 @@ fn mismatched() -> wit::Error {
 
 impl CallState {
     fn process(&mut self, request: ProcessRequest) -> Result<ProcessReply, wit::Error> {
-        match &self.terminal {
+        match &self.granted.terminal {
             Some(t) => Ok(t.service.process(&t.call, &request)?),
             None => Err(wit::Error::NotGranted),
         }
@@ -493,7 +513,7 @@ impl CallState {
 
 impl Host for CallState {
     fn run(&mut self, request: WitCommandRequest) -> Result<wit::Finished, wit::Error> {
-        let Some(terminal) = self.terminal.clone() else {
+        let Some(terminal) = self.granted.terminal.clone() else {
             return Err(wit::Error::NotGranted);
         };
         let progress = self.progress.clone();
@@ -522,7 +542,7 @@ impl Host for CallState {
     }
 
     fn start(&mut self, request: WitCommandRequest) -> Result<wit::Started, wit::Error> {
-        let Some(t) = &self.terminal else {
+        let Some(t) = &self.granted.terminal else {
             return Err(wit::Error::NotGranted);
         };
         let started = t.service.start(&t.call, &request.into())?;

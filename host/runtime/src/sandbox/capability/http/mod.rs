@@ -7,49 +7,59 @@ pub mod egress;
 
 pub use egress::HttpState;
 
-use crate::call::CancelToken;
+use super::{CallInputs, Capability};
+use crate::declaration::Declaration;
 use crate::policy::EffectiveGrants;
-use crate::sandbox::{CallState, SandboxError};
-use crate::secrets::Secrets;
-use std::sync::Arc;
-use std::time::Instant;
+use crate::sandbox::CallState;
 use wasmtime::component::Linker;
 
-/// The egress state of one call: `None` when the call was granted no destination
-/// (nothing to build on the common path; a tool linked with wasi:http then gets a
-/// state that refuses every request on first use).
-pub(crate) fn state(
-    tool: &Arc<str>,
-    grants: &EffectiveGrants,
-    secrets: &Secrets,
-    deadline: Instant,
-    cancel: Option<CancelToken>,
-) -> Option<Box<HttpState>> {
-    (!grants.network.is_empty()).then(|| {
-        let inject = grants
-            .inject
-            .iter()
-            .filter_map(|b| secrets.get(&b.secret).map(|v| (b.clone(), b.render(v))))
-            .collect();
-        Box::new(
-            HttpState::new(
-                tool.clone(),
-                grants.network.clone(),
-                grants.limits.http,
-                deadline,
-                cancel,
-            )
-            .with_injections(inject, secrets.scrubber(&grants.inject)),
-        )
-    })
-}
+/// The network unit (a linked one: wasi:http only for tools that declare
+/// destinations).
+pub(crate) struct Unit;
 
-/// Links wasi:http's outgoing handler and types (and nothing of wasi:sockets).
-///
-/// # Errors
-/// [`SandboxError::Link`] on a wasmtime linking failure.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
-    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(linker).map_err(super::link_error)
+impl Capability for Unit {
+    /// Boxed: a call granted no destination carries one empty pointer, not the state.
+    type Ctx = Box<HttpState>;
+
+    /// A request waits for the destination's answer on the call's thread.
+    const ON_FIBER: bool = false;
+
+    fn declared(declaration: &Declaration) -> bool {
+        !declaration.capabilities.network.is_empty()
+    }
+
+    fn granted(grants: &EffectiveGrants) -> bool {
+        !grants.network.is_empty()
+    }
+
+    /// Links wasi:http's outgoing handler and types (and nothing of wasi:sockets).
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(linker)
+    }
+
+    /// The egress state of one call: `None` when the call was granted no destination
+    /// (nothing to build on the common path; a tool linked with wasi:http then gets a
+    /// state that refuses every request on first use).
+    fn for_call(call: &CallInputs<'_>) -> Option<Box<HttpState>> {
+        let (grants, secrets) = (call.grants, call.secrets);
+        Self::granted(grants).then(|| {
+            let inject = grants
+                .inject
+                .iter()
+                .filter_map(|b| secrets.get(&b.secret).map(|v| (b.clone(), b.render(v))))
+                .collect();
+            Box::new(
+                HttpState::new(
+                    call.tool.clone(),
+                    grants.network.clone(),
+                    grants.limits.http,
+                    call.deadline,
+                    call.cancel.cloned(),
+                )
+                .with_injections(inject, secrets.scrubber(&grants.inject)),
+            )
+        })
+    }
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
@@ -58,6 +68,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
         // destination gets a state that refuses every request.
         let tool = &self.tool;
         let state = self
+            .granted
             .http
             .get_or_insert_with(|| Box::new(HttpState::deny_all(tool.clone())));
         wasmtime_wasi_http::WasiHttpCtxView {

@@ -17,8 +17,11 @@ pub use file::EmbeddedFile;
 pub mod file;
 pub mod settings;
 
+use super::{CallInputs, Capability};
+use crate::declaration::Declaration;
+use crate::policy::EffectiveGrants;
 use crate::policy::keyvalue::{KeyValueGrant, KeyValueScope};
-use crate::sandbox::{CallState, SandboxError};
+use crate::sandbox::CallState;
 use backend::{KeyValueBackend, KeyValueError, Namespace, Store, StoreId};
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker, Resource};
@@ -91,13 +94,42 @@ impl KeyValueAccess {
     }
 }
 
-/// Adds `wasi:keyvalue` to a linker (only for tools that declare it).
-///
-/// # Errors
-/// [`SandboxError::Link`] on a wasmtime linking failure.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> Result<(), SandboxError> {
-    bindings::KeyvalueImports::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(super::link_error)
+/// The key-value unit (a linked one: `wasi:keyvalue` only for tools that declare a
+/// store).
+pub(crate) struct Unit;
+
+impl Capability for Unit {
+    type Ctx = KeyValueAccess;
+
+    /// A backend's read or write waits on a file or the network on the call's thread.
+    const ON_FIBER: bool = false;
+
+    fn declared(declaration: &Declaration) -> bool {
+        declaration.capabilities.keyvalue.is_some()
+    }
+
+    fn granted(grants: &EffectiveGrants) -> bool {
+        grants.keyvalue.is_some()
+    }
+
+    /// Adds `wasi:keyvalue` to a linker (only for tools that declare it).
+    fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        bindings::KeyvalueImports::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+    }
+
+    /// The store of the tool's owner for the caller's tenant (and session), for a call
+    /// granted it.
+    fn for_call(call: &CallInputs<'_>) -> Option<KeyValueAccess> {
+        let grant = call.grants.keyvalue?;
+        let caller = call.caller?;
+        Some(KeyValueAccess::new(
+            Arc::clone(&caller.services.keyvalue),
+            Arc::clone(caller.store_owner),
+            caller.tenant,
+            caller.session,
+            grant,
+        ))
+    }
 }
 
 fn other(message: impl Into<String>) -> Error {
@@ -131,7 +163,7 @@ fn check_key(key: &str) -> Result<(), Error> {
 
 impl CallState {
     fn keyvalue(&self) -> Result<&KeyValueAccess, Error> {
-        self.keyvalue.as_ref().ok_or(Error::AccessDenied)
+        self.granted.keyvalue.as_ref().ok_or(Error::AccessDenied)
     }
 
     fn bucket(&self, bucket: &Resource<Bucket>) -> Result<(&KeyValueAccess, Namespace), Error> {
