@@ -534,7 +534,7 @@ fn build_host(
     global: &HostArgs,
     redis_url: Option<&str>,
     audit: Option<&std::path::Path>,
-) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
+) -> Result<(Registry, hermetic_config::ServerPolicy)> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
         Some(dir) => {
@@ -551,7 +551,7 @@ fn build_host(
     let (mut policy, secrets, mut state_files, server, trust, keyvalue_file, keyvalue_settings) =
         match &global.policy {
             Some(file) => {
-                let loaded = hermetic::policy_file::load(file, &cwd)?;
+                let loaded = hermetic_config::load(file, &cwd)?;
                 (
                     loaded.policy,
                     loaded.secrets,
@@ -572,7 +572,7 @@ fn build_host(
                 },
                 hermetic::Secrets::default(),
                 Vec::new(),
-                hermetic::policy_file::ServerPolicy::default(),
+                hermetic_config::ServerPolicy::default(),
                 hermetic::policy::trust::TrustPolicy::default(),
                 None,
                 hermetic::KeyValueSettings::default(),
@@ -859,7 +859,7 @@ fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust::TrustPoli
         return Ok(None);
     };
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
-    Ok(Some(hermetic::policy_file::load(file, &cwd)?.trust))
+    Ok(Some(hermetic_config::load(file, &cwd)?.trust))
 }
 
 /// `hermetic tools`: every tool the tenant sees, with its availability.
@@ -1043,7 +1043,7 @@ fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
 /// addresses may use. Without tenant tokens only loopback addresses are served: a
 /// token made at start and printed on a terminal is no way to let other machines in.
 fn http_token(
-    access: &mut hermetic::policy_file::ServerPolicy,
+    access: &mut hermetic_config::ServerPolicy,
     tenant: &str,
     no_auth: bool,
     addr: std::net::SocketAddr,

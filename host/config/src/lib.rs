@@ -1,5 +1,11 @@
-//! The operator's policy file (TOML): parsing, validation and the file-system facts the
-//! pure [`crate::policy`] needs (canonical mount paths, secret values).
+//! # hermetic-config — the operator's policy file
+//!
+//! The one place that knows the policy file's shape: it reads the operator's TOML and
+//! turns it into the runtime's types (the [`OperatorPolicy`] the pure
+//! [`hermetic_policy`] decides with, secret values, the host files to keep out of
+//! reach, trust and key-value settings) and the server's ([`ServerPolicy`]), with the
+//! file-system facts they need (canonical mount paths, secret values) gathered here.
+//! The runtime never reads the file.
 //!
 //! See `policy.example.toml` for every key, commented.
 //!
@@ -8,17 +14,17 @@
 //! hermetic starts in; the files the host keeps for itself (the secrets file, the
 //! server's audit log, the approval allowlist) against the policy file's own
 //! directory. Those host files, and the policy file itself, must lie outside every
-//! mount and terminal workspace (`state_paths`).
+//! mount and terminal workspace ([`ToolReach`]).
 
-use crate::declaration::Access;
-use crate::policy::keyvalue::KeyValueQuota;
-use crate::policy::network::{Destination, DestinationError};
-use crate::policy::{
+use hermetic::Secrets;
+use hermetic::{StateFile, StatePathError, ToolReach, allowlist_files};
+use hermetic_policy::declaration::Access;
+use hermetic_policy::keyvalue::KeyValueQuota;
+use hermetic_policy::network::{Destination, DestinationError};
+use hermetic_policy::{
     ClockPolicy, GrantOverride, GrantSet, HttpLimitOverride, LimitOverride, MountGrant,
     OperatorPolicy, TenantLimits, TenantMount, TenantPolicy,
 };
-use crate::secrets::Secrets;
-use crate::state_paths::{StateFile, StatePathError, ToolReach, allowlist_files};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -77,16 +83,16 @@ pub struct LoadedPolicy {
     /// [`load`]), the secrets file, the audit log, each approval allowlist — already
     /// checked against this policy's [`ToolReach`]. A host that changes the mounts
     /// afterwards (`--workspace`) checks them again
-    /// ([`crate::Registry::check_state_path`]).
+    /// ([`hermetic::Registry::check_state_path`]).
     pub state_files: Vec<StateFile>,
     /// The tools named by reference, the trusted keys and the store.
-    pub trust: crate::policy::trust::TrustPolicy,
+    pub trust: hermetic_policy::trust::TrustPolicy,
     /// `[keyvalue] file`: where tools' key-value data is kept (relative to the policy
     /// file; `None`: the host's default). Ignored with a cluster: data is in Redis.
     pub keyvalue_file: Option<PathBuf>,
     /// `[keyvalue]`'s ceiling of a tenant's session stores and their expiry (the
     /// defaults without them).
-    pub keyvalue_settings: crate::KeyValueSettings,
+    pub keyvalue_settings: hermetic::KeyValueSettings,
 }
 
 /// A SHA-256 digest of a bearer token, as written in the policy file (64 hex digits).
@@ -243,8 +249,8 @@ struct KeyValueFileToml {
 impl KeyValueFileToml {
     /// The settings these keys give (each positive: `0` would refuse every session
     /// write, or expire a store before its next call).
-    fn settings(&self) -> Result<crate::KeyValueSettings, String> {
-        let d = crate::KeyValueSettings::default();
+    fn settings(&self) -> Result<hermetic::KeyValueSettings, String> {
+        let d = hermetic::KeyValueSettings::default();
         let positive = |key: &str, v: Option<u64>, default: u64| match v {
             Some(0) => Err(format!(
                 "keyvalue.{key} must be positive (leave it out for the default, {default})"
@@ -252,7 +258,7 @@ impl KeyValueFileToml {
             Some(v) => Ok(v),
             None => Ok(default),
         };
-        Ok(crate::KeyValueSettings {
+        Ok(hermetic::KeyValueSettings {
             sessions_max_keys: positive(
                 "sessions_max_keys",
                 self.sessions_max_keys,
@@ -270,7 +276,7 @@ impl KeyValueFileToml {
                     d.session_expiry.as_secs(),
                 )
                 .and_then(|secs| {
-                    let max = crate::sandbox::capability::keyvalue::settings::MAX_SESSION_EXPIRY
+                    let max = hermetic::KEYVALUE_MAX_SESSION_EXPIRY
                         .as_secs();
                     if secs > max {
                         Err(format!(
@@ -526,7 +532,7 @@ pub fn load(path: &Path, base_dir: &Path) -> Result<LoadedPolicy, PolicyFileErro
         .hooks
         .iter()
         .filter_map(|h| match &h.location {
-            crate::policy::hooks::HookLocation::Path(p) => Some(p.clone()),
+            hermetic_policy::hooks::HookLocation::Path(p) => Some(p.clone()),
             _ => None,
         });
     loaded.policy.terminal.protected = loaded
@@ -801,7 +807,7 @@ fn trust_policy(
     raw: TrustToml,
     file_dir: &Path,
     invalid: &impl Fn(String) -> PolicyFileError,
-) -> Result<crate::policy::trust::TrustPolicy, PolicyFileError> {
+) -> Result<hermetic_policy::trust::TrustPolicy, PolicyFileError> {
     use std::io::Read as _;
     let mut keys = Vec::new();
     for key in raw.keys {
@@ -821,7 +827,7 @@ fn trust_policy(
             })?;
         keys.push(text.trim().to_owned());
     }
-    Ok(crate::policy::trust::TrustPolicy {
+    Ok(hermetic_policy::trust::TrustPolicy {
         keys,
         require_signature: raw.require_signature,
         strict: raw.strict,
@@ -1051,8 +1057,8 @@ fn terminal_settings(
     base_dir: &Path,
     file_dir: &Path,
     invalid: &impl Fn(String) -> PolicyFileError,
-) -> Result<crate::policy::terminal::TerminalSettings, PolicyFileError> {
-    use crate::policy::terminal::TerminalConfig;
+) -> Result<hermetic_policy::terminal::TerminalSettings, PolicyFileError> {
+    use hermetic_policy::terminal::TerminalConfig;
     let mut table = table.unwrap_or_default();
     let per_tenant = match table.remove("tenants") {
         None => toml::Table::new(),
@@ -1076,14 +1082,14 @@ fn terminal_settings(
         };
         resolve_in(file_dir, &mut config.approval.allowlist_file);
         if config.timeout_secs == 0
-            || config.timeout_secs > crate::policy::terminal::MAX_TIMEOUT_SECS
+            || config.timeout_secs > hermetic_policy::terminal::MAX_TIMEOUT_SECS
         {
             return Err(invalid(format!(
                 "{at}.timeout_secs must be 1 to {}",
-                crate::policy::terminal::MAX_TIMEOUT_SECS
+                hermetic_policy::terminal::MAX_TIMEOUT_SECS
             )));
         }
-        crate::approval::ApprovalGate::new(&config.approval)
+        hermetic_approval::ApprovalGate::new(&config.approval)
             .map_err(|e| invalid(format!("{at}.approval: {e}")))?;
         Ok(config)
     };
@@ -1105,7 +1111,7 @@ fn terminal_settings(
             parse(merged, &format!("terminal.tenants.{id}"))?,
         );
     }
-    Ok(crate::policy::terminal::TerminalSettings {
+    Ok(hermetic_policy::terminal::TerminalSettings {
         default,
         tenants: out,
         grant_bundled: false,
@@ -1119,11 +1125,11 @@ fn terminal_settings(
 /// is off without one), so every dangerous command would be denied — surely not what
 /// was meant. Said at load, with the fix.
 fn console_approver_needs_admin(
-    terminal: &crate::policy::terminal::TerminalSettings,
+    terminal: &hermetic_policy::terminal::TerminalSettings,
     server: &ServerPolicy,
     invalid: &impl Fn(String) -> PolicyFileError,
 ) -> Result<(), PolicyFileError> {
-    use crate::policy::approval::ApproverChoice;
+    use hermetic_policy::approval::ApproverChoice;
     if !server.admin_tokens.is_empty() {
         return Ok(());
     }
@@ -1183,8 +1189,8 @@ fn grant_override(
     for (secret, i) in g.inject.unwrap_or_default() {
         let at = format!("inject.{secret}");
         let into = match (i.header, i.query) {
-            (Some(h), None) => crate::policy::inject::InjectInto::Header(h),
-            (None, Some(q)) => crate::policy::inject::InjectInto::Query(q),
+            (Some(h), None) => hermetic_policy::inject::InjectInto::Header(h),
+            (None, Some(q)) => hermetic_policy::inject::InjectInto::Query(q),
             _ => {
                 return Err(invalid(format!(
                     "{at}: say where the secret goes: header = \"NAME\" or query = \"NAME\" (one of them)"
@@ -1193,7 +1199,7 @@ fn grant_override(
         };
         let format = i.format.unwrap_or_else(|| "{}".to_owned());
         let binding =
-            crate::policy::inject::SecretInjection::new(&secret, &i.destination, into, &format)
+            hermetic_policy::inject::SecretInjection::new(&secret, &i.destination, into, &format)
                 .map_err(|e| invalid(format!("{at}: {e}")))?;
         inject.push(binding);
     }
@@ -1269,11 +1275,11 @@ pub const BUNDLED_HOOKS: &[&str] = &["secret_scan"];
 fn hook_policies(
     raw: BTreeMap<String, HookToml>,
     mounts: &BTreeMap<String, MountGrant>,
-    tenants: &BTreeMap<String, crate::policy::TenantPolicy>,
+    tenants: &BTreeMap<String, hermetic_policy::TenantPolicy>,
     file_dir: &Path,
     invalid: &impl Fn(String) -> PolicyFileError,
-) -> Result<Vec<crate::policy::hooks::HookPolicy>, PolicyFileError> {
-    use crate::policy::hooks::{HookLocation, HookPolicy};
+) -> Result<Vec<hermetic_policy::hooks::HookPolicy>, PolicyFileError> {
+    use hermetic_policy::hooks::{HookLocation, HookPolicy};
     let mut hooks = Vec::new();
     for (name, h) in raw {
         let at = format!("hooks.{name}");
@@ -1454,7 +1460,7 @@ mod tests {
 
     #[test]
     fn who_answers_approvals_is_a_tenant_key_with_three_values() {
-        use crate::policy::approval::ApproverChoice;
+        use hermetic_policy::approval::ApproverChoice;
         let admin = format!("[server]\nadmin_token_sha256 = [\"{}\"]\n", "ab".repeat(32));
         let text = format!(
             "[tenants.a]\n[tenants.b]\n[terminal.approval]\napprover = \"client\"\n\
