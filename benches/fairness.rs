@@ -22,8 +22,8 @@
 //! concurrent load that criterion's iteration model cannot hold steady, so this bench
 //! (harness = false) measures them itself and prints them. `cargo bench` passes
 //! `--bench`; `cargo test --benches` nothing: it runs either way.
-use hermetic::policy_file::ServerPolicy;
 use hermetic::{CallOptions, Registry};
+use hermetic_config::ServerPolicy;
 use hermetic_server::{McpServer, ServeOptions, auth, http};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -27,7 +27,7 @@ fn host_at(root: &Path, policy: &str, file: &Path) -> Registry {
     std::fs::create_dir_all(root.join("ws")).unwrap();
     let file = file.to_path_buf();
     let registry = policy_registry_with(root, policy, false, |options| {
-        let loaded = hermetic::policy_file::load(&root.join("policy.toml"), root).unwrap();
+        let loaded = hermetic_config::load(&root.join("policy.toml"), root).unwrap();
         options.keyvalue = Some(Arc::new(hermetic::EmbeddedKeyValueFile::with_settings(
             file,
             loaded.keyvalue_settings,
@@ -621,7 +621,7 @@ fn keyvalue_settings_are_read_and_zero_or_too_long_is_refused() {
     let dir = tempfile::TempDir::new().unwrap();
     let load = |text: &str| {
         std::fs::write(dir.path().join("p.toml"), text).unwrap();
-        hermetic::policy_file::load(&dir.path().join("p.toml"), dir.path())
+        hermetic_config::load(&dir.path().join("p.toml"), dir.path())
     };
     let loaded = load("[keyvalue]\nsessions_max_keys = 7\nsession_expiry_secs = 60\n").unwrap();
     assert_eq!(

@@ -30,6 +30,7 @@ const CRATES: &[&str] = &[
     "policy",
     "approval",
     "runtime",
+    "config",
     "terminal",
     "server",
     "distribution",

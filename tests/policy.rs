@@ -274,7 +274,7 @@ fn clocks_can_be_frozen_or_coarsened_per_tool() {
 #[test]
 fn the_example_policy_loads() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let loaded = hermetic::policy_file::load(&repo.join("policy.example.toml"), &repo).unwrap();
+    let loaded = hermetic_config::load(&repo.join("policy.example.toml"), &repo).unwrap();
     assert_eq!(loaded.policy.tenants.len(), 2);
     assert!(loaded.policy.mounts["data"].host_path.is_dir());
 }
@@ -282,7 +282,7 @@ fn the_example_policy_loads() {
 #[test]
 fn core_instance_limits_are_read_and_zero_is_refused() {
     let dir = std::path::Path::new("/nonexistent");
-    let parse = |text: &str| hermetic::policy_file::parse(text, &dir.join("p.toml"), dir, dir);
+    let parse = |text: &str| hermetic_config::parse(text, &dir.join("p.toml"), dir, dir);
     let loaded =
         parse("[defaults.limits]\ncore_instances = 16\nmax_core_instances = 100\n").unwrap();
     assert_eq!(loaded.policy.defaults.limits.default_core_instances, 16);

@@ -848,7 +848,7 @@ fn bindings_that_could_leak_or_never_work_are_refused_at_load() {
             ),
         )
         .unwrap();
-        hermetic::policy_file::load(&path, root.path())
+        hermetic_config::load(&path, root.path())
             .map(|_| ())
             .map_err(|e| e.to_string())
     };

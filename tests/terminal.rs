@@ -572,7 +572,7 @@ fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
         );
     }
     // A policy file grants nothing by default, bundled or not.
-    let loaded = hermetic::policy_file::parse(
+    let loaded = hermetic_config::parse(
         "[mounts.workspace]\npath = \".\"\naccess = \"rw\"\n",
         Path::new("policy.toml"),
         ws.path(),
@@ -603,7 +603,7 @@ fn host_files_inside_what_a_backend_reaches_are_refused() {
         let text = format!(
             "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n[tools.terminal]\nterminal = true\n{terminal}"
         );
-        let loaded = hermetic::policy_file::parse(&text, Path::new("p.toml"), root, root)
+        let loaded = hermetic_config::parse(&text, Path::new("p.toml"), root, root)
             .expect("the policy file loads: the terminal's reach is checked later");
         let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
         options.engine = hermetic_tests::engine_config();
@@ -694,8 +694,7 @@ backend = "bwrap"
 [terminal.tenants.acme.bwrap]
 network = false
 "#;
-    let loaded =
-        hermetic::policy_file::parse(text, Path::new("p.toml"), ws.path(), ws.path()).unwrap();
+    let loaded = hermetic_config::parse(text, Path::new("p.toml"), ws.path(), ws.path()).unwrap();
     let t = &loaded.policy.terminal;
     assert_eq!(t.default.backend, "local");
     assert_eq!(t.default.timeout_secs, 60);
@@ -708,7 +707,7 @@ network = false
     assert!(!t.grant_bundled);
     // A mistake is said at load (the keys every backend shares) or when the terminal
     // host is built, before anything serves (each backend reads its own table).
-    let err = |text: &str| match hermetic::policy_file::parse(
+    let err = |text: &str| match hermetic_config::parse(
         text,
         Path::new("p.toml"),
         ws.path(),

@@ -81,7 +81,7 @@ pub fn policy_registry_with(
 ) -> Registry {
     let path = root.join("policy.toml");
     std::fs::write(&path, policy).unwrap();
-    let loaded = hermetic::policy_file::load(&path, root).unwrap();
+    let loaded = hermetic_config::load(&path, root).unwrap();
     let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
     options.secrets = loaded.secrets;
     let fuel = options.engine.fuel;

@@ -209,7 +209,7 @@ pub(crate) fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust
         return Ok(None);
     };
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
-    Ok(Some(hermetic::policy_file::load(file, &cwd)?.trust))
+    Ok(Some(hermetic_config::load(file, &cwd)?.trust))
 }
 
 /// `hermetic tools`: every tool the tenant sees, with its availability.

@@ -453,7 +453,7 @@ pub fn skipped_for(
         return Ok(Vec::new());
     };
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
-    let trust = hermetic::policy_file::load(policy_path, &cwd)?.trust;
+    let trust = hermetic_config::load(policy_path, &cwd)?.trust;
     if trust.sources.is_empty() {
         return Ok(Vec::new());
     }

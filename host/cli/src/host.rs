@@ -14,7 +14,7 @@ pub(crate) fn build_host(
     global: &HostArgs,
     redis_url: Option<&str>,
     audit: Option<&std::path::Path>,
-) -> Result<(Registry, hermetic::policy_file::ServerPolicy)> {
+) -> Result<(Registry, hermetic_config::ServerPolicy)> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let workspace = match &global.workspace {
         Some(dir) => {
@@ -31,7 +31,7 @@ pub(crate) fn build_host(
     let (mut policy, secrets, mut state_files, server, trust, keyvalue_file, keyvalue_settings) =
         match &global.policy {
             Some(file) => {
-                let loaded = hermetic::policy_file::load(file, &cwd)?;
+                let loaded = hermetic_config::load(file, &cwd)?;
                 (
                     loaded.policy,
                     loaded.secrets,
@@ -52,7 +52,7 @@ pub(crate) fn build_host(
                 },
                 hermetic::Secrets::default(),
                 Vec::new(),
-                hermetic::policy_file::ServerPolicy::default(),
+                hermetic_config::ServerPolicy::default(),
                 hermetic::policy::trust::TrustPolicy::default(),
                 None,
                 hermetic::KeyValueSettings::default(),

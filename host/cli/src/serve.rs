@@ -74,7 +74,7 @@ pub(crate) fn serve_command(outer: &HostArgs, args: ServeArgs) -> Result<()> {
 /// addresses may use. Without tenant tokens only loopback addresses are served: a
 /// token made at start and printed on a terminal is no way to let other machines in.
 pub(crate) fn http_token(
-    access: &mut hermetic::policy_file::ServerPolicy,
+    access: &mut hermetic_config::ServerPolicy,
     tenant: &str,
     no_auth: bool,
     addr: std::net::SocketAddr,

@@ -123,7 +123,7 @@ impl StoreArgs {
             Some(file) => {
                 let cwd =
                     std::env::current_dir().context("cannot determine the current directory")?;
-                Some(hermetic::policy_file::load(file, &cwd)?)
+                Some(hermetic_config::load(file, &cwd)?)
             }
             None => None,
         };

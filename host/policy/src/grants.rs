@@ -1,6 +1,6 @@
 //! Pure grant decisions: what a tool declared ∩ what the operator allows ∩ what the
 //! tenant allows → what the sandbox gives it. No I/O, no clocks, no wasmtime types:
-//! plain data in, plain data out (the policy file is read by `hermetic::policy_file`).
+//! plain data in, plain data out (the policy file is read by `hermetic-config`).
 //!
 //! Per capability, a declared-but-not-granted capability either hides the tool or is
 //! simply absent from the sandbox:

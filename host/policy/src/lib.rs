@@ -5,7 +5,7 @@
 //! [`Declaration`] ∩ the operator's [`OperatorPolicy`] ∩ a tenant's [`TenantPolicy`]
 //! into the [`EffectiveGrants`] its sandbox gets. No I/O, no clocks, no wasmtime, no
 //! async runtime: every decision here can be unit-tested and fuzzed alone. Reading
-//! policy files (and the file-system facts they need) is `hermetic::policy_file`'s job.
+//! policy files (and the file-system facts they need) is `hermetic-config`'s job.
 
 pub mod approval;
 pub mod declaration;

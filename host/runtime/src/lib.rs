@@ -16,9 +16,9 @@
 //! ```
 
 // The public surface is curated: the modules below are private and what callers use is
-// re-exported at the root. `component`, `policy_file` and `toolsets` stay public: each
-// is one coherent API of free functions and types (reading components, the policy
-// file, toolset tables).
+// re-exported at the root. `component` and `toolsets` stay public: each is one
+// coherent API of free functions and types (reading components, toolset tables). The
+// policy file is read by `hermetic-config`, above this crate.
 mod bindings;
 mod call;
 mod catalog;
@@ -28,7 +28,6 @@ mod dispatch;
 mod engine;
 pub mod hooks;
 mod outcome;
-pub mod policy_file;
 mod registry;
 mod sandbox;
 mod sanitize;
@@ -61,7 +60,6 @@ pub use dispatch::{CallOptions, Dispatcher, MAX_RESULT_DEPTH};
 pub use engine::{EngineConfig, EngineError, METADATA_SANDBOXES, Runtime, default_compute_turns};
 pub use outcome::{CallOutcome, LimitKind};
 pub use policy::{EffectiveGrants, OperatorPolicy};
-pub use policy_file::{LoadedPolicy, PolicyFileError};
 pub use registry::{
     Availability, CHECK_TTL, FLAKE_GRACE, LoadProblem, Registered, Registry, RegistryError,
     RegistryOptions, Selection, ToolStatus, ToolsetInfo,
@@ -72,7 +70,9 @@ pub use sandbox::capability::keyvalue::backend::{
     StoreId as KeyValueStoreId, StoreInfo as KeyValueStoreInfo,
     incremented as keyvalue_incremented, parse_bucket as keyvalue_parse_bucket,
 };
-pub use sandbox::capability::keyvalue::settings::KeyValueSettings;
+pub use sandbox::capability::keyvalue::settings::{
+    KeyValueSettings, MAX_SESSION_EXPIRY as KEYVALUE_MAX_SESSION_EXPIRY,
+};
 pub use sandbox::capability::keyvalue::{
     Embedded as EmbeddedKeyValue, EmbeddedFile as EmbeddedKeyValueFile,
 };
@@ -88,7 +88,7 @@ pub use sandbox::{
 };
 pub use secrets::Secrets;
 pub use slots::SlotStats;
-pub use state_paths::{StateFile, StatePathError, ToolReach};
+pub use state_paths::{StateFile, StatePathError, ToolReach, allowlist_files};
 pub use wasm_error::{Cause, WasmtimeError};
 
 /// Names and bytes of the tools embedded in this binary.

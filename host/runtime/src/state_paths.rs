@@ -107,8 +107,9 @@ impl ToolReach {
 }
 
 /// Every approval allowlist file of `policy`'s terminal settings (the default's and
-/// each tenant's).
-pub(crate) fn allowlist_files(policy: &OperatorPolicy) -> impl Iterator<Item = &Path> {
+/// each tenant's): host files the registry checks, and the policy file's loader
+/// (`hermetic-config`) lists among those it checks at load.
+pub fn allowlist_files(policy: &OperatorPolicy) -> impl Iterator<Item = &Path> {
     std::iter::once(&policy.terminal.default)
         .chain(policy.terminal.tenants.values())
         .filter_map(|c| c.approval.allowlist_file.as_deref())

@@ -3,7 +3,7 @@
 //! attacks. Everything here is compiled once when the server starts; the per-request
 //! work is one SHA-256 of the presented token and a few comparisons.
 
-use hermetic::policy_file::{ServerPolicy, TokenDigest};
+use hermetic_config::{ServerPolicy, TokenDigest};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -48,8 +48,8 @@ pub mod store;
 mod trace;
 mod watch;
 
-use hermetic::policy_file::ServerPolicy;
 use hermetic::{Registry, Selection};
+use hermetic_config::ServerPolicy;
 use parking_lot::{Mutex, RwLock};
 use rmcp::{Peer, RoleServer};
 use std::collections::BTreeSet;

@@ -15,8 +15,8 @@
 
 mod common;
 
-use hermetic::policy_file::ServerPolicy;
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+use hermetic_config::ServerPolicy;
 use hermetic_server::audit::AuditLog;
 use hermetic_server::{McpServer, ServeOptions, auth};
 use serde_json::{Value, json};

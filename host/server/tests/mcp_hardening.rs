@@ -14,8 +14,8 @@
 
 mod common;
 
-use hermetic::policy_file::ServerPolicy;
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+use hermetic_config::ServerPolicy;
 use hermetic_server::{McpServer, ServeOptions, stdio};
 use serde_json::{Value, json};
 use std::io::{Read, Write};

@@ -43,7 +43,7 @@ pub(super) struct Limits {
 }
 
 impl Limits {
-    pub(super) fn new(policy: &hermetic::policy_file::ServerPolicy) -> Self {
+    pub(super) fn new(policy: &hermetic_config::ServerPolicy) -> Self {
         let count = |value: Option<u32>, default: u32| {
             usize::try_from(value.unwrap_or(default)).unwrap_or(usize::MAX)
         };
