@@ -193,7 +193,7 @@ fn exercise(backend: &str, registry: &Registry, workspace: &Path, ws_in_backend:
     );
     let id = r["session_id"].as_str().unwrap().to_owned();
     // The sleep itself, not its launcher: a kill that comes before the command has
-    // started on the far side finds nothing to kill there yet (see the README).
+    // started on the far side finds nothing to kill there yet (see `docs/src/terminal.md`).
     eventually(
         &format!("{backend}: background sleep running"),
         Duration::from_secs(10),

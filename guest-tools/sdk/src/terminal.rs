@@ -26,7 +26,8 @@ pub mod bindings {
 pub use bindings::hermetic::tool::terminal::*;
 
 /// The JSON shapes of Hermes's `terminal` and `process` tools, built from the typed
-/// results (what the bundled tools return; the README's terminal section shows them).
+/// results (what the bundled tools return; the book's terminal page,
+/// `docs/src/terminal.md`, shows them).
 pub mod hermes {
     #[cfg(test)]
     use super::HeldInput;

@@ -846,8 +846,9 @@ fn web_extract_failures_exit_1_with_a_readable_reason() {
     assert!(!stderr.contains("connect error"), "said twice: {stderr}");
 }
 
-/// A host whose files live where the README suggests (`~/.config/hermetic`), with the
-/// `local` backend: the gate is the only wall between a command and those files.
+/// A host whose files live where the book suggests (`docs/src/one-node.md`:
+/// `~/.config/hermetic`), with the `local` backend: the gate is the only wall between a
+/// command and those files.
 struct LocalHost {
     root: tempfile::TempDir,
 }

@@ -10,9 +10,9 @@
 //! `tungstenite` instead of a browser-automation crate, which would bring a large
 //! async stack for five calls.
 //!
-//! Screenshots for the README: `HERMETIC_CONSOLE_SCREENSHOTS=docs/img cargo test -p
-//! hermetic-cli --test console` writes `console-*.png` there (relative paths are from
-//! the repository root).
+//! Screenshots for the book's console page: `HERMETIC_CONSOLE_SCREENSHOTS=docs/src/img
+//! cargo test -p hermetic-cli --test console` writes `console-*.png` there (relative paths
+//! are from the repository root).
 //!
 //! Every wait polls with a bound ([`HANG_GUARD`]); nothing asserts on how long
 //! anything took.

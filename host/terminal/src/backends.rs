@@ -6,8 +6,8 @@
 //! [`BackendSpec`], a [`BackendPlan`] and its [`TerminalBackend`] — plus its name in
 //! the `backends!` line below.
 //! Nothing else names backends: the policy keeps their tables as written, the
-//! host-state check reads what [`BackendPlan::reach`] says, and the README's backend
-//! table is the documentation of each file.
+//! host-state check reads what [`BackendPlan::reach`] says, and the book's backend
+//! table (`docs/src/terminal.md`) is the documentation of each file.
 
 use crate::TerminalError;
 use crate::backend::TerminalBackend;

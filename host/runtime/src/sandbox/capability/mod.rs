@@ -23,7 +23,7 @@
 //! A new capability is a new module here implementing [`Capability`] and its name in
 //! the list; [`LinkedCapabilities`], [`Granted`], the WASI context, the linkers and the
 //! fiber rule follow. The rest of the recipe (the declaration field and grant in
-//! `hermetic-policy`, the WIT, the SDKs, the tests) is in `docs/architecture.md`,
+//! `hermetic-policy`, the WIT, the SDKs, the tests) is in `docs/src/architecture.md`,
 //! "Adding a capability".
 
 pub use fs::mounts::{create_beneath, open_beneath};
