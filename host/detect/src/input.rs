@@ -296,7 +296,7 @@ impl Detector {
         }
         let body = text.strip_suffix('\n').unwrap_or(text);
         let slashes = body.len() - body.trim_end_matches('\\').len();
-        slashes % 2 == 1 || walk::is_incomplete(text)
+        slashes % 2 == 1 || walk::parse::is_incomplete(text)
     }
 
     /// Judges `text`, input a running program reads, for each of its `readers` (the

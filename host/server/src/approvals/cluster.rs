@@ -14,7 +14,8 @@
 //! The asker's side runs on the call's blocking thread, so it uses plain (blocking)
 //! connections with timeouts; the console's side is async.
 
-use super::{PendingApproval, Settled};
+use super::answers::parse_choice;
+use super::console::{PendingApproval, Settled};
 use crate::store::StoreError;
 use hermetic::approval::Answer;
 use redis::AsyncCommands as _;
@@ -133,7 +134,7 @@ impl ClusterApprovals {
         };
         let text: Result<Option<String>, _> = c.get(key("answer", id));
         match text {
-            Ok(text) => Ok(text.as_deref().and_then(super::parse_choice)),
+            Ok(text) => Ok(text.as_deref().and_then(parse_choice)),
             Err(e) => {
                 *connection = None;
                 Err(self.error(e))
