@@ -10,7 +10,7 @@ mod floor;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::{CallOptions, Selection};
-use hermetic_tests::fixture;
+use hermetic_test_support::registry::fixture;
 use std::hint::black_box;
 
 fn benches(c: &mut Criterion) {
@@ -33,7 +33,7 @@ fn benches(c: &mut Criterion) {
         .worker_threads(2)
         .build()
         .unwrap();
-    let hermetic_tests::Fixture {
+    let hermetic_test_support::registry::Fixture {
         workspace: _workspace,
         registry: owned,
     } = fixture(true, &["echo"]);
@@ -92,8 +92,8 @@ fn scrubbed(c: &mut Criterion) {
             "API_KEY = \"sk-live-0123456789abcdef\"\nQ_KEY = \"q5ecr3t+Tok/en== z&x=1\"\n",
         )
         .unwrap();
-        let registry = hermetic_tests::policy_registry(root.path(), policy, false);
-        let dir = hermetic_tests::tools_dir(&["echo"]);
+        let registry = hermetic_test_support::registry::policy_registry(root.path(), policy, false);
+        let dir = hermetic_test_support::guests::tools_dir(&["echo"]);
         assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
         let first = registry.call("echo", &args, &options);
         assert!(first.contains("lazy dog"), "{first}");

@@ -55,10 +55,11 @@ access = "rw"
 [tenants.calm]
 "#;
     std::fs::create_dir_all(root.join("ws")).unwrap();
-    let registry = hermetic_tests::policy_registry_with(root, POLICY, false, |options| {
-        options.engine.compute_turns = compute_turns;
-    });
-    let dir = hermetic_tests::tools_dir(&["echo", "spin"]);
+    let registry =
+        hermetic_test_support::registry::policy_registry_with(root, POLICY, false, |options| {
+            options.engine.compute_turns = compute_turns;
+        });
+    let dir = hermetic_test_support::guests::tools_dir(&["echo", "spin"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     registry
 }
@@ -107,7 +108,9 @@ fn runtime() -> tokio::runtime::Runtime {
 /// 1. `flood` queues `QUEUED` spins, one at a time.
 fn queued() {
     let root = tempfile::TempDir::new().unwrap();
-    let registry = Arc::new(hermetic_tests::fairness_registry(root.path()));
+    let registry = Arc::new(hermetic_test_support::registry::fairness_registry(
+        root.path(),
+    ));
     let runtime = runtime();
     runtime.block_on(async {
         calm_latencies(&registry, SAMPLES).await; // warm-up

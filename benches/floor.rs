@@ -56,9 +56,11 @@ impl Floor {
     /// Compiles (or loads from the test cache) the echo tool on a runtime with the
     /// test engine settings, and links it with wasmtime-wasi's own linker.
     pub fn echo() -> Self {
-        let runtime = hermetic::Runtime::new(hermetic_tests::engine_config()).unwrap();
+        let runtime =
+            hermetic::Runtime::new(hermetic_test_support::registry::engine_config()).unwrap();
         let engine = runtime.engine();
-        let component = Component::from_file(engine, hermetic_tests::guest("echo")).unwrap();
+        let component =
+            Component::from_file(engine, hermetic_test_support::guests::guest("echo")).unwrap();
         let mut linker = Linker::<Bare>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
         let pre = linker.instantiate_pre(&component).unwrap();

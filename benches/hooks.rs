@@ -10,7 +10,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::CallOptions;
-use hermetic_tests::{guest, policy_registry, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::policy_registry;
 use std::hint::black_box;
 
 fn registry(root: &std::path::Path, hooks: &str) -> hermetic::Registry {

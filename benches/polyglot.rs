@@ -11,7 +11,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{guest, policy_registry_with};
+use hermetic_test_support::guests::guest;
+use hermetic_test_support::registry::policy_registry_with;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -15,7 +15,9 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::{BwrapConfig, DockerConfig, TerminalConfig};
-use hermetic_tests::backends::{busybox_image, gvisor_config, podman_conf, require, start_sshd};
+use hermetic_test_support::backends::{
+    busybox_image, gvisor_config, podman_conf, require, start_sshd,
+};
 use std::path::Path;
 use std::time::Duration;
 use tempfile::TempDir;
@@ -25,7 +27,7 @@ fn registry(workspace: &Path, config: TerminalConfig) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry

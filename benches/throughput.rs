@@ -17,7 +17,7 @@
 mod floor;
 
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::fixture;
+use hermetic_test_support::registry::fixture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -123,7 +123,7 @@ fn async_rate(registry: &Arc<Registry>, workers: usize) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench` (and `cargo test --benches` nothing): run either way.
-    let hermetic_tests::Fixture {
+    let hermetic_test_support::registry::Fixture {
         workspace: _workspace,
         registry,
     } = fixture(false, &["echo"]);

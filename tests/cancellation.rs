@@ -2,7 +2,7 @@
 //! next epoch tick and the call ends with a `cancelled` tool error; the time limit and
 //! ordinary results are unchanged by a token.
 use hermetic::{CallOptions, CancelToken, Progress};
-use hermetic_tests::fixture;
+use hermetic_test_support::registry::fixture;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, mpsc};
 

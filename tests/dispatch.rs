@@ -2,7 +2,7 @@
 //! validation, limits (deadline, memory, result size) and recovery after each.
 
 use hermetic::{CallOptions, Progress};
-use hermetic_tests::{call, error_of, fixture};
+use hermetic_test_support::registry::{call, error_of, fixture};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -249,13 +249,13 @@ fn progress_reports_reach_the_caller() {
 
 #[test]
 fn the_tenant_reaches_the_guest_and_an_unknown_tenant_is_refused() {
-    let (_ws, mut options) = hermetic_tests::options();
+    let (_ws, mut options) = hermetic_test_support::registry::options();
     options
         .policy
         .tenants
         .insert("acme".into(), hermetic::policy::TenantPolicy::default());
     let registry = hermetic::Registry::new(options).unwrap();
-    let dir = hermetic_tests::tools_dir(&["echo"]);
+    let dir = hermetic_test_support::guests::tools_dir(&["echo"]);
     registry.add_dir(dir.path()).unwrap();
     let as_tenant = |tenant: &str| -> serde_json::Value {
         let options = CallOptions::default().with_tenant(tenant);

@@ -1,6 +1,6 @@
 //! The bundled file tools through the real host: behaviour, and containment in the
 //! `workspace` mount (`..`, absolute paths, symlinks pointing out, read-only mounts).
-use hermetic_tests::{Fixture, call, error_of, fixture};
+use hermetic_test_support::registry::{Fixture, call, error_of, fixture};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;
 

@@ -3,7 +3,7 @@
 //! from guest-tools/, one hostile act each, each with the reason it must fail.
 
 use hermetic::{CallOptions, CallOutcome, LimitKind, Registry};
-use hermetic_tests::{call, error_of, fixture, policy_registry};
+use hermetic_test_support::registry::{call, error_of, fixture, policy_registry};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -365,10 +365,11 @@ fn a_guest_sleeping_in_a_host_call_is_cancelled_at_once() {
 /// A registry over `policy` on a host with only `sandboxes` call sandboxes
 /// (`EngineConfig::max_instances`), with the named test tools.
 fn small_host(root: &std::path::Path, policy: &str, sandboxes: u32, tools: &[&str]) -> Registry {
-    let registry = hermetic_tests::policy_registry_with(root, policy, false, |options| {
-        options.engine.max_instances = sandboxes;
-    });
-    let dir = hermetic_tests::tools_dir(tools);
+    let registry =
+        hermetic_test_support::registry::policy_registry_with(root, policy, false, |options| {
+            options.engine.max_instances = sandboxes;
+        });
+    let dir = hermetic_test_support::guests::tools_dir(tools);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     registry
 }
@@ -562,11 +563,16 @@ fn a_check_that_finds_no_sandbox_is_not_the_tools_answer() {
     // whole check deadline (1 s), holding the only sandbox.
     let policy = "[tools.echo.limits]\nmax_timeout_ms = 200\n\
                   [tools.sleeper.limits]\nmax_timeout_ms = 200\n";
-    let registry = hermetic_tests::policy_registry_with(root.path(), policy, false, |options| {
-        options.engine.metadata_sandboxes = 1;
-        options.clock = clock.clone();
-    });
-    let dir = hermetic_tests::tools_dir(&["slowcheck_a", "echo", "sleeper"]);
+    let registry = hermetic_test_support::registry::policy_registry_with(
+        root.path(),
+        policy,
+        false,
+        |options| {
+            options.engine.metadata_sandboxes = 1;
+            options.clock = clock.clone();
+        },
+    );
+    let dir = hermetic_test_support::guests::tools_dir(&["slowcheck_a", "echo", "sleeper"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     let availability = |tool: &str| registry.availability(tool).unwrap();
     assert!(availability("echo").available);
@@ -603,7 +609,9 @@ fn a_check_that_finds_no_sandbox_is_not_the_tools_answer() {
 fn five_thousand_queued_calls_of_one_tenant_do_not_delay_another() {
     use std::sync::Arc;
     let root = tempfile::TempDir::new().unwrap();
-    let registry = Arc::new(hermetic_tests::fairness_registry(root.path()));
+    let registry = Arc::new(hermetic_test_support::registry::fairness_registry(
+        root.path(),
+    ));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -7,7 +7,8 @@
 //! never holds — and an ungranted or undeclared use of the host's secrets is refused.
 use hermetic::hooks::HookNotes;
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{guest, policy_registry, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::policy_registry;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};

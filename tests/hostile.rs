@@ -2,7 +2,8 @@
 //! contained, and the host healthy afterwards (the next normal call succeeds).
 use hermetic::policy::TenantPolicy;
 use hermetic::{CallOptions, Registry, Secrets, ToolSource};
-use hermetic_tests::{call, error_of, fixture, guest, options, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::{call, error_of, fixture, options};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ fn assert_healthy(registry: &Registry) {
     );
 }
 
-fn hostile(names: &[&str]) -> hermetic_tests::Fixture {
+fn hostile(names: &[&str]) -> hermetic_test_support::registry::Fixture {
     let mut all = vec!["echo"];
     all.extend_from_slice(names);
     fixture(false, &all)
@@ -266,7 +267,7 @@ fn a_tool_sees_exactly_the_env_it_declared_and_was_granted() {
 fn a_component_using_raw_sockets_loads_and_every_socket_is_refused() {
     // Granted its declared HTTP destination: no grant turns into a raw socket.
     let root = tempfile::tempdir().unwrap();
-    let registry = hermetic_tests::policy_registry(
+    let registry = hermetic_test_support::registry::policy_registry(
         root.path(),
         "[tools.socket]\nnetwork = [\"http://127.0.0.1:1\"]\n",
         false,

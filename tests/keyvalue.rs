@@ -6,7 +6,8 @@
 //! one key at once — a clear error each, the host serving, nothing of another's
 //! reachable.
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{policy_registry_with, tools_dir};
+use hermetic_test_support::guests::tools_dir;
+use hermetic_test_support::registry::policy_registry_with;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;

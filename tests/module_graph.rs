@@ -35,6 +35,7 @@ const CRATES: &[&str] = &[
     "server",
     "distribution",
     "cli",
+    "test-support",
 ];
 
 /// One parsed crate: every module's use-map (name → absolute path it names) and every

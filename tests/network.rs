@@ -5,7 +5,8 @@
 //! the refused servers never see a connection.
 use hermetic::component::ToolSource;
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{call, error_of, fixture, guest, policy_registry, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::{call, error_of, fixture, policy_registry};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

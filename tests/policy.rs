@@ -1,7 +1,8 @@
 //! Policy files and tenants over real components: what each tenant sees and gets, and
 //! the per-call limits an operator sets (concurrency, fuel, clocks).
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::{call, error_of, policy_registry, tools_dir};
+use hermetic_test_support::guests::tools_dir;
+use hermetic_test_support::registry::{call, error_of, policy_registry};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;

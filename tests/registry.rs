@@ -2,7 +2,8 @@
 //! check caching, toolsets, definitions, and the compiled-code cache.
 use hermetic::toolsets::ToolsetDef;
 use hermetic::{ManualClock, Registered, Registry, RegistryError, Selection, ToolSource};
-use hermetic_tests::{call, engine_config, fixture, guest, options, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::{call, engine_config, fixture, options};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

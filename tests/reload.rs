@@ -3,7 +3,8 @@
 //! a call in flight finishes on the version it started with.
 use hermetic::{CallOptions, Progress, Registry};
 use hermetic_server::{ReloadReport, Reloader};
-use hermetic_tests::{guest, options, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::options;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::{Arc, Mutex};

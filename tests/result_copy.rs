@@ -4,7 +4,7 @@
 #![allow(unsafe_code, reason = "a counting global allocator is an unsafe impl")]
 
 use hermetic::{CallOptions, CallOutcome, LimitKind};
-use hermetic_tests::fixture;
+use hermetic_test_support::registry::fixture;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -8,7 +8,8 @@
 //! sees the result scrubbed. Against loopback servers that record what they receive.
 use hermetic::hooks::HookNotes;
 use hermetic::{CallOptions, Progress, Registry};
-use hermetic_tests::{call, error_of, guest, policy_registry, tools_dir};
+use hermetic_test_support::guests::{guest, tools_dir};
+use hermetic_test_support::registry::{call, error_of, policy_registry};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

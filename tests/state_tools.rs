@@ -3,7 +3,7 @@
 //! tools/todo_tool.py and tools/memory_tool.py): todo per session, memory per tenant
 //! across sessions, Hermes's texts for every refusal.
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::fixture;
+use hermetic_test_support::registry::fixture;
 use serde_json::{Value, json};
 
 fn call(registry: &Registry, tool: &str, session: &str, args: Value) -> Value {
@@ -430,7 +430,7 @@ fn a_community_tool_taking_memory_s_name_does_not_inherit_its_data() {
         json!({"action": "add", "target": "memory", "content": "the vault code is 4471"}),
     );
     assert_eq!(out["success"], true, "{out}");
-    let dir = hermetic_tests::tools_dir(&["kv_impostor"]);
+    let dir = hermetic_test_support::guests::tools_dir(&["kv_impostor"]);
     assert_eq!(f.registry.add_dir(dir.path()).unwrap(), vec![]);
     let stolen = call(
         &f.registry,

@@ -8,7 +8,7 @@
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::{
+use hermetic_test_support::backends::{
     alive, eventually, gvisor_config, podman_conf, podman_terminal, require, running, start_sshd,
 };
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ fn registry(workspace: &Path, mut config: TerminalConfig) -> Registry {
     }
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry
@@ -545,10 +545,10 @@ fn a_tool_from_a_tools_dir_never_gets_the_terminal_without_a_grant() {
     let ws = TempDir::new().unwrap();
     let policy = OperatorPolicy::with_workspace(ws.path().to_path_buf());
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     // The very same component as the bundled `terminal`, but from a directory.
-    let dir = hermetic_tests::tools_dir(&["terminal"]);
+    let dir = hermetic_test_support::guests::tools_dir(&["terminal"]);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     let status = registry.availability("terminal").unwrap();
     assert!(!status.available);
@@ -580,7 +580,7 @@ fn bundled_terminal_tools_get_the_local_backend_only_without_a_policy_file() {
     )
     .unwrap();
     let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     for tool in ["terminal", "process"] {
@@ -606,7 +606,7 @@ fn host_files_inside_what_a_backend_reaches_are_refused() {
         let loaded = hermetic_config::parse(&text, Path::new("p.toml"), root, root)
             .expect("the policy file loads: the terminal's reach is checked later");
         let mut options = hermetic_terminal::attach(RegistryOptions::new(loaded.policy)).unwrap();
-        options.engine = hermetic_tests::engine_config();
+        options.engine = hermetic_test_support::registry::engine_config();
         let registry = Registry::new(options).unwrap();
         registry
             .check_state_path("the approval allowlist", &root.join(file))
@@ -636,9 +636,9 @@ fn host_files_inside_what_a_backend_reaches_are_refused() {
 
 #[test]
 fn a_component_importing_the_terminal_without_declaring_it_fails_to_load() {
-    let (_ws, options) = hermetic_tests::options();
+    let (_ws, options) = hermetic_test_support::registry::options();
     let registry = Registry::new(options).unwrap();
-    let dir = hermetic_tests::tools_dir(&["undeclared_terminal"]);
+    let dir = hermetic_test_support::guests::tools_dir(&["undeclared_terminal"]);
     let problems = registry.add_dir(dir.path()).unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
@@ -654,9 +654,9 @@ fn a_component_importing_the_terminal_without_declaring_it_fails_to_load() {
 /// at load with a sentence naming the old interface and the package the host speaks.
 #[test]
 fn a_component_built_against_the_0_1_0_terminal_fails_to_load() {
-    let (_ws, options) = hermetic_tests::options();
+    let (_ws, options) = hermetic_test_support::registry::options();
     let registry = Registry::new(options).unwrap();
-    let dir = hermetic_tests::tools_dir(&["old_terminal"]);
+    let dir = hermetic_test_support::guests::tools_dir(&["old_terminal"]);
     let problems = registry.add_dir(dir.path()).unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     let reason = &problems[0].reason;
@@ -814,7 +814,7 @@ fn one_tenant_cannot_reach_another_tenants_background_processes() {
             .insert(tenant.into(), hermetic::policy::TenantPolicy::default());
     }
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     // The same session id in both tenants: only the tenant tells them apart.

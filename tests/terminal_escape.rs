@@ -9,7 +9,7 @@
 use hermetic::policy::TenantPolicy;
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::{
+use hermetic_test_support::backends::{
     alive, eventually, gvisor_config, gvisor_host_pids, gvisor_leftovers, gvisor_seen, podman_conf,
     podman_terminal, processes_with, require, running, start_sshd, start_sshd_with,
 };
@@ -29,7 +29,7 @@ fn registry(workspace: &Path, config: TerminalConfig) -> Registry {
             .insert(tenant.into(), TenantPolicy::default());
     }
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry

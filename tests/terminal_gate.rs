@@ -9,7 +9,9 @@
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::{eventually, podman_conf, podman_terminal, require, start_sshd};
+use hermetic_test_support::backends::{
+    eventually, podman_conf, podman_terminal, require, start_sshd,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -32,7 +34,7 @@ fn registry_with(workspace: &Path, config: TerminalConfig) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry
@@ -748,7 +750,7 @@ fn a_script_written_with_write_file_is_judged_before_it_runs_in_bubblewrap() {
 fn a_script_written_with_write_file_is_judged_before_it_runs_under_gvisor() {
     let state = TempDir::new().unwrap();
     let (_ws, root) = workspace();
-    let mut config = hermetic_tests::backends::gvisor_config(state.path());
+    let mut config = hermetic_test_support::backends::gvisor_config(state.path());
     config.cwd = Some(root.clone());
     let registry = registry_with(&root, config);
     a_written_script_is_judged_before_it_runs(&registry, &root, root.to_str().unwrap(), BASH_FORMS);

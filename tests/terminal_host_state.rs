@@ -40,7 +40,7 @@ impl Home {
         policy.terminal.default = config;
         policy.terminal.protected = vec![Self::allowlist_in(&root)];
         let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-        options.engine = hermetic_tests::engine_config();
+        options.engine = hermetic_test_support::registry::engine_config();
         let registry = Registry::new(options).unwrap();
         assert_eq!(registry.add_bundled(), vec![]);
         Self {

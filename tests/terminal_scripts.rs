@@ -8,7 +8,9 @@
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::{eventually, podman_conf, podman_terminal, require, start_sshd};
+use hermetic_test_support::backends::{
+    eventually, podman_conf, podman_terminal, require, start_sshd,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +22,7 @@ fn registry_with(workspace: &Path, config: TerminalConfig) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry

@@ -9,7 +9,7 @@
 use hermetic::approval::{Answer, Approver, ScriptedApprover};
 use hermetic::{CallOptions, OperatorPolicy, Registry, RegistryOptions};
 use hermetic_terminal::TerminalConfig;
-use hermetic_tests::backends::require;
+use hermetic_test_support::backends::require;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ fn registry(workspace: &Path, backend: &str) -> Registry {
     let mut policy = OperatorPolicy::with_workspace(workspace.to_path_buf());
     policy.terminal.default = config;
     let mut options = hermetic_terminal::attach(RegistryOptions::new(policy)).unwrap();
-    options.engine = hermetic_tests::engine_config();
+    options.engine = hermetic_test_support::registry::engine_config();
     let registry = Registry::new(options).unwrap();
     assert_eq!(registry.add_bundled(), vec![]);
     registry

@@ -6,7 +6,7 @@
 //!
 //! A missing `bwrap` or `runsc` is a failure with what to install, never a skip.
 use hermetic::{CallOptions, Registry};
-use hermetic_tests::backends::require;
+use hermetic_test_support::backends::require;
 use serde_json::{Value, json};
 use std::path::Path;
 use tempfile::TempDir;
@@ -78,7 +78,7 @@ workspace = "tenants"
         settings = backend_settings(backend, root),
     );
     std::fs::create_dir_all(root.join("tenants")).unwrap();
-    hermetic_tests::policy_registry(root, &policy, true)
+    hermetic_test_support::registry::policy_registry(root, &policy, true)
 }
 
 fn sh(registry: &Registry, tenant: &str, command: &str) -> Value {
@@ -592,7 +592,7 @@ backend = "local"
 [terminal.approval]
 mode = "off"
 "#;
-    let registry = hermetic_tests::policy_registry(&root_path, policy, true);
+    let registry = hermetic_test_support::registry::policy_registry(&root_path, policy, true);
     let tenants = root_path.join("tenants");
     assert_eq!(
         ok(&sh(&registry, "acme", "pwd")),

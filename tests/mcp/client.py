@@ -6,7 +6,7 @@ Usage:
 
 MODE is the SDK's connect mode: `legacy` (initialize handshake) or `auto` (2026-07-28
 discovery, falling back to the handshake). Each scenario prints what it observed as one
-JSON object on the last line of stdout; the Rust tests (host/tests/mcp.rs) assert on it.
+JSON object on the last line of stdout; the Rust tests (host/cli/tests/mcp/) assert on it.
 Lines before it (`READY`, `CHANGED ...`) hand control to the test harness.
 """
 

@@ -20,103 +20,33 @@ mod common;
 #[path = "common/http.rs"]
 mod http;
 
-use http::read_message;
+use hermetic_test_support::guests::test_cache;
+use hermetic_test_support::redis::Redis;
+use hermetic_test_support::tokens::sha256_hex;
+use http::{Server, read_message};
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Keep-alive connections calling at once.
 const CONNECTIONS: usize = 8;
 const TOKEN: &str = "hmt_bench_cluster_token";
 
-/// A `hermetic serve --http` node; killed on drop.
-struct Node {
-    child: Child,
-    addr: String,
-}
-
-impl Node {
-    fn start(dir: &Path, tools: &Path, redis: Option<&str>) -> Self {
-        let mut cmd = common::hermetic();
-        cmd.current_dir(dir)
-            .env(
-                "HERMETIC_CACHE_DIR",
-                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-            )
-            .args(["--policy", "policy.toml", "--no-bundled", "--tools-dir"])
-            .arg(tools)
-            .args(["serve", "--http", "127.0.0.1:0", "--no-watch"]);
-        if let Some(url) = redis {
-            cmd.args(["--redis-url", url]);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("the node starts").unwrap();
-            if let Some(url) = line.split("serving MCP at http://").nth(1) {
-                break url.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, addr }
+/// A `hermetic serve --http` node of the bench's policy and tools, with the shared
+/// store at `redis` if given; killed on drop.
+fn node(dir: &Path, tools: &Path, redis: Option<&str>) -> Server {
+    let mut cmd = common::hermetic();
+    cmd.current_dir(dir)
+        .env("HERMETIC_CACHE_DIR", test_cache())
+        .args(["--policy", "policy.toml", "--no-bundled", "--tools-dir"])
+        .arg(tools)
+        .args(["serve", "--http", "127.0.0.1:0", "--no-watch"]);
+    if let Some(url) = redis {
+        cmd.args(["--redis-url", url]);
     }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A redis-server on a free port with its own directory; killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let dir = tempfile::TempDir::new().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "yes", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server (apt-get install redis-server)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            child,
-            port,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    Server::spawn(cmd)
 }
 
 /// `calls` sessionless calls on one keep-alive connection to `addr`: each round trip.
@@ -160,7 +90,7 @@ fn run_connection(addr: &str, calls: usize) -> Vec<Duration> {
 }
 
 /// Calls/s, p50 and p99 of [`CONNECTIONS`] connections spread over `nodes`.
-fn measure(nodes: &[Node], calls: usize) -> (f64, Duration, Duration) {
+fn measure(nodes: &[Server], calls: usize) -> (f64, Duration, Duration) {
     // Warm every node (compiled code, first connection to Redis).
     for node in nodes {
         run_connection(&node.addr, 20);
@@ -192,8 +122,7 @@ fn main() {
     let calls = common::calls(500);
     let tools = common::echo_tools();
     let dir = tempfile::TempDir::new().unwrap();
-    let digest = hermetic_distribution::Digest::of(TOKEN.as_bytes());
-    let digest = digest.hex();
+    let digest = sha256_hex(TOKEN);
     std::fs::write(
         dir.path().join("policy.toml"),
         format!(
@@ -206,7 +135,7 @@ fn main() {
         calls * CONNECTIONS,
         common::machine()
     );
-    let one = [Node::start(dir.path(), tools.path(), None)];
+    let one = [node(dir.path(), tools.path(), None)];
     let (rate, p50, p99) = measure(&one, calls);
     println!(
         "  1 node, embedded store:      {rate:>8.0} calls/s   p50 {:>6.0} µs   p99 {:>6.0} µs",
@@ -218,9 +147,9 @@ fn main() {
         return;
     }
     let redis = Redis::start();
-    let url = format!("redis://127.0.0.1:{}", redis.port);
-    let three: Vec<Node> = (0..3)
-        .map(|_| Node::start(dir.path(), tools.path(), Some(&url)))
+    let url = redis.url();
+    let three: Vec<Server> = (0..3)
+        .map(|_| node(dir.path(), tools.path(), Some(&url)))
         .collect();
     let (rate, p50, p99) = measure(&three, calls);
     println!(

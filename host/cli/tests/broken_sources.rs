@@ -16,8 +16,10 @@
 
 mod common;
 
-use common::community::{guest, hermetic, json, ok, refused, run, said, write_policy};
-use common::registry::Registry;
+use common::community::{hermetic, json, ok, refused, run, said, write_policy};
+use hermetic_test_support::guests::guest;
+use hermetic_test_support::mcp_stdio;
+use hermetic_test_support::oci_registry::Registry;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -135,12 +137,12 @@ fn a_tool_that_cannot_be_loaded_is_listed_unavailable_and_the_rest_are_served() 
     let mut serve = hermetic(h);
     serve.args(["--policy", policy, "--no-bundled", "serve", "--stdio"]);
     serve.stderr(Stdio::piped());
-    let mut session = common::stdio::open(&mut serve);
-    common::stdio::send(
+    let mut session = mcp_stdio::open(&mut serve);
+    mcp_stdio::send(
         &mut session.stdin,
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}}),
     );
-    let result = common::stdio::reply(&mut session.lines, 2);
+    let result = mcp_stdio::reply(&mut session.lines, 2);
     assert_eq!(result["result"]["isError"], false, "{result}");
     drop(session.stdin);
     let mut stderr = String::new();

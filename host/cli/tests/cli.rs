@@ -6,6 +6,7 @@
     reason = "tests"
 )]
 
+use hermetic_test_support::guests::{guest, test_cache};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -14,10 +15,7 @@ fn hermetic(workspace: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
     cmd.current_dir(workspace)
         .env_remove("WEATHER_API_KEY")
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        );
+        .env("HERMETIC_CACHE_DIR", test_cache());
     cmd
 }
 
@@ -187,11 +185,7 @@ fn errors_exit_with_code_1_and_print_json() {
 fn tools_dir_adds_components_and_reports_broken_ones() {
     let ws = tempfile::TempDir::new().unwrap();
     let dir = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        dir.path().join("echo.wasm"),
-    )
-    .unwrap();
+    std::fs::copy(guest("echo"), dir.path().join("echo.wasm")).unwrap();
     std::fs::write(dir.path().join("broken.wasm"), b"nope").unwrap();
     let (out, stdout) = run(hermetic(ws.path())
         .arg("--tools-dir")
@@ -416,7 +410,7 @@ fn inspect_shows_declaration_and_grants_for_a_name_and_for_a_file() {
     );
     assert_eq!(report["grants"]["mounts"][0]["access"], "rw");
 
-    let file = Path::new(hermetic::GUEST_BUILD_DIR).join("flaky.wasm");
+    let file = guest("flaky");
     let (out, stdout) = run(hermetic(ws.path()).arg("inspect").arg(&file));
     assert!(out.status.success());
     let report = json(&stdout);
@@ -424,7 +418,7 @@ fn inspect_shows_declaration_and_grants_for_a_name_and_for_a_file() {
     assert_eq!(report["declaration"]["name"], "flaky");
     assert_eq!(report["grants"]["mounts"][0]["access"], "ro");
 
-    let bad = Path::new(hermetic::GUEST_BUILD_DIR).join("bad_schema.wasm");
+    let bad = guest("bad_schema");
     let (_, stdout) = run(hermetic(ws.path()).arg("inspect").arg(&bad));
     let report = json(&stdout);
     assert_eq!(report["loads"], false);
@@ -558,11 +552,7 @@ fn call_terminal_runs_safe_commands_and_without_a_tty_never_runs_dangerous_ones(
 fn a_sleeping_tool_ends_at_its_deadline_over_the_cli() {
     let ws = tempfile::TempDir::new().unwrap();
     let dir = tempfile::TempDir::new().unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("sleeper.wasm"),
-        dir.path().join("sleeper.wasm"),
-    )
-    .unwrap();
+    std::fs::copy(guest("sleeper"), dir.path().join("sleeper.wasm")).unwrap();
     // Compile it into the cache first: the time measured is the call's.
     let (out, _) = run(hermetic(ws.path())
         .arg("--no-bundled")

@@ -11,14 +11,17 @@
     reason = "tests"
 )]
 
-mod common;
-
-use common::redis::Redis;
+use hermetic_test_support::guests::{guest, test_cache};
+use hermetic_test_support::http::{Reply, request};
+use hermetic_test_support::mcp_http::{message, sessionless_headers, with_meta};
+use hermetic_test_support::redis::Redis;
+use hermetic_test_support::serve_process::ServeProcess;
+use hermetic_test_support::tokens::sha256_hex;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -31,17 +34,20 @@ const SESSIONS: usize = 2;
 const INITECH: &str = "hmt_cluster_initech_token";
 /// acme's tools/call budget (a burst of this many, then one per 60/N s).
 const LIMIT: usize = 6;
-
-fn sha256(token: &str) -> String {
-    hermetic_distribution::Digest::of(token.as_bytes())
-        .hex()
-        .to_owned()
-}
+/// Longest a node may take to say where it serves (a hang guard, not a timing
+/// assertion).
+const START_GUARD: Duration = Duration::from_secs(120);
 
 /// A `hermetic serve --http 127.0.0.1:0` node, killed on drop.
 struct Node {
-    child: Child,
-    addr: String,
+    process: ServeProcess,
+}
+
+impl std::ops::Deref for Node {
+    type Target = ServeProcess;
+    fn deref(&self) -> &ServeProcess {
+        &self.process
+    }
 }
 
 impl Node {
@@ -51,35 +57,17 @@ impl Node {
 
     /// A node with these `serve` arguments.
     fn start_args(dir: &Path, serve: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
-            .current_dir(dir)
-            .env(
-                "HERMETIC_CACHE_DIR",
-                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-            )
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+        cmd.current_dir(dir)
+            .env("HERMETIC_CACHE_DIR", test_cache())
             .env("NO_COLOR", "1")
             .args(["--policy", "policy.toml", "--tools-dir"])
             .arg(dir.join("tools"))
             .args(["serve", "--http", "127.0.0.1:0", "--no-watch"])
-            .args(serve)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("the node says where it serves")
-                .unwrap();
-            if let Some(url) = line.split("serving MCP at http://").nth(1) {
-                break url.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, addr }
+            .args(serve);
+        Self {
+            process: ServeProcess::spawn(cmd, START_GUARD),
+        }
     }
 
     /// One sessionless (2026-07-28) tools/call of `echo` as `token`: the status and body.
@@ -104,39 +92,38 @@ impl Node {
         params: &serde_json::Value,
         capabilities: &serde_json::Value,
     ) -> (u16, String) {
-        let tool = params["name"].as_str().unwrap();
-        let mut params = params.clone();
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "cluster", "version": "0"}});
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-            .to_string();
-        self.request(
-            "POST /mcp",
-            token,
-            &format!(
-                "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-                 Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
-            ),
-            &body,
-        )
+        let params = with_meta(params.clone(), "cluster", capabilities.clone());
+        let bearer = format!("Bearer {token}");
+        let mut headers = vec![("Authorization", bearer)];
+        headers.extend(sessionless_headers("tools/call", &params));
+        let reply = request(
+            &self.addr,
+            "POST",
+            "/mcp",
+            &headers,
+            message("tools/call", params).as_bytes(),
+            Duration::from_secs(60),
+        );
+        (reply.status, whole(&reply))
     }
 
     /// One request (`METHOD PATH`) as `token`, with `headers` (each ending in CRLF) and
     /// `body`, on a fresh connection: the status and the whole answer.
     fn request(&self, line: &str, token: &str, headers: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        write!(
-            s,
-            "{line} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n{headers}\
-             Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        read_answer(s)
+        let (method, path) = line.split_once(' ').unwrap();
+        let bearer = format!("Bearer {token}");
+        let mut all = vec![("Authorization", bearer.as_str())];
+        all.extend(headers.lines().filter_map(|h| h.split_once(": ")));
+        all.push(("Content-Type", "application/json"));
+        let reply = request(
+            &self.addr,
+            method,
+            path,
+            &all,
+            body.as_bytes(),
+            Duration::from_secs(60),
+        );
+        (reply.status, whole(&reply))
     }
 
     /// A legacy (2025-06-18) `initialize` as `token`: the status, and the session id
@@ -190,11 +177,9 @@ fn read_answer(mut s: TcpStream) -> (u16, String) {
     }
 }
 
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A reply as it came: its head, the blank line, its body.
+fn whole(reply: &Reply) -> String {
+    format!("{}\r\n\r\n{}", reply.head, reply.body)
 }
 
 fn cluster_dir() -> TempDir {
@@ -202,11 +187,7 @@ fn cluster_dir() -> TempDir {
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::create_dir_all(dir.path().join("tools")).unwrap();
     for tool in ["echo", "kvprobe"] {
-        std::fs::copy(
-            Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
-            dir.path().join(format!("tools/{tool}.wasm")),
-        )
-        .unwrap();
+        std::fs::copy(guest(tool), dir.path().join(format!("tools/{tool}.wasm"))).unwrap();
     }
     std::fs::write(
         dir.path().join("policy.toml"),
@@ -222,10 +203,10 @@ fn cluster_dir() -> TempDir {
              [tools.kvprobe]\nkeyvalue = {{ max_keys = 5 }}\n\n\
              [terminal.approval]\napprover = \"console\"\nasync_timeout_secs = 60\nheadless = \"allow\"\n\n\
              [terminal.tenants.initech.approval]\napprover = \"client\"\n",
-            sha256(ACME),
-            sha256(GLOBEX),
-            sha256(INITECH),
-            sha256(ADMIN)
+            sha256_hex(ACME),
+            sha256_hex(GLOBEX),
+            sha256_hex(INITECH),
+            sha256_hex(ADMIN)
         ),
     )
     .unwrap();
@@ -821,7 +802,7 @@ fn an_always_answer_on_one_node_holds_on_another() {
 fn kv_sessions_dir(keyvalue: &str) -> TempDir {
     let dir = cluster_dir();
     std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("kvprobe_session.wasm"),
+        guest("kvprobe_session"),
         dir.path().join("tools/kvprobe_session.wasm"),
     )
     .unwrap();

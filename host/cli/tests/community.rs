@@ -14,8 +14,11 @@
 
 mod common;
 
-use common::community::{guest, hermetic, ok, refused, run, with_declaration, write_policy};
-use common::registry::{Registry, free_port};
+use common::community::{hermetic, ok, refused, run, with_declaration, write_policy};
+use hermetic_test_support::guests::guest;
+use hermetic_test_support::mcp_stdio;
+use hermetic_test_support::net::free_port;
+use hermetic_test_support::oci_registry::Registry;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -38,7 +41,7 @@ fn stored(home: &Path) -> usize {
 /// One MCP exchange over stdio with `hermetic serve --stdio`: initialize, then call
 /// `tool` with `args`; the call's result.
 fn mcp_call(home: &Path, extra: &[&str], tool: &str, args: Value) -> Value {
-    common::stdio::call(
+    mcp_stdio::call(
         hermetic(home).args(extra).args(["serve", "--stdio"]),
         tool,
         args,

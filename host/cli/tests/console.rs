@@ -23,13 +23,18 @@
     reason = "tests"
 )]
 
+use hermetic_test_support::guests::test_cache;
+use hermetic_test_support::http::request;
+use hermetic_test_support::lines::Lines;
+use hermetic_test_support::mcp_http::{message, sessionless_headers, with_meta};
+use hermetic_test_support::serve_process::ServeProcess;
+use hermetic_test_support::tokens::sha256_hex;
 use serde_json::{Value, json};
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -44,22 +49,15 @@ const ADMIN_TOKEN: &str = "hmt_console_admin_token";
 const ACME_TOKEN: &str = "hmt_console_acme_token";
 const GLOBEX_TOKEN: &str = "hmt_console_globex_token";
 
-fn sha256_hex(token: &str) -> String {
-    hermetic_server::auth::hex(&hermetic_server::auth::digest(token))
-}
-
 // ── hermetic serve ───────────────────────────────────────────────────────────────
 
 /// A `hermetic serve --http 127.0.0.1:0` process with the bundled tools, a policy
 /// with an admin token and two tenants (`acme` may use the terminal), and an audit
 /// log; killed on drop.
 struct Server {
-    child: Child,
-    addr: String,
+    process: ServeProcess,
     workspace: TempDir,
     _state: TempDir,
-    log: mpsc::Receiver<String>,
-    lines: Vec<String>,
     /// The token [`Server::call_terminal`] calls with.
     token: String,
 }
@@ -132,12 +130,10 @@ admin_token_sha256 = ["{admin}"]
     /// `serve_args` for serve), its audit log in `state`.
     fn spawn(workspace: TempDir, state: TempDir, args: &[&OsStr], serve_args: &[&str]) -> Self {
         let audit = state.path().join("audit.jsonl");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hermetic"))
-            // The suites' shared compiled-code cache; plain log lines to match on.
-            .env(
-                "HERMETIC_CACHE_DIR",
-                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-            )
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+        // The suites' shared compiled-code cache; plain log lines to match on.
+        serve
+            .env("HERMETIC_CACHE_DIR", test_cache())
             .env("NO_COLOR", "1")
             .env_remove("HERMETIC_LOG")
             .arg("--workspace")
@@ -146,53 +142,24 @@ admin_token_sha256 = ["{admin}"]
             .args(["--log-level", "warn,hermetic=info"])
             .args(["serve", "--http", "127.0.0.1:0", "--audit"])
             .arg(&audit)
-            .args(serve_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = lines_of(child.stderr.take().unwrap());
-        let mut server = Self {
-            child,
-            addr: String::new(),
+            .args(serve_args);
+        Self {
+            process: ServeProcess::spawn(serve, HANG_GUARD),
             workspace,
             _state: state,
-            log,
-            lines: Vec::new(),
             token: String::new(),
-        };
-        let line = server.wait_log("serving MCP at ");
-        server.addr = line
-            .split("serving MCP at http://")
-            .nth(1)
-            .unwrap()
-            .trim()
-            .trim_end_matches("/mcp")
-            .to_owned();
-        server
-    }
-
-    /// Waits for a log line containing `needle`.
-    fn wait_log(&mut self, needle: &str) -> String {
-        let start = Instant::now();
-        loop {
-            if let Some(line) = self.lines.iter().find(|l| l.contains(needle)) {
-                return line.clone();
-            }
-            let left = HANG_GUARD.saturating_sub(start.elapsed());
-            match self.log.recv_timeout(left) {
-                Ok(line) => self.lines.push(line),
-                Err(_) => panic!(
-                    "the server never logged {needle:?}:\n{}",
-                    self.lines.join("\n")
-                ),
-            }
         }
     }
 
+    /// Waits for a log line containing `needle`.
+    fn wait_log(&self, needle: &str) -> String {
+        let log = &self.process.log;
+        log.wait_for(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("the server never logged {needle:?}:\n{}", log.text()))
+    }
+
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("http://{}{path}", self.process.addr)
     }
 
     /// The console token of a server started by [`Self::start_bare`], from the console
@@ -210,92 +177,45 @@ admin_token_sha256 = ["{admin}"]
 
     /// One request to this server (`token` as a bearer token): its status and body.
     fn request(&self, method: &str, path: &str, token: &str, body: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let status = response
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
-        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        (status, body.to_owned())
+        let bearer = format!("Bearer {token}");
+        let reply = request(
+            &self.process.addr,
+            method,
+            path,
+            &[
+                ("Authorization", bearer.as_str()),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            body.as_bytes(),
+            HANG_GUARD,
+        );
+        (reply.status, reply.body)
     }
 
     /// A 2026-07-28 (sessionless) `tools/call` of the terminal as tenant `acme`, from
     /// a thread: its client declares no elicitation, so the approval waits for the
     /// console. The handle gives the call's tool result.
     fn call_terminal(&self, command: &str) -> std::thread::JoinHandle<Value> {
-        let addr = self.addr.clone();
-        let token = self.token.clone();
-        let body = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {
-                "name": "terminal",
-                "arguments": {"command": command},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "console-test", "version": "0"}
-                }
-            }
-        })
-        .to_string();
+        let addr = self.process.addr.clone();
+        let params = with_meta(
+            json!({"name": "terminal", "arguments": {"command": command}}),
+            "console-test",
+            json!({}),
+        );
+        let mut headers = vec![("Authorization", format!("Bearer {}", self.token))];
+        headers.extend(sessionless_headers("tools/call", &params));
+        let body = message("tools/call", params);
         std::thread::spawn(move || {
-            let mut stream = TcpStream::connect(&addr).unwrap();
-            stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
-            write!(
-                stream,
-                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-                 Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-                 MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: terminal\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .unwrap();
-            let mut response = String::new();
-            stream.read_to_string(&mut response).unwrap();
-            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-            let (_, body) = response.split_once("\r\n\r\n").unwrap();
-            let reply: Value = serde_json::from_str(body.trim())
-                .unwrap_or_else(|e| panic!("not a JSON response ({e}): {response}"));
+            let reply = request(&addr, "POST", "/mcp", &headers, body.as_bytes(), HANG_GUARD);
+            assert_eq!(reply.status, 200, "{} {}", reply.head, reply.body);
+            let reply = reply.json();
             let text = reply["result"]["content"][0]["text"]
                 .as_str()
                 .unwrap_or_else(|| panic!("no tool result: {reply}"));
             serde_json::from_str(text).unwrap()
         })
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The lines a child writes to `pipe`, from a thread.
-fn lines_of(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 // ── Chromium over the DevTools protocol ──────────────────────────────────────────
@@ -356,28 +276,17 @@ impl Browser {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("could not start {}: {e}", chromium().display()));
-        let log = lines_of(child.stderr.take().unwrap());
-        let start = Instant::now();
-        let mut seen = Vec::new();
-        let url = loop {
-            let left = HANG_GUARD.saturating_sub(start.elapsed());
-            match log.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(at) = line.find("ws://")
-                        && line.contains("DevTools listening on")
-                    {
-                        break line[at..].trim().to_owned();
-                    }
-                    seen.push(line);
-                }
-                Err(_) => panic!(
+        // Collected by a thread, so Chromium never blocks on a full pipe.
+        let log = Lines::collect(child.stderr.take().unwrap(), HANG_GUARD);
+        let line = log
+            .wait_for(|l| l.contains("ws://") && l.contains("DevTools listening on"))
+            .unwrap_or_else(|| {
+                panic!(
                     "Chromium did not print its DevTools address:\n{}",
-                    seen.join("\n")
-                ),
-            }
-        };
-        // Keep draining its stderr so Chromium never blocks on a full pipe.
-        std::thread::spawn(move || while log.recv().is_ok() {});
+                    log.text()
+                )
+            });
+        let url = line[line.find("ws://").unwrap()..].trim().to_owned();
         let host = url
             .trim_start_matches("ws://")
             .split('/')
@@ -789,8 +698,10 @@ fn the_mcp_token_can_neither_list_nor_answer_approvals() {
     let mcp_token = server.token.clone();
     assert!(
         !server
-            .lines
-            .iter()
+            .process
+            .log
+            .text()
+            .lines()
             .any(|l| l.contains(&console_token) && !l.contains("console at ")),
         "the console token is printed outside its URL"
     );
@@ -861,20 +772,22 @@ fn the_console_token_comes_from_its_own_variable_and_must_differ() {
     let console = "hmt_fixed_console_token_for_this_test_012345";
     let workspace = TempDir::new().unwrap();
     let run = |console: &str| {
-        Command::new(env!("CARGO_BIN_EXE_hermetic"))
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_hermetic"));
+        serve
             .env("HERMETIC_TOKEN", mcp)
             .env("HERMETIC_CONSOLE_TOKEN", console)
             .env("NO_COLOR", "1")
             .arg("--workspace")
             .arg(workspace.path())
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            .args(["serve", "--http", "127.0.0.1:0"]);
+        serve
     };
-    let mut same = run(mcp);
+    let mut same = run(mcp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut stderr = String::new();
     same.stderr
         .take()
@@ -887,25 +800,12 @@ fn the_console_token_comes_from_its_own_variable_and_must_differ() {
         "{stderr}"
     );
 
-    let mut child = run(console);
-    let log = lines_of(child.stderr.take().unwrap());
-    let mut server = Server {
-        child,
-        addr: String::new(),
+    let server = Server {
+        process: ServeProcess::spawn(run(console), HANG_GUARD),
         workspace,
         _state: TempDir::new().unwrap(),
-        log,
-        lines: Vec::new(),
         token: mcp.to_owned(),
     };
-    let line = server.wait_log("serving MCP at ");
-    server.addr = line
-        .split("serving MCP at http://")
-        .nth(1)
-        .unwrap()
-        .trim()
-        .trim_end_matches("/mcp")
-        .to_owned();
     let url = server.wait_log("console at ");
     assert!(
         url.ends_with("(log in with $HERMETIC_CONSOLE_TOKEN)"),
@@ -913,8 +813,10 @@ fn the_console_token_comes_from_its_own_variable_and_must_differ() {
     );
     assert!(
         !server
-            .lines
-            .iter()
+            .process
+            .log
+            .text()
+            .lines()
             .any(|l| l.contains(console) || l.contains(mcp))
     );
     assert_eq!(server.request("GET", "/approvals", console, "").0, 200);

@@ -8,8 +8,8 @@
     reason = "tests"
 )]
 
-mod common;
-
+use hermetic_test_support::guests::{guest, test_cache};
+use hermetic_test_support::mcp_stdio;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -17,10 +17,7 @@ use std::process::Command;
 fn hermetic(root: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
     cmd.current_dir(root)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .env("NO_COLOR", "1")
         .args([
             "--policy",
@@ -37,16 +34,8 @@ fn root(hooks: &str) -> tempfile::TempDir {
     let root = tempfile::TempDir::new().unwrap();
     std::fs::create_dir_all(root.path().join("ws")).unwrap();
     std::fs::create_dir_all(root.path().join("tools")).unwrap();
-    let guests = Path::new(hermetic::GUEST_BUILD_DIR);
-    std::fs::copy(
-        guests.join("echo.wasm"),
-        root.path().join("tools/echo.wasm"),
-    )
-    .unwrap();
-    let hooks = hooks.replace(
-        "TEST_HOOK",
-        &guests.join("test_hook.wasm").display().to_string(),
-    );
+    std::fs::copy(guest("echo"), root.path().join("tools/echo.wasm")).unwrap();
+    let hooks = hooks.replace("TEST_HOOK", &guest("test_hook").display().to_string());
     std::fs::write(
         root.path().join("policy.toml"),
         format!("[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n{hooks}"),
@@ -76,7 +65,7 @@ fn over_mcp_secret_scan_redacts_and_the_audit_names_it() {
     let root = root(
         "[hooks.secret_scan]\norder = 1\nsecret_scan = true\nconfig = { mode = \"redact\" }\n",
     );
-    let result = common::stdio::call(
+    let result = mcp_stdio::call(
         hermetic(root.path()).args(["serve", "--stdio", "--audit", "audit.jsonl"]),
         "echo",
         json!({"message": "key AKIAIOSFODNN7EXAMPLE"}),

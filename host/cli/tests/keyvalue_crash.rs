@@ -8,12 +8,11 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic::KeyValueBackend as _;
+use hermetic_test_support::guests::{guest, test_cache};
+use hermetic_test_support::mcp_stdio;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 #[test]
@@ -22,28 +21,21 @@ fn a_kill_during_writes_loses_no_acknowledged_write() {
     let dir = root.path();
     std::fs::create_dir_all(dir.join("ws")).unwrap();
     std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::copy(
-        Path::new(hermetic::GUEST_BUILD_DIR).join("kvprobe.wasm"),
-        dir.join("tools/kvprobe.wasm"),
-    )
-    .unwrap();
+    std::fs::copy(guest("kvprobe"), dir.join("tools/kvprobe.wasm")).unwrap();
     std::fs::write(
         dir.join("policy.toml"),
         "[mounts.workspace]\npath = \"ws\"\naccess = \"rw\"\n\n[defaults]\nkeyvalue = true\n\n\
          [keyvalue]\nfile = \"state/kv.redb\"\n",
     )
     .unwrap();
-    let common::stdio::Session {
+    let mcp_stdio::Session {
         mut child,
         mut stdin,
         mut lines,
-    } = common::stdio::open(
+    } = mcp_stdio::open(
         Command::new(env!("CARGO_BIN_EXE_hermetic"))
             .current_dir(dir)
-            .env(
-                "HERMETIC_CACHE_DIR",
-                Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-            )
+            .env("HERMETIC_CACHE_DIR", test_cache())
             .args([
                 "--policy",
                 "policy.toml",

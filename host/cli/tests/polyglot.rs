@@ -11,9 +11,8 @@
     reason = "tests"
 )]
 
-mod common;
-
-use common::stdio::{self, Session};
+use hermetic_test_support::guests::test_cache;
+use hermetic_test_support::mcp_stdio::{self as stdio, Session};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -77,18 +76,12 @@ fn tools(dir: &Path, names: &[&str]) -> TempDir {
     tools
 }
 
-/// The compiled-code cache the CLI suites share (Python and JavaScript components
-/// compile for seconds: once per build of the suite, not once per test).
-fn cache() -> PathBuf {
-    Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache")
-}
-
 /// `hermetic --policy POLICY --no-bundled --tools-dir TOOLS ARGS…`, in `root`.
 fn hermetic(root: &Path, policy: &str, tools: &Path, args: &[&str]) -> Command {
     std::fs::write(root.join("policy.toml"), policy).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
     cmd.current_dir(root)
-        .env("HERMETIC_CACHE_DIR", cache())
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .args(["--policy", "policy.toml", "--no-bundled", "--tools-dir"])
         .arg(tools)
         .args(args);
@@ -430,7 +423,7 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
         // component, which it compiles into the suites' cache for the load below.
         build
             .env("HERMETIC", env!("CARGO_BIN_EXE_hermetic"))
-            .env("HERMETIC_CACHE_DIR", cache());
+            .env("HERMETIC_CACHE_DIR", test_cache());
         match lang {
             "python" => std::os::unix::fs::symlink(
                 std::env::var_os("COMPONENTIZE_VENV")
@@ -461,7 +454,7 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
         let wasm = dir.join(format!("{name}.wasm"));
         let inspect = Command::new(env!("CARGO_BIN_EXE_hermetic"))
             .current_dir(root.path())
-            .env("HERMETIC_CACHE_DIR", cache())
+            .env("HERMETIC_CACHE_DIR", test_cache())
             .args(["--no-bundled", "inspect"])
             .arg(&wasm)
             .output()
@@ -477,7 +470,7 @@ fn a_new_project_in_each_language_builds_with_one_command_and_loads() {
         );
         let call = Command::new(env!("CARGO_BIN_EXE_hermetic"))
             .current_dir(root.path())
-            .env("HERMETIC_CACHE_DIR", cache())
+            .env("HERMETIC_CACHE_DIR", test_cache())
             .args(["--no-bundled", "--tools-dir"])
             .arg(&dir)
             .args(["call", &name, r#"{"name": "you"}"#])

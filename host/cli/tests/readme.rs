@@ -11,8 +11,7 @@
     reason = "tests"
 )]
 
-mod common;
-
+use hermetic_test_support::guests::test_cache;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -53,10 +52,7 @@ fn shell(line: &str) -> Command {
     cmd.args(["-c", &format!("set -o pipefail; {line}")])
         .current_dir(repo_root())
         .env("H", env!("CARGO_BIN_EXE_hermetic"))
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     cmd
@@ -171,7 +167,7 @@ fn the_book_community_tool_block_works_as_written() {
         .expect("the block ends")
         .0;
     assert!(block.lines().count() > 5, "{block}");
-    let registry = common::registry::Registry::start(false);
+    let registry = hermetic_test_support::oci_registry::Registry::start(false);
     let dir = tempfile::TempDir::new().unwrap();
     let out = Command::new("bash")
         .args(["-c", &format!("set -euo pipefail\n{block}")])
@@ -182,10 +178,7 @@ fn the_book_community_tool_block_works_as_written() {
         .env("HOME", dir.path())
         .env_remove("HERMETIC_STORE_DIR")
         .env_remove("XDG_DATA_HOME")
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()

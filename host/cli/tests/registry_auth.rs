@@ -12,11 +12,13 @@
 
 mod common;
 
-use common::registry::Registry;
+use common::community::{hermetic, ok, refused};
+use hermetic_test_support::guests::guest;
+use hermetic_test_support::oci_registry::Registry;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use tempfile::TempDir;
 
@@ -26,37 +28,6 @@ const BASIC: &str = "Basic ZGVwbG95ZXI6cGE6c3M9dzByZA==";
 /// The credentials, as `HERMETIC_REGISTRY_AUTH` writes them after `host[:port]=`.
 const USERPASS: &str = "deployer:pa:ss=w0rd";
 
-fn guest(name: &str) -> PathBuf {
-    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
-}
-
-/// The binary in `home`, with no registry credentials from the environment around it.
-fn hermetic(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
-    cmd.current_dir(home)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
-        .env("HOME", home)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
-    for var in [
-        "HERMETIC_STORE_DIR",
-        "XDG_DATA_HOME",
-        "DOCKER_CONFIG",
-        "REGISTRY_AUTH_FILE",
-        "XDG_RUNTIME_DIR",
-        "HERMETIC_REGISTRY_USERNAME",
-        "HERMETIC_REGISTRY_PASSWORD",
-        "HERMETIC_REGISTRY_AUTH",
-        "HERMETIC_REGISTRY_TOKEN_HOSTS",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 /// `hermetic pull REF --insecure --store s` with `env`.
 fn pull(home: &Path, reference: &str, env: &[(&str, &str)]) -> Output {
     hermetic(home)
@@ -64,31 +35,6 @@ fn pull(home: &Path, reference: &str, env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .output()
         .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn refused(out: &Output, says: &str) -> String {
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !out.status.success(),
-        "expected a refusal saying {says:?}:\n{all}"
-    );
-    assert!(all.contains(says), "expected {says:?} in:\n{all}");
-    all
 }
 
 /// One request a test server received: its path and its `Authorization` header.
@@ -253,7 +199,7 @@ fn unscoped_credential_variables_are_refused_and_never_sent() {
 #[test]
 fn a_registry_gets_no_credentials_configured_for_another() {
     let hostile = basic_asker();
-    let elsewhere = format!("127.0.0.1:{}", common::registry::free_port());
+    let elsewhere = format!("127.0.0.1:{}", hermetic_test_support::net::free_port());
     let h = TempDir::new().unwrap();
     std::fs::create_dir_all(h.path().join(".docker")).unwrap();
     std::fs::write(

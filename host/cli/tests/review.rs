@@ -14,12 +14,14 @@
 mod common;
 
 use common::community::{
-    guest, json, ok, refused, run, said, set_reviewed, with_custom_section, with_declaration,
-    with_string, write_policy,
+    json, ok, refused, run, said, set_reviewed, with_custom_section, with_declaration, with_string,
+    write_policy,
 };
-use common::registry::Registry;
 use hermetic_distribution::artifact;
 use hermetic_distribution::{ClientOptions, RegistryClient};
+use hermetic_test_support::guests::guest;
+use hermetic_test_support::mcp_stdio;
+use hermetic_test_support::oci_registry::Registry;
 use serde_json::{Value, json};
 use std::path::Path;
 use tempfile::TempDir;
@@ -91,23 +93,23 @@ fn mcp_as(h: &Path, policy: &str, tenant: &str) -> (Vec<String>, Value) {
         "serve",
         "--stdio",
     ]);
-    let mut session = common::stdio::open(&mut serve);
-    common::stdio::send(
+    let mut session = mcp_stdio::open(&mut serve);
+    mcp_stdio::send(
         &mut session.stdin,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     );
-    let listed = common::stdio::reply(&mut session.lines, 1);
+    let listed = mcp_stdio::reply(&mut session.lines, 1);
     let names = listed["result"]["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    common::stdio::send(
+    mcp_stdio::send(
         &mut session.stdin,
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}}),
     );
-    let called = common::stdio::reply(&mut session.lines, 2);
+    let called = mcp_stdio::reply(&mut session.lines, 2);
     drop(session.stdin);
     let _ = session.child.wait();
     (names, called["result"].clone())

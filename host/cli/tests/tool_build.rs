@@ -10,8 +10,9 @@
     reason = "tests"
 )]
 
+use hermetic_test_support::guests::{guest, test_cache};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use tempfile::TempDir;
 
@@ -34,17 +35,10 @@ fn finish(dir: &Path, component: &str, declaration: &str, out: &Path) -> Output 
 fn hermetic(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hermetic"))
         .current_dir(dir)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .args(args)
         .output()
         .unwrap()
-}
-
-fn guest(name: &str) -> PathBuf {
-    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
 }
 
 fn stderr(out: &Output) -> String {

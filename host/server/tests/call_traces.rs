@@ -12,10 +12,10 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic_server::audit::AuditLog;
 use hermetic_server::{McpServer, ServeOptions};
+use hermetic_test_support::in_process::{Serving, serve_http};
+use hermetic_test_support::registry::bare_registry;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -26,19 +26,25 @@ const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
 /// A server with an audit log (and spans sent to `otlp_endpoint`, when given).
-fn start(dir: &Path, otlp_endpoint: Option<String>) -> (common::Serving, Arc<AuditLog>) {
+fn start(dir: &Path, otlp_endpoint: Option<String>) -> (Serving, Arc<AuditLog>) {
     let audit = Arc::new(AuditLog::open(&dir.join("audit.jsonl")).unwrap());
     let options = ServeOptions {
         audit: Some(Arc::clone(&audit)),
         otlp_endpoint,
         ..ServeOptions::default()
     };
-    let server = McpServer::new(Arc::new(common::echo_registry(dir)), options);
-    (common::serve_http(server, HANG_GUARD), audit)
+    let server = McpServer::new(
+        Arc::new(bare_registry(
+            hermetic::OperatorPolicy::with_workspace(dir.to_path_buf()),
+            &["echo"],
+        )),
+        options,
+    );
+    (serve_http(server, HANG_GUARD), audit)
 }
 
 /// A sessionless (2026-07-28) call of `echo` whose `_meta` carries `traceparent`.
-fn sessionless_call(http: &common::Serving, traceparent: Option<&str>) -> Value {
+fn sessionless_call(http: &Serving, traceparent: Option<&str>) -> Value {
     let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -60,7 +66,7 @@ fn sessionless_call(http: &common::Serving, traceparent: Option<&str>) -> Value 
 
 /// POSTs `body` with `MCP-Protocol-Version: {version}` (which may carry more header
 /// lines after it) on session `session`.
-fn post(http: &common::Serving, body: &str, version: &str, session: Option<&str>) -> Value {
+fn post(http: &Serving, body: &str, version: &str, session: Option<&str>) -> Value {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(&http.addr).unwrap();
     stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
@@ -97,7 +103,7 @@ fn post(http: &common::Serving, body: &str, version: &str, session: Option<&str>
 }
 
 /// A legacy session's call of `echo` with `traceparent` (rmcp's handler path).
-fn session_call(http: &common::Serving, traceparent: &str) -> Value {
+fn session_call(http: &Serving, traceparent: &str) -> Value {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "0"}}})

@@ -9,15 +9,13 @@
     reason = "tests"
 )]
 
-mod common;
-
-use common::Reply;
-
 use hermetic::approval::{ApprovalConfig, ApprovalContext, ApprovalGate, Outcome};
 use hermetic::{OperatorPolicy, Registry, RegistryOptions, Selection};
 use hermetic_server::McpApprover;
 use hermetic_server::audit::{AuditLog, Event};
 use hermetic_server::{McpServer, ServeOptions, auth};
+use hermetic_test_support::http::Reply;
+use hermetic_test_support::in_process::{Serving, serve_http};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +26,7 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 const ADMIN: &str = "hmt_admin_console_token";
 
 struct Served {
-    http: common::Serving,
+    http: Serving,
     _workspace: tempfile::TempDir,
 }
 
@@ -46,7 +44,7 @@ impl Served {
         registry.add_bundled();
         let server = McpServer::new(Arc::new(registry), options);
         Self {
-            http: common::serve_http(server, HANG_GUARD),
+            http: serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }

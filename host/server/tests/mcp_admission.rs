@@ -13,12 +13,12 @@
     reason = "tests"
 )]
 
-mod common;
-
-use hermetic::{OperatorPolicy, Registry, RegistryOptions};
+use hermetic::{OperatorPolicy, Registry};
 use hermetic_config::ServerPolicy;
 use hermetic_server::audit::AuditLog;
 use hermetic_server::{McpServer, ServeOptions, auth};
+use hermetic_test_support::in_process::{Serving, serve_http};
+use hermetic_test_support::registry::bare_registry;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -43,19 +43,7 @@ fn registry(workspace: &Path) -> Registry {
             .tenants
             .insert(tenant.into(), hermetic::policy::TenantPolicy::default());
     }
-    let mut options = RegistryOptions::new(policy);
-    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
-    let registry = Registry::new(options).unwrap();
-    let dir = tempfile::TempDir::new().unwrap();
-    for tool in ["echo", "spin_long"] {
-        std::fs::copy(
-            Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
-            dir.path().join(format!("{tool}.wasm")),
-        )
-        .unwrap();
-    }
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
-    registry
+    bare_registry(policy, &["echo", "spin_long"])
 }
 
 /// Tenants `flood` and `calm` with their tokens, on top of `access`.
@@ -71,7 +59,7 @@ fn two_tenants(access: ServerPolicy) -> ServerPolicy {
 }
 
 struct Running {
-    http: common::Serving,
+    http: Serving,
     _workspace: tempfile::TempDir,
 }
 
@@ -85,7 +73,7 @@ impl Running {
         };
         let server = McpServer::new(Arc::new(registry(workspace.path())), options);
         Self {
-            http: common::serve_http(server, HANG_GUARD),
+            http: serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }

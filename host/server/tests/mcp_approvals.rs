@@ -10,8 +10,6 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic::approval::{
     AllowlistFile, ApprovalConfig, ApprovalContext, ApprovalGate, ApprovalRequest, Approver,
     Outcome, RuleId, SessionKey, Tier, Verdict,
@@ -19,6 +17,7 @@ use hermetic::approval::{
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::McpApprover;
 use hermetic_server::{McpServer, ServeOptions, auth};
+use hermetic_test_support::in_process::{Serving, request_to, serve_http};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,19 +29,19 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 const ADMIN: &str = "hmt_admin_test_token";
 
 struct Running {
-    http: common::Serving,
+    http: Serving,
     _workspace: tempfile::TempDir,
 }
 
 impl std::ops::Deref for Running {
-    type Target = common::Serving;
-    fn deref(&self) -> &common::Serving {
+    type Target = Serving;
+    fn deref(&self) -> &Serving {
         &self.http
     }
 }
 
 impl std::ops::DerefMut for Running {
-    fn deref_mut(&mut self) -> &mut common::Serving {
+    fn deref_mut(&mut self) -> &mut Serving {
         &mut self.http
     }
 }
@@ -58,7 +57,7 @@ impl Running {
         options.access.admin_tokens.push(auth::digest(ADMIN));
         let server = McpServer::new(Arc::new(registry), options);
         Self {
-            http: common::serve_http(server, HANG_GUARD),
+            http: serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }
@@ -218,7 +217,7 @@ fn the_console_s_always_is_acknowledged_only_once_it_is_on_disk() {
         let addr = running.addr.clone();
         let id = pending["id"].clone();
         std::thread::spawn(move || {
-            let reply = common::request_to(
+            let reply = request_to(
                 &addr,
                 "POST",
                 &format!("/approvals/{id}"),

@@ -12,11 +12,11 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_config::ServerPolicy;
 use hermetic_server::{McpServer, ServeOptions, stdio};
+use hermetic_test_support::in_process::{Serving, serve_http};
+use hermetic_test_support::registry::bare_registry;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -34,35 +34,26 @@ const AT_ONCE: Duration = Duration::from_secs(10);
 const LEGACY: &str = "2025-06-18";
 
 fn registry(workspace: &Path) -> Registry {
-    let mut options = RegistryOptions::new(OperatorPolicy::with_workspace(workspace.to_path_buf()));
-    options.engine.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
-    let registry = Registry::new(options).unwrap();
-    let dir = tempfile::TempDir::new().unwrap();
-    for tool in ["echo", "spin_long", "sleeper"] {
-        std::fs::copy(
-            Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{tool}.wasm")),
-            dir.path().join(format!("{tool}.wasm")),
-        )
-        .unwrap();
-    }
-    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
-    registry
+    bare_registry(
+        OperatorPolicy::with_workspace(workspace.to_path_buf()),
+        &["echo", "spin_long", "sleeper"],
+    )
 }
 
 struct Running {
-    http: common::Serving,
+    http: Serving,
     _workspace: tempfile::TempDir,
 }
 
 impl std::ops::Deref for Running {
-    type Target = common::Serving;
-    fn deref(&self) -> &common::Serving {
+    type Target = Serving;
+    fn deref(&self) -> &Serving {
         &self.http
     }
 }
 
 impl std::ops::DerefMut for Running {
-    fn deref_mut(&mut self) -> &mut common::Serving {
+    fn deref_mut(&mut self) -> &mut Serving {
         &mut self.http
     }
 }
@@ -87,7 +78,7 @@ impl Running {
     fn serve(registry: Registry, options: ServeOptions, workspace: tempfile::TempDir) -> Self {
         let server = McpServer::new(Arc::new(registry), options);
         Self {
-            http: common::serve_http(server, HANG_GUARD),
+            http: serve_http(server, HANG_GUARD),
             _workspace: workspace,
         }
     }

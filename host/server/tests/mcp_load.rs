@@ -16,10 +16,9 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic::Registry;
 use hermetic_server::{McpServer, ServeOptions, http};
+use hermetic_test_support::registry::bare_registry;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +30,10 @@ const CALLS: usize = 20_000;
 const CONNECTIONS: usize = 64;
 
 fn registry(workspace: &Path) -> Registry {
-    common::echo_registry(workspace)
+    bare_registry(
+        hermetic::OperatorPolicy::with_workspace(workspace.to_path_buf()),
+        &["echo"],
+    )
 }
 
 fn request(addr: &str, id: usize) -> Vec<u8> {

@@ -8,11 +8,10 @@
     reason = "tests"
 )]
 
-mod common;
-
 use hermetic::policy::network::Destination;
 use hermetic::{OperatorPolicy, Registry, RegistryOptions};
 use hermetic_server::{McpServer, ServeOptions};
+use hermetic_test_support::in_process::{Serving, serve_http};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +20,7 @@ use std::time::Duration;
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// tools/list from a sessionless (2026-07-28) request: name → tool.
-fn tools_list(serving: &common::Serving) -> serde_json::Map<String, Value> {
+fn tools_list(serving: &Serving) -> serde_json::Map<String, Value> {
     serving
         .tools_list()
         .into_iter()
@@ -40,7 +39,7 @@ fn bundled_tools_are_listed_with_titles_and_the_annotations_their_declarations_i
         .push(Destination::parse("https://docs.rs").unwrap());
     let registry = Registry::new(RegistryOptions::new(policy)).unwrap();
     registry.add_bundled();
-    let serving = common::serve_http(
+    let serving = serve_http(
         McpServer::new(Arc::new(registry), ServeOptions::default()),
         HANG_GUARD,
     );

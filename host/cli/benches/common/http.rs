@@ -1,11 +1,13 @@
-//! A raw HTTP/1.1 MCP client and a server child process, for the benches that talk
-//! streamable HTTP (`#[path]`-included: the stdio bench has no use for it).
+//! A raw keep-alive HTTP/1.1 MCP client, and a server child process with its CPU time,
+//! for the benches that talk streamable HTTP (`#[path]`-included: the stdio bench has
+//! no use for it). The child process itself is hermetic-test-support's.
 #![allow(dead_code, reason = "each bench uses a part of it")]
 
+use hermetic_test_support::serve_process::ServeProcess;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// Reads one HTTP/1.1 message (request or response) from `reader`: its head's lines and
@@ -147,45 +149,28 @@ impl Connection {
     }
 }
 
-/// A server child process and its MCP address.
+/// A `hermetic serve --http` child process (killed on drop) and its server's CPU time.
 pub struct Server {
-    /// The process.
-    pub child: Child,
-    /// `host:port` of its MCP endpoint.
-    pub addr: String,
+    process: ServeProcess,
+}
+
+impl std::ops::Deref for Server {
+    type Target = ServeProcess;
+    fn deref(&self) -> &ServeProcess {
+        &self.process
+    }
 }
 
 impl Server {
-    pub fn spawn(mut command: Command) -> Self {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
-            if let Some(url) = line.split("serving MCP at http://").nth(1) {
-                break url.trim().trim_end_matches("/mcp").to_owned();
-            }
-        };
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Self { child, addr }
+    /// Starts `command` (`hermetic … serve --http ADDR`) and waits for its address.
+    pub fn spawn(command: Command) -> Self {
+        Self {
+            process: ServeProcess::spawn(command, Duration::from_secs(120)),
+        }
     }
 
     /// User + system CPU time the server has used so far.
     pub fn cpu(&self) -> Duration {
         crate::common::cpu(self.child.id())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

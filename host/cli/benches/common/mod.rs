@@ -1,6 +1,9 @@
-//! What the MCP benches share: the server under test, its CPU time, the machine line.
+//! What only the MCP benches share: the server under test (or another build of it),
+//! its CPU time, the floor a bench becomes, the machine line. The harnesses tests use
+//! too are in hermetic-test-support (host/test-support).
 #![allow(dead_code, reason = "each bench uses a part of it")]
 
+use hermetic_test_support::guests::{guest, test_cache};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -18,10 +21,8 @@ pub fn calls(default: usize) -> usize {
 pub fn echo_tools() -> tempfile::TempDir {
     let tools = tempfile::TempDir::new().unwrap();
     // Another build (HERMETIC_BENCH_BIN) may need its own: HERMETIC_BENCH_ECHO.
-    let echo = std::env::var_os("HERMETIC_BENCH_ECHO").map_or_else(
-        || Path::new(hermetic::GUEST_BUILD_DIR).join("echo.wasm"),
-        std::path::PathBuf::from,
-    );
+    let echo = std::env::var_os("HERMETIC_BENCH_ECHO")
+        .map_or_else(|| guest("echo"), std::path::PathBuf::from);
     std::fs::copy(echo, tools.path().join("echo.wasm")).unwrap();
     tools
 }
@@ -36,10 +37,7 @@ pub fn hermetic_serve(transport: &[&str], tools: &Path) -> Command {
         .args(["--no-bundled", "--tools-dir"])
         .arg(tools)
         .current_dir(tools)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        );
+        .env("HERMETIC_CACHE_DIR", test_cache());
     server
 }
 

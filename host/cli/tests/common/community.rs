@@ -2,24 +2,17 @@
 //! its own, a policy naming tools by source, components with another declaration or
 //! another schema, and the registry as an attacker who controls tags reaches it.
 
+use hermetic_test_support::guests::test_cache;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-/// A guest component built from `guest-tools/`.
-pub fn guest(name: &str) -> PathBuf {
-    Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"))
-}
 
 /// The binary, with the suites' shared compiled-code cache and no registry settings
 /// or store from the environment.
 pub fn hermetic(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermetic"));
     cmd.current_dir(home)
-        .env(
-            "HERMETIC_CACHE_DIR",
-            Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"),
-        )
+        .env("HERMETIC_CACHE_DIR", test_cache())
         .env("HOME", home)
         .env_remove("HERMETIC_STORE_DIR")
         .env_remove("XDG_DATA_HOME")

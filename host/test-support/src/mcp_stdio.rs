@@ -1,4 +1,6 @@
-//! MCP over stdio with a `hermetic … serve --stdio` command.
+//! MCP over stdio with a `hermetic … serve --stdio` command: a legacy session opened
+//! by the initialize handshake, messages written as lines, replies read to the one
+//! with the request's id.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Lines, Write};
@@ -6,8 +8,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// A server with an initialized legacy session.
 pub struct Session {
+    /// The server process.
     pub child: Child,
+    /// Its stdin, where messages go.
     pub stdin: ChildStdin,
+    /// Its stdout, one message a line.
     pub lines: Lines<BufReader<ChildStdout>>,
 }
 

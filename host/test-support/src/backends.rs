@@ -218,11 +218,7 @@ pub fn start_sshd_with(options: &[&str]) -> Sshd {
     let auth = dir.path().join("authorized_keys");
     std::fs::copy(user_key.with_extension("pub"), &auth).unwrap();
     std::fs::create_dir_all("/run/sshd").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::net::free_port();
     let child = Command::new("/usr/sbin/sshd")
         .args(["-D", "-e", "-f", "/dev/null", "-h"])
         .arg(&host_key)

@@ -1,21 +1,13 @@
 //! A real distribution registry (Debian's `docker-registry`, 2.8) on a free loopback
 //! port with its own storage, for the tests that push and pull tools.
 
+use crate::net::free_port;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
-
-/// A free loopback port (bound, read, released: the registry binds it next).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The first line of an HTTP/1.0 answer from `addr` to `GET path`, if any.
 fn http_status(addr: &str, path: &str) -> Option<String> {

@@ -1,32 +1,15 @@
-//! Shared helpers for the integration suites: real components from guest-tools/, a
-//! registry over a temporary workspace, and a shared compiled-code cache so the suites
-//! do not recompile the same components in every test.
-pub mod backends;
-
+//! Registries in this process over real components from guest-tools/: a temporary
+//! workspace, a policy file, the shared compiled-code cache so the suites do not
+//! recompile the same components in every test, and calls whose JSON result is read.
+use crate::guests::{test_cache, tools_dir};
 use hermetic::{EngineConfig, OperatorPolicy, Registry, RegistryOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tempfile::TempDir;
-
-/// Path of a component built from guest-tools/ (bundled and test tools alike).
-pub fn guest(name: &str) -> PathBuf {
-    let path = Path::new(hermetic::GUEST_BUILD_DIR).join(format!("{name}.wasm"));
-    assert!(path.is_file(), "{} was not built", path.display());
-    path
-}
-
-/// A temporary directory holding copies of the named components.
-pub fn tools_dir(names: &[&str]) -> TempDir {
-    let dir = TempDir::new().unwrap();
-    for name in names {
-        std::fs::copy(guest(name), dir.path().join(format!("{name}.wasm"))).unwrap();
-    }
-    dir
-}
 
 /// Engine settings for tests: the shared cache under target/.
 pub fn engine_config() -> EngineConfig {
     let mut config = EngineConfig::default();
-    config.cache_dir = Some(Path::new(hermetic::GUEST_BUILD_DIR).join("../../test-cache"));
+    config.cache_dir = Some(test_cache());
     config
 }
 
@@ -127,6 +110,17 @@ max_concurrent = 1
     std::fs::create_dir_all(root.join("ws")).unwrap();
     let registry = policy_registry(root, POLICY, false);
     let dir = tools_dir(&["echo", "spin"]);
+    assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
+    registry
+}
+
+/// A registry under `policy` with the named test tools, no bundled ones and no terminal
+/// attached, on the shared cache: what the server's in-process suites serve.
+pub fn bare_registry(policy: OperatorPolicy, tools: &[&str]) -> Registry {
+    let mut options = RegistryOptions::new(policy);
+    options.engine.cache_dir = Some(test_cache());
+    let registry = Registry::new(options).unwrap();
+    let dir = tools_dir(tools);
     assert_eq!(registry.add_dir(dir.path()).unwrap(), vec![]);
     registry
 }

@@ -2,7 +2,7 @@
 //! directory (append-only file on), for the tests of a cluster's shared store.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,11 +34,7 @@ impl Redis {
             Path::new("/usr/bin/redis-server").is_file(),
             "redis-server is not installed: apt-get install -y redis-server (.ci/run does)"
         );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::net::free_port();
         let mut redis = Self {
             child: None,
             port,
