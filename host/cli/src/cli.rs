@@ -3,10 +3,10 @@
 //! …); `args` is the command line's shape.
 
 use crate::args::{AuditCommand, Cli, Command, HostArgs, parse_log_level};
-use crate::host::build_host;
+use crate::host::{build_registry, trust_of};
 use anyhow::{Context, Result};
 use clap::Parser;
-use hermetic::{CallOptions, Registry, Selection};
+use hermetic::{CallOptions, Selection};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -78,11 +78,6 @@ fn init_logging(level: &str) {
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_writer(std::io::stderr)
         .init();
-}
-
-/// The tool host the options describe. See [`build_host`].
-pub(crate) fn build_registry(global: &HostArgs) -> Result<Registry> {
-    Ok(build_host(global, None, None)?.0)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -201,15 +196,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `[trust]` settings and sources of `--policy`, when one is given.
-pub(crate) fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust::TrustPolicy>> {
-    let Some(file) = &host.policy else {
-        return Ok(None);
-    };
-    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
-    Ok(Some(hermetic_config::load(file, &cwd)?.trust))
 }
 
 /// `hermetic tools`: every tool the tenant sees, with its availability.

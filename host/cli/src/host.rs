@@ -214,3 +214,17 @@ pub(crate) fn build_host(
     registry.check_tenant_toolsets()?;
     Ok((registry, server))
 }
+
+/// The tool host the options describe. See [`build_host`].
+pub(crate) fn build_registry(global: &HostArgs) -> Result<Registry> {
+    Ok(build_host(global, None, None)?.0)
+}
+
+/// The `[trust]` settings and sources of `--policy`, when one is given.
+pub(crate) fn trust_of(host: &HostArgs) -> Result<Option<hermetic::policy::trust::TrustPolicy>> {
+    let Some(file) = &host.policy else {
+        return Ok(None);
+    };
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    Ok(Some(hermetic_config::load(file, &cwd)?.trust))
+}

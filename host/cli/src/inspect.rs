@@ -2,7 +2,7 @@
 //! its declaration, schema, grants and review — without running it.
 
 use crate::args::HostArgs;
-use crate::cli::{build_registry, trust_of};
+use crate::host::{build_registry, trust_of};
 use anyhow::{Context, Result, bail};
 use hermetic::{LoadProblem, Registry, ToolSource};
 use std::path::PathBuf;
